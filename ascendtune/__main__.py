@@ -1,0 +1,3 @@
+from ascendtune.cli.app import main
+
+main()

@@ -1,0 +1,56 @@
+"""The Typer application: global options and the command registry.
+
+Command modules import only typer and the core at module level; heavy modules (psutil,
+pyudev, torch_npu) are imported inside the commands, so `ascendtune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ascendtune import __version__
+from ascendtune.cli import bind, check_config, doctor, plan, snapshot, topo
+from ascendtune.cli.common import State, demo_flag_default
+
+app = typer.Typer(
+    name="ascendtune",
+    help="See, predict, apply and verify CPU binding for LLM inference on Ascend NPUs and NVIDIA GPUs.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"ascendtune {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    State.debug = debug
+
+
+for _module in (topo, plan, bind, check_config, doctor, snapshot):
+    _module.register(app)
+
+
+def main() -> None:
+    # the click entry point with `--demo` allowed to stand alone
+    app(args=demo_flag_default(sys.argv[1:]), prog_name="ascendtune")
+
+
+if __name__ == "__main__":
+    main()

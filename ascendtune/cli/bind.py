@@ -1,0 +1,12 @@
+"""`ascendtune bind` (being built)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("bind")
+    def _cmd() -> None:
+        """Not built yet."""
+        raise typer.Exit(2)

@@ -1,0 +1,12 @@
+"""`ascendtune check-config` (being built)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check-config")
+    def _cmd() -> None:
+        """Not built yet."""
+        raise typer.Exit(2)

@@ -1,0 +1,143 @@
+"""What every command shares: the host options, JSON output, consoles and the error boundary."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from ascendtune.core.errors import AscendtuneError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ascendtune.core.model import Host
+    from ascendtune.host.sysroot import Root
+
+SCHEMA_VERSION = 1
+
+
+class State:
+    debug = False
+
+
+SysrootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sysroot",
+        envvar="ASCENDTUNE_SYSROOT",
+        help="Read a captured host (folder or .tar.gz from `ascendtune snapshot`) instead of this one.",
+        metavar="DIR",
+    ),
+]
+DemoOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--demo",
+        help="Read an embedded demo host (`--demo list` lists them; `--demo` alone picks atlas-800i-a2).",
+        metavar="NAME",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts (schema_version 1).")]
+
+DEFAULT_DEMO = "atlas-800i-a2"
+
+
+def demo_flag_default(argv: list[str]) -> list[str]:
+    """Let `--demo` stand alone (no NAME): insert the default demo host name."""
+    out: list[str] = []
+    for i, a in enumerate(argv):
+        out.append(a)
+        if a == "--demo":
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is None or nxt.startswith("-"):
+                out.append(DEFAULT_DEMO)
+    return out
+
+
+def stdout_console() -> Console:
+    from rich.console import Console
+
+    no_color = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
+    return Console(no_color=no_color, highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    no_color = bool(os.environ.get("NO_COLOR")) or not sys.stderr.isatty()
+    return Console(stderr=True, no_color=no_color, highlight=False)
+
+
+def print_json(doc: dict[str, Any]) -> None:
+    body = {"schema_version": SCHEMA_VERSION, **doc}
+    sys.stdout.write(json.dumps(body, indent=2, sort_keys=False) + "\n")
+
+
+def open_root(sysroot: str | None, demo: str | None) -> Root:
+    """The root a read command looks through: a demo, a sysroot, or the live host."""
+    from ascendtune.host import demos, sysroot as sr
+
+    if demo is not None and sysroot is not None:
+        from ascendtune.core.errors import UsageError
+
+        raise UsageError("give --demo or --sysroot, not both")
+    if demo is not None:
+        return demos.open_demo(demo)
+    return sr.open_root(sysroot)
+
+
+def load_host(sysroot: str | None, demo: str | None) -> Host:
+    from ascendtune.host.reader import read_host
+
+    return read_host(open_root(sysroot, demo))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(err: AscendtuneError) -> typer.Exit:
+    """Print one line for err on stderr and return the Exit carrying its code."""
+    line = f"ascendtune: error: {err.message}"
+    if err.hint:
+        line += f" ({err.hint})"
+    sys.stderr.write(line + "\n")
+    return typer.Exit(err.exit_code)
+
+
+def handle_errors(func: F) -> F:
+    """The one error boundary: AscendtuneError -> one stderr line and its exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except AscendtuneError as e:
+            if State.debug:
+                import traceback
+
+                traceback.print_exc()
+            raise fail(e) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            sys.stderr.write("ascendtune: interrupted\n")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+        except Exception as e:
+            if State.debug:
+                raise
+            sys.stderr.write(
+                f"ascendtune: internal error: {type(e).__name__}: {e} "
+                "(rerun with --debug for a traceback, and report it)\n"
+            )
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,12 @@
+"""`ascendtune topo` (being built)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("topo")
+    def _cmd() -> None:
+        """Not built yet."""
+        raise typer.Exit(2)

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.builder import SysrootBuilder
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+
+def sample(name: str) -> str:
+    """Text of a file in ../shared/samples (other projects' data, read in place)."""
+    path = SAMPLES / name
+    if not path.is_file():
+        pytest.skip(f"../shared/samples/{name} is not here")
+    return path.read_text()
+
+
+@pytest.fixture
+def sysroot(tmp_path: Path) -> SysrootBuilder:
+    return SysrootBuilder(tmp_path / "root")
