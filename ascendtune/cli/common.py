@@ -64,8 +64,11 @@ def demo_flag_default(argv: list[str]) -> list[str]:
 def stdout_console() -> Console:
     from rich.console import Console
 
-    no_color = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
-    return Console(no_color=no_color, highlight=False, soft_wrap=False)
+    tty = sys.stdout.isatty()
+    no_color = bool(os.environ.get("NO_COLOR")) or not tty
+    # piped output is read by people through less or a log: do not squeeze tables to 80 columns
+    width = None if tty or os.environ.get("COLUMNS") else 160
+    return Console(no_color=no_color, highlight=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:
@@ -82,15 +85,20 @@ def print_json(doc: dict[str, Any]) -> None:
 
 def open_root(sysroot: str | None, demo: str | None) -> Root:
     """The root a read command looks through: a demo, a sysroot, or the live host."""
-    from ascendtune.host import demos, sysroot as sr
+    from ascendtune.core.errors import UsageError
+    from ascendtune.host import sysroot as sr
 
     if demo is not None and sysroot is not None:
-        from ascendtune.core.errors import UsageError
-
         raise UsageError("give --demo or --sysroot, not both")
-    if demo is not None:
-        return demos.open_demo(demo)
-    return sr.open_root(sysroot)
+    if demo is None:
+        return sr.open_root(sysroot)
+    from ascendtune.host import demos
+
+    if demo == "list":
+        for name, about in demos.list_demos():
+            print(f"{name:20} {about}")
+        raise typer.Exit(0)
+    return demos.open_demo(demo)
 
 
 def load_host(sysroot: str | None, demo: str | None) -> Host:

@@ -1,12 +1,236 @@
-"""`ascendtune topo` (being built)."""
+"""`ascendtune topo`: accelerators, links, NUMA nodes, and the cpuset beside hardware affinity."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
+
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+
+if TYPE_CHECKING:
+    from ascendtune.core.model import Host
+
+
+def topo_document(host: Host) -> dict[str, Any]:
+    from ascendtune.core.cpulist import format_cpulist as f
+    from ascendtune.host.reader import links_json
+
+    return {
+        "hostname": host.hostname,
+        "arch": host.arch,
+        "soc": host.soc.value if host.npus else ("gpu" if host.gpus else None),
+        "npu_smi": {"found": host.npu_smi_found, "version": host.npu_smi_version},
+        "cpus_online": f(host.cpus_online),
+        "cpus_offline": f(host.cpus_offline),
+        "cpus_allowed": f(host.cpus_allowed),
+        "cpus_allowed_source": "proc/self/status"
+        if host.allowed_from_status
+        else "assumed: every online CPU",
+        "mems_allowed": None if host.mems_allowed is None else f(host.mems_allowed),
+        "smt_threads_per_core": max((len(c.siblings) for c in host.cpus.values()), default=1),
+        "sockets": len({c.socket for c in host.cpus.values()}),
+        "numa_nodes": [
+            {
+                "id": n.id,
+                "cpus": f(n.cpus),
+                "mem_mib": n.mem_mib,
+                "accelerators": [a.logical_id for a in host.accelerators if a.numa_node == n.id],
+            }
+            for n in host.numa_nodes
+        ],
+        "accelerators": [
+            {
+                "vendor": a.vendor.value,
+                "logical_id": a.logical_id,
+                "npu_id": a.npu_id,
+                "chip_id": a.chip_id,
+                "name": a.name,
+                "bus_id": a.bus_id,
+                "numa_node": a.numa_node,
+                "cpu_affinity": f(a.cpu_affinity),
+                "cpu_affinity_source": a.affinity_source.value if a.affinity_source else None,
+                "tool_cpu_affinity": None if a.tool_affinity is None else f(a.tool_affinity),
+                "numa_node_source": a.numa_source.value if a.numa_source else None,
+                "cpus_allowed_in_affinity": f(a.cpu_affinity & host.cpus_allowed),
+                "health": a.health,
+                "driver": a.driver,
+            }
+            for a in host.accelerators
+        ],
+        "links": links_json(host.links),
+        "processes": [
+            {
+                "npu_id": p.npu_id,
+                "chip_id": p.chip_id,
+                "pid": p.pid,
+                "name": p.name,
+                "mem_mib": p.mem_mib,
+            }
+            for p in host.processes
+        ],
+        "warnings": topo_warnings(host),
+    }
+
+
+def topo_warnings(host: Host) -> list[str]:
+    """What an operator must know, in words."""
+    from ascendtune.core.cpulist import format_cpulist as f
+
+    out: list[str] = []
+    for a in host.accelerators:
+        word = "NPU" if a.vendor.value == "huawei" else "GPU"
+        if not a.cpu_affinity:
+            continue
+        inside = a.cpu_affinity & host.cpus_allowed
+        if not inside:
+            out.append(
+                f"{word} {a.logical_id}: its CPU affinity {f(a.cpu_affinity)} lies wholly outside "
+                f"the cpuset {f(host.cpus_allowed)}; a worker on it runs on remote CPUs"
+            )
+        elif (
+            inside != a.cpu_affinity
+            and host.allowed_from_status
+            and host.cpus_allowed != host.cpus_online
+        ):
+            out.append(
+                f"{word} {a.logical_id}: only {f(inside)} of its affinity {f(a.cpu_affinity)} is in the cpuset"
+            )
+        nodes = host.nodes_of(a.cpu_affinity)
+        if len(nodes) > 1:
+            out.append(
+                f"{word} {a.logical_id}: affinity {f(a.cpu_affinity)} spans NUMA nodes {','.join(map(str, nodes))}"
+            )
+    cpuless = [n.id for n in host.numa_nodes if not n.cpus]
+    if cpuless:
+        out.append(
+            f"NUMA node{'s' if len(cpuless) > 1 else ''} {','.join(map(str, cpuless))} hold{'' if len(cpuless) > 1 else 's'} "
+            "no online CPU (memory-only, or every CPU offline); vLLM-Ascend's next-node rule skips them"
+        )
+    memless = [n.id for n in host.numa_nodes if n.cpus and n.mem_mib == 0]
+    if memless:
+        out.append(
+            f"NUMA nodes {','.join(map(str, memless))} have CPUs but no memory: `numactl --membind` to them fails"
+        )
+    if host.cpus_offline:
+        out.append(f"CPUs {f(host.cpus_offline)} are offline")
+    out.extend(host.notes)
+    return out
+
+
+def render_topo(host: Host) -> None:
+    from rich.table import Table
+
+    from ascendtune.cli.common import stdout_console
+    from ascendtune.core.cpulist import format_cpulist as f
+
+    con = stdout_console()
+    doc_head = [
+        f"host {host.hostname or '?'}",
+        f"arch {host.arch or '?'}",
+        f"{len(host.cpus_online)} CPUs online",
+        f"{len({c.socket for c in host.cpus.values()})} socket(s)",
+        f"SMT x{max((len(c.siblings) for c in host.cpus.values()), default=1)}",
+    ]
+    if host.npus:
+        doc_head.append(f"SoC {host.soc.value}")
+    if host.npu_smi_found:
+        doc_head.append(f"npu-smi {host.npu_smi_version or '?'}")
+    con.print(", ".join(doc_head))
+    con.print(
+        f"cpuset (Cpus_allowed_list): {f(host.cpus_allowed)}"
+        + ("" if host.allowed_from_status else " (no proc/self/status: every online CPU assumed)")
+    )
+    if host.accelerators:
+        t = Table(title="accelerators", title_justify="left")
+        for col in (
+            "id",
+            "npu",
+            "chip",
+            "name",
+            "bus id",
+            "NUMA",
+            "CPU affinity",
+            "from",
+            "in cpuset",
+        ):
+            t.add_column(col)
+        for a in host.accelerators:
+            inside = a.cpu_affinity & host.cpus_allowed
+            mark = f(inside) if inside == a.cpu_affinity else (f"[red]{f(inside) or 'none'}[/red]")
+            t.add_row(
+                str(a.logical_id),
+                "" if a.npu_id is None else str(a.npu_id),
+                "" if a.chip_id is None else str(a.chip_id),
+                a.name,
+                a.bus_id or "?",
+                "?" if a.numa_node is None else str(a.numa_node),
+                f(a.cpu_affinity) or "?",
+                a.affinity_source.value if a.affinity_source else "-",
+                mark if a.cpu_affinity else "-",
+            )
+        con.print(t)
+        if host.links:
+            ids = sorted(host.links)
+            lt = Table(title="links", title_justify="left")
+            lt.add_column("")
+            for b in ids:
+                lt.add_column(str(b), justify="center")
+            for a_id in ids:
+                lt.add_row(
+                    str(a_id), *("X" if a_id == b else host.links[a_id].get(b, "") for b in ids)
+                )
+            con.print(lt)
+    else:
+        con.print(
+            "no accelerator found (no npu-smi or nvidia-smi output, no Huawei or NVIDIA PCI device); "
+            "try `ascendtune topo --demo` to see an Atlas 800I A2"
+        )
+    nt = Table(title="NUMA nodes", title_justify="left")
+    for col in ("node", "CPUs", "memory", "allowed", "accelerators"):
+        nt.add_column(col)
+    for n in host.numa_nodes:
+        accs = [str(a.logical_id) for a in host.accelerators if a.numa_node == n.id]
+        nt.add_row(
+            str(n.id),
+            f(n.cpus) or "(none)",
+            "?"
+            if n.mem_mib is None
+            else f"{n.mem_mib / 1024:.0f} GiB"
+            if n.mem_mib >= 1024
+            else f"{n.mem_mib} MiB",
+            f(n.cpus & host.cpus_allowed) or "-",
+            ",".join(accs),
+        )
+    con.print(nt)
+    if host.processes:
+        pt = Table(title="processes on accelerators", title_justify="left")
+        for col in ("npu", "chip", "pid", "name", "memory MiB"):
+            pt.add_column(col)
+        for p in host.processes:
+            pt.add_row(
+                str(p.npu_id),
+                "" if p.chip_id is None else str(p.chip_id),
+                str(p.pid),
+                p.name,
+                "" if p.mem_mib is None else f"{p.mem_mib:.0f}",
+            )
+        con.print(pt)
+    for w in topo_warnings(host):
+        con.print(f"[yellow]![/yellow] {w}")
 
 
 def register(app: typer.Typer) -> None:
     @app.command("topo")
-    def _cmd() -> None:
-        """Not built yet."""
-        raise typer.Exit(2)
+    @handle_errors
+    def topo_cmd(
+        json_out: JsonOpt = False, sysroot: SysrootOpt = None, demo: DemoOpt = None
+    ) -> None:
+        """Show accelerators, links, NUMA nodes, and the cpuset beside each device's CPU affinity."""
+        from ascendtune.cli.common import load_host
+
+        host = load_host(sysroot, demo)
+        if json_out:
+            print_json(topo_document(host))
+        else:
+            render_topo(host)

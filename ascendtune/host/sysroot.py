@@ -147,16 +147,16 @@ def _strip_top(names: list[str]) -> str:
     tops = {n.split("/", 1)[0] for n in names if n}
     if len(tops) == 1:
         top = tops.pop()
-        if all(n == top or n.startswith(top + "/") for n in names):
-            # a sysroot archive holds sys/ or proc/ at its top; only strip a wrapper folder
-            if top not in ("sys", "proc", "commands", "meta.json", "dev"):
-                return top + "/"
+        # a sysroot archive holds sys/ or proc/ at its top; only strip a wrapper folder
+        wrapped = all(n == top or n.startswith(top + "/") for n in names)
+        if wrapped and top not in ("sys", "proc", "commands", "meta.json", "dev"):
+            return top + "/"
     return ""
 
 
 def open_archive(data: bytes, label: str) -> MemRoot:
     try:
-        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
+        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 (closed below)
     except (tarfile.TarError, EOFError, OSError) as e:
         raise InvalidInput(f"{label} is not a readable tar archive: {e}") from None
     files: dict[str, str] = {}
@@ -170,7 +170,7 @@ def open_archive(data: bytes, label: str) -> MemRoot:
         for m in members:
             name = m.name.lstrip("./")
             if prefix:
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
             if not name or name.startswith("/") or ".." in name.split("/"):
                 continue
             if m.issym():

@@ -1,0 +1,190 @@
+"""Plan options shared by `plan` and `bind --rank`, and the plan document both use."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ascendtune.core.cpulist import format_cpulist, parse_cpulist, parse_int_list
+from ascendtune.core.errors import InvalidInput, ParseError
+
+if TYPE_CHECKING:
+    from ascendtune.core.model import Host
+    from ascendtune.core.planner import Plan, PlanRequest
+
+POLICY_NAMES = ("vllm-ascend", "numa-local", "numa-slice")
+SOC_NAMES = ("A2", "A3", "310P", "A5", "910")
+
+
+def _complete_policy(incomplete: str) -> list[str]:
+    return [p for p in POLICY_NAMES if p.startswith(incomplete)]
+
+
+PolicyOpt = Annotated[
+    str,
+    typer.Option(
+        "--policy",
+        help="vllm-ascend (what vLLM-Ascend does), numa-local, numa-slice.",
+        autocompletion=_complete_policy,
+    ),
+]
+VisibleDevicesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--visible-devices",
+        metavar="IDS",
+        help="Devices the job sees, in its order (else ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, else all).",
+    ),
+]
+RanksOpt = Annotated[int | None, typer.Option("--ranks", help="Plan only the first N ranks.")]
+SocOpt = Annotated[
+    str | None,
+    typer.Option("--soc", help="SoC family: A2, A3, 310P, A5 (default: from the chip names)."),
+]
+ReserveOpt = Annotated[
+    str | None,
+    typer.Option("--reserve", metavar="CPULIST", help="Housekeeping CPUs no rank may get."),
+]
+NoIrqReserveOpt = Annotated[
+    bool, typer.Option("--no-irq-reserve", help="Better policies: keep no CPUs for NPU IRQs.")
+]
+
+
+def build_request(
+    host: Host,
+    *,
+    policy: str,
+    visible_devices: str | None,
+    ranks: int | None,
+    soc: str | None,
+    reserve: str | None,
+    no_irq_reserve: bool,
+    live: bool = False,
+) -> PlanRequest:
+    from ascendtune.core.model import Soc
+    from ascendtune.core.planner import PlanRequest
+
+    env_name = "ASCEND_RT_VISIBLE_DEVICES" if host.npus or not host.gpus else "CUDA_VISIBLE_DEVICES"
+    visible = None
+    source = "every device"
+    if visible_devices is not None:
+        visible, source = (
+            parse_int_list(visible_devices, source="--visible-devices"),
+            "--visible-devices",
+        )
+    elif os.environ.get(env_name, "").strip():
+        visible, source = parse_int_list(os.environ[env_name], source=env_name), env_name
+    soc_value = None
+    if soc is not None:
+        by_name = {s.value.upper(): s for s in Soc}
+        soc_value = by_name.get(soc.strip().upper())
+        if soc_value is None or soc_value in (Soc.UNKNOWN, Soc.GPU):
+            raise InvalidInput(f"--soc {soc}: expected one of {', '.join(SOC_NAMES)}")
+    elif live and host.npus and host.soc is Soc.UNKNOWN:
+        from ascendtune.host.socinfo import runtime_soc
+
+        soc_value = runtime_soc()
+    reserved: frozenset[int] = frozenset()
+    if reserve:
+        try:
+            reserved = parse_cpulist(reserve, source="--reserve")
+        except ParseError as e:
+            raise InvalidInput(e.message) from None
+    return PlanRequest(
+        policy=policy,
+        visible=visible,
+        ranks=ranks,
+        soc=soc_value,
+        reserve=reserved,
+        irq_reserve=not no_irq_reserve,
+        visible_source=source,
+    )
+
+
+def compute_plan(
+    *,
+    sysroot: str | None,
+    demo: str | None,
+    policy: str,
+    visible_devices: str | None,
+    ranks: int | None,
+    soc: str | None,
+    reserve: str | None,
+    no_irq_reserve: bool,
+) -> tuple[Host, Plan]:
+    from ascendtune.cli.common import open_root
+    from ascendtune.core.planner import make_plan
+    from ascendtune.host.reader import read_host
+
+    root = open_root(sysroot, demo)
+    host = read_host(root)
+    req = build_request(
+        host,
+        policy=policy,
+        visible_devices=visible_devices,
+        ranks=ranks,
+        soc=soc,
+        reserve=reserve,
+        no_irq_reserve=no_irq_reserve,
+        live=root.live,
+    )
+    return host, make_plan(host, req)
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back."""
+    return {
+        "policy": plan.policy,
+        "mode": plan.mode,
+        "soc": plan.soc.value,
+        "vendor": plan.vendor,
+        "visible_devices": list(plan.visible),
+        "cpus_allowed": format_cpulist(plan.cpus_allowed),
+        "reserved": format_cpulist(plan.reserved),
+        "ranks": [
+            {
+                "rank": r.rank,
+                "device": r.device,
+                "logical_id": r.logical_id,
+                "cpus": format_cpulist(r.cpus),
+                "numa_nodes": list(r.numa_nodes),
+                "device_numa_node": r.device_node,
+                "locality": None if r.locality is None else round(r.locality, 4),
+                "roles": r.roles.to_json(),
+                **({"vllm_log_line": r.vllm_log_line()} if plan.policy == "vllm-ascend" else {}),
+            }
+            for r in plan.ranks
+        ],
+        "overlaps": [
+            {"ranks": list(o.ranks), "cpus": format_cpulist(o.cpus)} for o in plan.overlaps
+        ],
+        "idle_cpus": format_cpulist(plan.idle_cpus),
+        "findings": list(plan.findings),
+        "notes": list(plan.notes),
+    }
+
+
+def compute_plan_document(
+    *,
+    sysroot: str | None,
+    demo: str | None,
+    policy: str,
+    visible_devices: str | None,
+    ranks: int | None,
+    soc: str | None,
+    reserve: str | None,
+    no_irq_reserve: bool,
+) -> dict[str, Any]:
+    _, plan = compute_plan(
+        sysroot=sysroot,
+        demo=demo,
+        policy=policy,
+        visible_devices=visible_devices,
+        ranks=ranks,
+        soc=soc,
+        reserve=reserve,
+        no_irq_reserve=no_irq_reserve,
+    )
+    return {"schema_version": 1, **plan_document(plan)}

@@ -1,0 +1,206 @@
+"""make_plan: choose the devices and ranks, run a policy, measure the result, explain its flaws."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.errors import InvalidInput, MissingError
+from ascendtune.core.model import Accelerator, Host, Soc, Vendor
+from ascendtune.core.planner import numa, vllm_ascend
+from ascendtune.core.planner.model import Overlap, Plan, PlanRequest, RankPlan, Roles
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    summary: str
+    vendors: tuple[Vendor, ...]
+
+
+POLICIES: dict[str, PolicyInfo] = {
+    p.name: p
+    for p in (
+        PolicyInfo(
+            "vllm-ascend",
+            "exactly what vLLM-Ascend's enable_cpu_binding does (topo_affinity / global_slice / "
+            "Ascend 950 clusters), flaws included, to predict or reproduce it",
+            (Vendor.HUAWEI,),
+        ),
+        PolicyInfo(
+            "numa-local",
+            "each rank on its own device's NUMA node; devices on one node split it evenly in whole "
+            "physical cores; never crosses a node",
+            (Vendor.HUAWEI, Vendor.NVIDIA),
+        ),
+        PolicyInfo(
+            "numa-slice",
+            "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
+            "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
+            (Vendor.HUAWEI, Vendor.NVIDIA),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    host: Host
+    vendor: Vendor
+    devices: tuple[Accelerator, ...]
+    all_ids: list[int]
+    visible: tuple[int, ...]  # as given
+    usable: CpuSet  # allowed minus reserved
+    soc: Soc
+
+
+def _context(host: Host, req: PlanRequest) -> _Ctx:
+    devices = host.npus or host.gpus
+    if not devices:
+        raise MissingError(
+            "no accelerator found on this host: nothing to plan",
+            "on a machine without NPUs try `--demo atlas-800i-a2`",
+        )
+    vendor = devices[0].vendor
+    all_ids = sorted(d.logical_id for d in devices)
+    visible = req.visible if req.visible is not None else tuple(all_ids)
+    unknown = [v for v in visible if v not in all_ids]
+    if unknown:
+        raise InvalidInput(
+            f"{req.visible_source} names device {unknown[0]}, which this host does not have "
+            f"(devices: {','.join(map(str, all_ids))})"
+        )
+    if not visible:
+        raise InvalidInput("no visible device: the device list is empty")
+    if req.ranks is not None:
+        if req.ranks < 1 or req.ranks > len(visible):
+            raise InvalidInput(
+                f"--ranks {req.ranks}: between 1 and {len(visible)} ranks fit the visible devices"
+            )
+        visible = visible[: req.ranks]
+    bad = req.reserve - host.cpus_online
+    if bad:
+        raise InvalidInput(f"--reserve names CPUs {format_cpulist(bad)} that are not online")
+    usable = host.cpus_allowed - req.reserve
+    if not usable:
+        raise InvalidInput("--reserve leaves no CPU of the cpuset to plan with")
+    soc = req.soc or (host.soc if vendor is Vendor.HUAWEI else Soc.GPU)
+    return _Ctx(host, vendor, devices, all_ids, visible, usable, soc)
+
+
+def _rank_plan(
+    host: Host, rank: int, device: int, logical: int, cpus: list[int], roles: Roles
+) -> RankPlan:
+    dev = host.accelerator(device)
+    dnode = numa.home_node(host, dev) if dev else None
+    on_node = sum(1 for c in cpus if host.node_of(c) == dnode) if dnode is not None else 0
+    return RankPlan(
+        rank=rank,
+        device=device,
+        logical_id=logical,
+        cpus=tuple(cpus),
+        roles=roles,
+        numa_nodes=host.nodes_of(frozenset(cpus)),
+        device_node=dnode,
+        locality=(on_node / len(cpus) if cpus else 0.0) if dnode is not None else None,
+    )
+
+
+def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> tuple[str, list[RankPlan], list[str]]:
+    host = ctx.host
+    if ctx.vendor is not Vendor.HUAWEI:
+        raise InvalidInput("policy vllm-ascend plans Ascend NPUs; this host has NVIDIA GPUs only")
+    affinity = {d.logical_id: d.tool_affinity for d in ctx.devices if d.tool_affinity is not None}
+    running = sorted(ctx.visible)
+    mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity)
+    if mode == vllm_ascend.TOPO_AFFINITY:
+        pools = vllm_ascend.topo_affinity_pools(host, ctx.all_ids, running, affinity, ctx.usable)
+    elif mode == vllm_ascend.GLOBAL_SLICE:
+        pools = vllm_ascend.global_slice_pools(ctx.all_ids, running, affinity, ctx.usable)
+    else:
+        pools = vllm_ascend.a5_cluster_pools(host, ctx.all_ids, running, affinity, ctx.usable)
+    ranks: list[RankPlan] = []
+    for r, device in enumerate(ctx.visible):
+        # vLLM-Ascend indexes the sorted running list by rank, whatever order the devices had
+        logical = running[r]
+        pool = pools[logical]
+        if mode == vllm_ascend.A5_CLUSTERS:
+            roles = Roles(main=tuple(pool))  # no IRQ reservation, no acl/release split on 950
+        else:
+            roles = vllm_ascend.split_roles(pool)
+        ranks.append(_rank_plan(host, r, device, logical, pool, roles))
+    if req.reserve:
+        notes.append(
+            f"--reserve {format_cpulist(req.reserve)} taken out of the cpuset, as if vLLM ran "
+            "under a cpuset without them"
+        )
+    return mode, ranks, notes
+
+
+def _plan_cores(
+    ctx: _Ctx,
+    req: PlanRequest,
+    pick: Callable[[_Ctx, list[int]], dict[int, list[numa.Core]]],
+    mode: str,
+) -> tuple[str, list[RankPlan], list[str]]:
+    shares = pick(ctx, list(ctx.visible))
+    ranks = []
+    for r, device in enumerate(ctx.visible):
+        cores = shares[device]
+        cpus = [c for core in cores for c in core]
+        roles = numa.roles_from_cores(cores, irq=req.irq_reserve and ctx.vendor is Vendor.HUAWEI)
+        ranks.append(_rank_plan(ctx.host, r, device, device, cpus, roles))
+    return mode, ranks, []
+
+
+def _local(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
+    return numa.numa_local_pools(ctx.host, ctx.devices, ranks, ctx.usable)
+
+
+def _slice(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
+    return numa.numa_slice_pools(ctx.host, ctx.devices, ranks, ctx.usable)[0]
+
+
+def make_plan(host: Host, req: PlanRequest) -> Plan:
+    if req.policy not in POLICIES:
+        raise InvalidInput(f"unknown policy {req.policy!r} (known: {', '.join(POLICIES)})")
+    ctx = _context(host, req)
+    if ctx.vendor not in POLICIES[req.policy].vendors:
+        raise InvalidInput(f"policy {req.policy} does not apply to {ctx.vendor.value} devices")
+    if req.policy == "vllm-ascend":
+        mode, ranks, notes = _plan_vllm(ctx, req)
+    elif req.policy == "numa-local":
+        mode, ranks, notes = _plan_cores(ctx, req, _local, "numa_local")
+    else:
+        mode, ranks, notes = _plan_cores(ctx, req, _slice, "numa_slice")
+    overlaps = tuple(
+        Overlap((a.rank, b.rank), a.cpuset & b.cpuset)
+        for i, a in enumerate(ranks)
+        for b in ranks[i + 1 :]
+        if a.cpuset & b.cpuset
+    )
+    used = frozenset(c for rp in ranks for c in rp.cpus)
+    plan = Plan(
+        policy=req.policy,
+        mode=mode,
+        soc=ctx.soc,
+        vendor=ctx.vendor.value,
+        ranks=tuple(ranks),
+        cpus_allowed=host.cpus_allowed,
+        reserved=req.reserve,
+        overlaps=overlaps,
+        idle_cpus=ctx.usable - used,
+        notes=tuple(notes),
+        visible=ctx.visible,
+        total_devices=len(ctx.all_ids),
+    )
+    from ascendtune.core.planner.findings import explain
+
+    return _with_findings(plan, explain(host, plan))
+
+
+def _with_findings(plan: Plan, findings: list[str]) -> Plan:
+    from dataclasses import replace
+
+    return replace(plan, findings=tuple(findings))

@@ -1,0 +1,92 @@
+"""What a plan is: per-rank CPU pools with their role split, and what the planner was asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.model import Soc
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    policy: str = "vllm-ascend"
+    visible: tuple[int, ...] | None = None  # device ids in the order given (None: every device)
+    ranks: int | None = None  # only the first N ranks
+    soc: Soc | None = None  # override the SoC family read from the chip names
+    reserve: CpuSet = frozenset()  # housekeeping CPUs no rank may get
+    irq_reserve: bool = True  # better policies: keep 2 CPUs (or a core) per rank for NPU IRQs
+    visible_source: str = (
+        "all"  # "--visible-devices", "ASCEND_RT_VISIBLE_DEVICES", "--ranks", "all"
+    )
+
+
+@dataclass(frozen=True)
+class Roles:
+    irq: tuple[int, ...] = ()
+    main: tuple[int, ...] = ()
+    acl: tuple[int, ...] = ()
+    release: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "irq": format_cpulist(self.irq),
+            "main": format_cpulist(self.main),
+            "acl": format_cpulist(self.acl),
+            "release": format_cpulist(self.release),
+        }
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    rank: int
+    device: int  # the NPU/GPU the rank runs on
+    logical_id: int  # the device whose CPU pool it gets (differs only where vLLM-Ascend errs)
+    cpus: tuple[int, ...]  # in the order the policy placed them
+    roles: Roles
+    numa_nodes: tuple[int, ...]  # nodes its CPUs lie on
+    device_node: int | None  # the NUMA node of the device it runs on
+    locality: float | None  # share of its CPUs on device_node (None: node unknown)
+
+    @property
+    def cpuset(self) -> CpuSet:
+        return frozenset(self.cpus)
+
+    def vllm_log_line(self) -> str:
+        """The line vLLM-Ascend logs for this rank (cpu_binding.py `_print_default_plan`)."""
+        main = " ".join(map(str, self.roles.main))
+        acl = " ".join(map(str, self.roles.acl))
+        # vLLM-Ascend formats the release list with str(list), hence the doubled brackets
+        rel = str(list(self.roles.release)) if self.roles.release else ""
+        return f"NPU{self.logical_id}: main=[{main}]  acl=[{acl}]  release=[{rel}]"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    ranks: tuple[int, int]
+    cpus: CpuSet
+
+
+@dataclass(frozen=True)
+class Plan:
+    policy: str
+    mode: str
+    soc: Soc
+    vendor: str
+    ranks: tuple[RankPlan, ...]
+    cpus_allowed: CpuSet
+    reserved: CpuSet
+    overlaps: tuple[Overlap, ...] = ()
+    idle_cpus: CpuSet = frozenset()
+    findings: tuple[str, ...] = ()  # what an operator must know, in words
+    notes: tuple[str, ...] = ()  # how the plan was made (fallbacks, assumptions)
+    visible: tuple[int, ...] = ()
+    total_devices: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def rank(self, r: int) -> RankPlan | None:
+        for rp in self.ranks:
+            if rp.rank == r:
+                return rp
+        return None

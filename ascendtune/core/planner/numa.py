@@ -1,0 +1,158 @@
+"""Better policies: `numa-local` and `numa-slice`.
+
+Both hand out whole physical cores (SMT siblings stay together), never give one CPU to two
+ranks, never cross a NUMA node, and depend only on the host and the cpuset, so every process
+that shares a cpuset computes the same partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.errors import PlanError
+from ascendtune.core.model import Accelerator, Host
+from ascendtune.core.planner.model import Roles
+
+Core = tuple[int, ...]  # the usable threads of one physical core, ascending
+
+
+def cores_of(host: Host, cpus: CpuSet) -> list[Core]:
+    """Group CPUs into physical cores (by SMT siblings), ordered by their lowest CPU."""
+    seen: set[int] = set()
+    out: list[Core] = []
+    for c in sorted(cpus):
+        if c in seen:
+            continue
+        cpu = host.cpus.get(c)
+        sibs = (cpu.siblings if cpu else frozenset({c})) & cpus
+        core = tuple(sorted(sibs | {c}))
+        seen.update(core)
+        out.append(core)
+    return out
+
+
+def home_node(host: Host, dev: Accelerator) -> int | None:
+    """The NUMA node a device hangs off: sysfs/tool numa_node, else the node of its affinity."""
+    if dev.numa_node is not None and any(n.id == dev.numa_node for n in host.numa_nodes):
+        return dev.numa_node
+    nodes = host.nodes_of(dev.cpu_affinity)
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def split_cores(cores: Sequence[Core], k: int) -> list[list[Core]]:
+    """Split cores into k contiguous, as-even-as-possible shares (the first ones take the rest)."""
+    base, extra = divmod(len(cores), k)
+    out: list[list[Core]] = []
+    start = 0
+    for i in range(k):
+        take = base + (1 if i < extra else 0)
+        out.append(list(cores[start : start + take]))
+        start += take
+    return out
+
+
+def roles_from_cores(cores: list[Core], *, irq: bool) -> Roles:
+    """Roles on whole cores when there are enough: IRQ on the first core (first two CPUs without
+    SMT), acl and release each on their own core at the end, main on every core between."""
+    cpus = [c for core in cores for c in core]
+    smt = any(len(core) > 1 for core in cores)
+    if smt and len(cores) >= (4 if irq else 3):
+        irq_cpus = tuple(cores[0]) if irq else ()
+        body = cores[1:] if irq else cores
+        return Roles(
+            irq=irq_cpus,
+            main=tuple(c for core in body[:-2] for c in core),
+            acl=tuple(body[-2]),
+            release=tuple(body[-1]),
+        )
+    need = 5 if irq else 3
+    if len(cpus) < need:
+        raise PlanError(
+            f"a rank's share has {len(cpus)} CPUs ({format_cpulist(cpus) or 'none'}); "
+            f"{need} are needed ({'2 IRQ + ' if irq else ''}main + acl + release)",
+            "widen the cpuset, run fewer ranks per NUMA node, or use --no-irq-reserve",
+        )
+    return Roles(
+        irq=tuple(cpus[:2]) if irq else (),
+        main=tuple(cpus[2:-2] if irq else cpus[:-2]),
+        acl=(cpus[-2],),
+        release=(cpus[-1],),
+    )
+
+
+def numa_local_pools(
+    host: Host, devices: Sequence[Accelerator], ranks: list[int], usable: CpuSet
+) -> dict[int, list[Core]]:
+    """Each rank's device node's usable cores, split evenly among the devices on that node.
+
+    Sharers are the devices on the node that are used here, or hidden but whose node meets the
+    cpuset (another service may use them): the rule vLLM-Ascend uses against overlap.
+    """
+    homes: dict[int, int | None] = {d.logical_id: home_node(host, d) for d in devices}
+    for r in ranks:
+        if homes[r] is None:
+            raise PlanError(
+                f"device {r}'s NUMA node is unknown (no affinity, no numa_node in sysfs)",
+                "use --policy numa-slice, which needs no topology",
+            )
+    node_cpus = {n.id: n.cpus & usable for n in host.numa_nodes}
+    shares: dict[int, list[Core]] = {}
+    for node in sorted({h for r in ranks if (h := homes[r]) is not None}):
+        pool = node_cpus.get(node, frozenset())
+        if not pool:
+            users = [r for r in ranks if homes[r] == node]
+            raise PlanError(
+                f"device {users[0]} sits on NUMA node {node}, which has no CPU in the usable set "
+                f"{format_cpulist(usable)}",
+                "give the process CPUs of that node, or use --policy numa-slice",
+            )
+        # every device on this node shares it, hidden ones too: their node meets the cpuset
+        sharers = sorted(d for d, h in homes.items() if h == node)
+        parts = split_cores(cores_of(host, pool), len(sharers))
+        for d, part in zip(sharers, parts, strict=True):
+            if d in ranks:
+                shares[d] = part
+    return shares
+
+
+def numa_slice_pools(
+    host: Host, devices: Sequence[Accelerator], ranks: list[int], usable: CpuSet
+) -> tuple[dict[int, list[Core]], dict[int, int]]:
+    """Global slicing made NUMA-aware: devices are dealt to nodes, never a slice across two.
+
+    When every device's node is known and has CPUs here, devices stay on their own node; else
+    the devices (all of them, in id order, so services sharing a cpuset agree) are dealt to the
+    nodes that hold usable CPUs in proportion to their cores (largest remainder).
+    Returns the shares and the node each device was dealt to.
+    """
+    nodes = [(n.id, cores_of(host, n.cpus & usable)) for n in host.numa_nodes if n.cpus & usable]
+    if not nodes:
+        raise PlanError(f"no usable CPU ({format_cpulist(usable) or 'empty set'})")
+    ids = sorted(d.logical_id for d in devices)
+    homes = {d.logical_id: home_node(host, d) for d in devices}
+    node_ids = {nid for nid, _ in nodes}
+    dealt: dict[int, int] = {}
+    if all(h in node_ids for h in homes.values()):
+        # hidden devices count only when their node meets the cpuset (they are in node_ids here)
+        dealt = {d: h for d, h in homes.items() if h is not None}
+    else:
+        total_cores = sum(len(c) for _, c in nodes)
+        quotas = [len(c) * len(ids) / total_cores for _, c in nodes]
+        counts = [int(q) for q in quotas]
+        order = sorted(range(len(nodes)), key=lambda i: (-(quotas[i] - counts[i]), i))
+        for i in order[: len(ids) - sum(counts)]:
+            counts[i] += 1
+        it = iter(ids)
+        for (nid, _), cnt in zip(nodes, counts, strict=True):
+            for _ in range(cnt):
+                dealt[next(it)] = nid
+    shares: dict[int, list[Core]] = {}
+    for nid, cores in nodes:
+        members = sorted(d for d, n in dealt.items() if n == nid)
+        if not members:
+            continue
+        for d, part in zip(members, split_cores(cores, len(members)), strict=True):
+            if d in ranks:
+                shares[d] = part
+    return shares, dealt

@@ -1,0 +1,414 @@
+"""Build the Host model from a Root: the one reader for live hosts and captured sysroots.
+
+What it reads is exactly SPEC.md section 2; `ascendtune snapshot` writes the same paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
+from ascendtune.core.errors import InvalidInput, MissingError, ParseError
+from ascendtune.core.model import (
+    Accelerator,
+    Cpu,
+    Host,
+    NpuChip,
+    NpuInfo,
+    NumaNode,
+    PciDevice,
+    Source,
+    TopoMatrix,
+    Vendor,
+)
+from ascendtune.host import pci
+from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
+
+CPU_DIR = "sys/devices/system/cpu"
+NODE_DIR = "sys/devices/system/node"
+
+NPU_SMI_INFO = ["npu-smi", "info"]
+NPU_SMI_MAP = ["npu-smi", "info", "-m"]
+NPU_SMI_TOPO = ["npu-smi", "info", "-t", "topo"]
+NVIDIA_SMI_TOPO = ["nvidia-smi", "topo", "-m"]
+
+
+def _cpulist_file(root: Root, rel: str) -> CpuSet | None:
+    text = root.read_text(rel)
+    if text is None:
+        return None
+    return parse_cpulist(text, source=rel)
+
+
+def read_status_list(text: str, key: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
+    online = _cpulist_file(root, f"{CPU_DIR}/online")
+    if online is None:
+        raise MissingError(
+            f"{root.describe()}: {CPU_DIR}/online is missing",
+            "a sysroot needs at least the list of online CPUs",
+        )
+    if not online:
+        raise InvalidInput(f"{root.describe()}: {CPU_DIR}/online lists no CPU")
+    present = _cpulist_file(root, f"{CPU_DIR}/present") or _cpulist_file(
+        root, f"{CPU_DIR}/possible"
+    )
+    present = (present or frozenset()) | online
+    cpus: dict[int, Cpu] = {}
+    for c in sorted(online):
+        base = f"{CPU_DIR}/cpu{c}/topology/"
+        sock = _int(root.read_text(base + "physical_package_id"), 0)
+        core = _int(root.read_text(base + "core_id"), c)
+        sib_text = root.read_text(base + "thread_siblings_list")
+        siblings = (
+            parse_cpulist(sib_text, source=base + "thread_siblings_list")
+            if sib_text
+            else frozenset({c})
+        )
+        cpus[c] = Cpu(id=c, socket=sock, core=core, siblings=frozenset(siblings) | {c}, node=None)
+    return online, present, cpus
+
+
+def _int(text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        return default
+
+
+_MEM = re.compile(r"Node\s+\d+\s+MemTotal:\s+(\d+)\s*kB")
+
+
+def read_nodes(root: Root, online: CpuSet) -> tuple[NumaNode, ...]:
+    nodes: list[NumaNode] = []
+    for entry in root.listdir(NODE_DIR) or []:
+        m = re.fullmatch(r"node(\d+)", entry)
+        if not m:
+            continue
+        nid = int(m.group(1))
+        cpus = _cpulist_file(root, f"{NODE_DIR}/{entry}/cpulist") or frozenset()
+        meminfo = root.read_text(f"{NODE_DIR}/{entry}/meminfo")
+        mem_mib: int | None = None
+        if meminfo is not None:
+            mm = _MEM.search(meminfo)
+            if mm:
+                mem_mib = int(mm.group(1)) // 1024
+        nodes.append(NumaNode(id=nid, cpus=cpus & online, mem_mib=mem_mib))
+    if not nodes:
+        return (NumaNode(id=0, cpus=online, mem_mib=None),)
+    return tuple(sorted(nodes, key=lambda n: n.id))
+
+
+def read_allowed(
+    root: Root, online: CpuSet, present: CpuSet
+) -> tuple[CpuSet, frozenset[int] | None, bool]:
+    status = root.read_text("proc/self/status")
+    if status is None:
+        return online, None, False
+    raw = read_status_list(status, "Cpus_allowed_list")
+    if raw is None:
+        return online, None, False
+    allowed = parse_cpulist(raw, source="proc/self/status Cpus_allowed_list")
+    unknown = allowed - present
+    if unknown:
+        raise InvalidInput(
+            f"{root.describe()}: Cpus_allowed_list names CPUs {format_cpulist(unknown)} "
+            f"that this host does not have (CPUs present: {format_cpulist(present)})"
+        )
+    mems_raw = read_status_list(status, "Mems_allowed_list")
+    mems = parse_cpulist(mems_raw, source="Mems_allowed_list") if mems_raw else None
+    if not allowed & online:
+        raise InvalidInput(
+            f"{root.describe()}: Cpus_allowed_list {format_cpulist(allowed)} holds no online CPU "
+            f"(online: {format_cpulist(online)})"
+        )
+    return allowed & online, mems, True
+
+
+def read_meta(root: Root) -> dict[str, object]:
+    text = root.read_text("meta.json")
+    if text is None:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"not JSON: {e.msg}", source="meta.json", line=e.lineno) from None
+    return data if isinstance(data, dict) else {}
+
+
+def read_pci(root: Root) -> tuple[PciDevice, ...]:
+    if root.live:
+        devices = pci.live_pci()
+        if devices is not None:
+            return devices
+    return pci.pci_from_sysfs(root)
+
+
+def _tool_text(root: Root, argv: list[str], notes: list[str]) -> str | None:
+    out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
+    if out is None:
+        return None
+    if not out.ok:
+        notes.append(f"`{' '.join(argv)}` failed: {out.error}")
+        return out.text or None
+    return out.text
+
+
+def read_host(root: Root) -> Host:
+    from ascendtune.core.parsers import npu_smi, nvidia_smi
+
+    online, present, cpus = read_cpus(root)
+    nodes = read_nodes(root, online)
+    node_of = {c: n.id for n in nodes for c in n.cpus}
+    cpus = {
+        c: Cpu(cpu.id, cpu.socket, cpu.core, cpu.siblings & online | {c}, node_of.get(c))
+        for c, cpu in cpus.items()
+    }
+    allowed, mems, from_status = read_allowed(root, online, present)
+    meta = read_meta(root)
+    notes: list[str] = []
+    pci_devices = read_pci(root)
+
+    # --- Ascend, through npu-smi
+    info_text = _tool_text(root, NPU_SMI_INFO, notes)
+    map_text = _tool_text(root, NPU_SMI_MAP, notes)
+    topo_text = _tool_text(root, NPU_SMI_TOPO, notes)
+    npu_smi_found = any(t is not None for t in (info_text, map_text, topo_text))
+    info = npu_smi.parse_info(info_text) if info_text else None
+    chips = npu_smi.parse_info_m(map_text) if map_text else ()
+    topo = npu_smi.parse_topo(topo_text) if topo_text else None
+    huawei_pci = [d for d in pci_devices if d.vendor_id == pci.HUAWEI]
+    npus = build_npus(info, chips, topo, huawei_pci, nodes, notes)
+    if not npu_smi_found and huawei_pci:
+        notes.append(
+            "no Ascend driver tools found (npu-smi); NPUs shown from the PCI bus only, "
+            "with logical ids in bus order"
+        )
+
+    # --- NVIDIA, through nvidia-smi topo -m
+    nv_text = _tool_text(root, NVIDIA_SMI_TOPO, notes)
+    nv_topo = nvidia_smi.parse_topo_m(nv_text) if nv_text else None
+    nvidia_pci = [d for d in pci_devices if d.vendor_id == pci.NVIDIA]
+    gpus = build_gpus(nv_topo, nvidia_pci, nodes, allowed, notes)
+
+    links: dict[int, dict[int, str]] = {}
+    if topo is not None:
+        links.update({a: dict(row) for a, row in topo.links.items()})
+    if nv_topo is not None and not npus:
+        links.update({a: dict(row) for a, row in nv_topo.links.items()})
+
+    arch = meta.get("arch")
+    if arch is None and root.live:
+        import platform
+
+        arch = platform.machine()
+    hostname = meta.get("hostname")
+    if hostname is None and root.live:
+        import socket
+
+        hostname = socket.gethostname()
+    return Host(
+        cpus_online=online,
+        cpus=cpus,
+        cpus_allowed=allowed,
+        mems_allowed=mems,
+        numa_nodes=nodes,
+        accelerators=tuple(npus) + tuple(gpus),
+        links=links,
+        processes=info.processes if info else (),
+        cpus_present=present,
+        allowed_from_status=from_status,
+        npu_smi_found=npu_smi_found,
+        npu_smi_version=(info.version if info else None) or _str(meta.get("npu_smi_version")),
+        nvidia_smi_found=nv_text is not None,
+        topo_supported=None if topo is None else topo.supported,
+        arch=_str(arch),
+        hostname=_str(hostname),
+        notes=tuple(notes),
+    )
+
+
+def _str(v: object) -> str | None:
+    return None if v is None else str(v)
+
+
+def _single_node(cpus: CpuSet, nodes: tuple[NumaNode, ...]) -> int | None:
+    hit = {n.id for n in nodes if n.cpus & cpus}
+    return hit.pop() if len(hit) == 1 else None
+
+
+def build_npus(
+    info: NpuInfo | None,
+    chips: tuple[NpuChip, ...],
+    topo: TopoMatrix | None,
+    pci_devices: list[PciDevice],
+    nodes: tuple[NumaNode, ...],
+    notes: list[str],
+) -> list[Accelerator]:
+    """Join npu-smi's three views (and sysfs) into one record per logical NPU."""
+    rows = {(r.npu_id, r.chip_id): r for r in (info.devices if info else ())}
+    by_bus = {d.bus_id: d for d in pci_devices}
+    # (logical, npu_id, chip_id, name) from the most precise source available
+    entries: list[tuple[int, int | None, int | None, str]] = []
+    if chips:
+        for ch in chips:
+            if ch.logical_id is None or ch.name.lower().startswith("mcu"):
+                continue
+            entries.append((ch.logical_id, ch.npu_id, ch.chip_id, ch.name))
+    elif rows:
+        per_card: dict[int, int] = {}
+        for r in rows.values():
+            per_card[r.npu_id] = per_card.get(r.npu_id, 0) + 1
+        ordered = sorted(rows.values(), key=lambda r: (r.npu_id, r.chip_id))
+        for i, r in enumerate(ordered):
+            if r.logical_id is not None:
+                logical = r.logical_id
+            elif per_card[r.npu_id] == 1:
+                logical = r.npu_id
+            else:
+                logical = i
+            entries.append((logical, r.npu_id, r.chip_id, r.name))
+    elif topo is not None and topo.devices:
+        entries = [(d, d, 0, "Ascend") for d in topo.devices]
+    elif pci_devices:
+        entries = [
+            (i, None, None, pci.ASCEND_DEVICE_IDS.get(d.device_id, "Ascend NPU"))
+            for i, d in enumerate(pci_devices)
+        ]
+    out: list[Accelerator] = []
+    seen: set[int] = set()
+    for i, (logical, npu_id, chip_id, name) in enumerate(sorted(entries)):
+        if logical in seen:
+            continue
+        seen.add(logical)
+        row = rows.get((npu_id, chip_id)) if npu_id is not None and chip_id is not None else None
+        bus = row.bus_id if row and row.bus_id else None
+        if bus is None and not rows and not chips and i < len(pci_devices):
+            bus = pci_devices[i].bus_id
+        dev = by_bus.get(bus) if bus else None
+        if bus is None and dev is None and len(pci_devices) == len(entries) and not rows:
+            dev = sorted(pci_devices, key=lambda d: d.bus_id)[i]
+            bus = dev.bus_id
+        display = row.name if row and row.name and row.name.lower() != "ascend" else name
+        tool_aff = topo.affinity.get(logical) if topo is not None else None
+        aff: CpuSet
+        src: Source | None
+        nsrc: Source | None
+        if tool_aff is not None:
+            aff, src = tool_aff, Source.NPU_SMI
+            if dev is not None and dev.local_cpus and dev.local_cpus != tool_aff:
+                notes.append(
+                    f"NPU {logical}: npu-smi gives CPU affinity {format_cpulist(tool_aff)} but "
+                    f"sysfs local_cpulist says {format_cpulist(dev.local_cpus)}"
+                )
+        elif dev is not None and dev.local_cpus:
+            aff, src = dev.local_cpus, Source.SYSFS
+        else:
+            aff, src = frozenset(), None
+        numa: int | None
+        if dev is not None and dev.numa_node is not None:
+            numa, nsrc = dev.numa_node, Source.SYSFS
+        else:
+            numa = _single_node(aff, nodes) if aff else None
+            nsrc = src if numa is not None else None
+        out.append(
+            Accelerator(
+                vendor=Vendor.HUAWEI,
+                logical_id=logical,
+                npu_id=npu_id,
+                chip_id=chip_id,
+                name=display,
+                bus_id=bus,
+                numa_node=numa,
+                cpu_affinity=aff,
+                affinity_source=src,
+                tool_affinity=tool_aff,
+                numa_source=nsrc,
+                health=row.health if row else None,
+                driver=dev.driver if dev else None,
+                device_nodes=dev.device_nodes if dev else (),
+            )
+        )
+    if out and topo is not None and not topo.supported:
+        notes.append("npu-smi cannot report topology on this device (no CPU affinity, no links)")
+    if out and all(a.tool_affinity is None for a in out) and any(a.cpu_affinity for a in out):
+        notes.append(
+            "npu-smi printed no CPU affinity; affinity shown comes from sysfs local_cpulist "
+            "(vLLM-Ascend will fall back to global slicing)"
+        )
+    return out
+
+
+def build_gpus(
+    topo: TopoMatrix | None,
+    pci_devices: list[PciDevice],
+    nodes: tuple[NumaNode, ...],
+    allowed: CpuSet,
+    notes: list[str],
+) -> list[Accelerator]:
+    """GPU index g is the g-th NVIDIA PCI device in ascending bus order (nvidia-smi's default)."""
+    ordered = sorted(pci_devices, key=lambda d: d.bus_id)
+    indices: list[int] = list(topo.devices) if topo is not None else list(range(len(ordered)))
+    out: list[Accelerator] = []
+    for g in indices:
+        dev = ordered[g] if g < len(ordered) else None
+        tool_aff = topo.affinity.get(g) if topo is not None else None
+        tool_numa = topo.numa.get(g) if topo is not None else None
+        if dev is not None and dev.local_cpus:
+            aff, src = dev.local_cpus, Source.SYSFS
+            if (
+                tool_aff is not None
+                and tool_aff != dev.local_cpus
+                and tool_aff <= allowed | dev.local_cpus
+            ):
+                notes.append(
+                    f"GPU {g}: nvidia-smi shows CPU affinity {format_cpulist(tool_aff) or 'empty'}, "
+                    f"cut down by this process's cpuset; hardware affinity is {format_cpulist(aff)}"
+                )
+        elif tool_aff is not None:
+            aff, src = tool_aff, Source.NVIDIA_SMI
+        else:
+            aff, src = frozenset(), None
+        if tool_aff is None and topo is not None and dev is None:
+            notes.append(f"GPU {g}: nvidia-smi printed no CPU affinity (empty under a cpuset?)")
+        numa: int | None = None
+        nsrc: Source | None = None
+        if dev is not None and dev.numa_node is not None:
+            numa, nsrc = dev.numa_node, Source.SYSFS
+        elif tool_numa is not None:
+            numa, nsrc = tool_numa, Source.NVIDIA_SMI
+        elif aff:
+            numa = _single_node(aff, nodes)
+            nsrc = src if numa is not None else None
+        out.append(
+            Accelerator(
+                vendor=Vendor.NVIDIA,
+                logical_id=g,
+                npu_id=g,
+                chip_id=None,
+                name="NVIDIA GPU",
+                bus_id=dev.bus_id if dev else None,
+                numa_node=numa,
+                cpu_affinity=aff,
+                affinity_source=src,
+                tool_affinity=tool_aff,
+                numa_source=nsrc,
+                driver=dev.driver if dev else None,
+                device_nodes=dev.device_nodes if dev else (),
+            )
+        )
+    return out
+
+
+def links_json(links: Mapping[int, Mapping[int, str]]) -> dict[str, dict[str, str]]:
+    return {str(a): {str(b): t for b, t in sorted(row.items())} for a, row in sorted(links.items())}
