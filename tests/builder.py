@@ -61,7 +61,9 @@ class SysrootBuilder:
             self.file(base + "thread_siblings_list", format_cpulist(sibs) + "\n")
         return self
 
-    def node(self, node_id: int, cpus: str | Iterable[int], mem_mib: int | None = 65536) -> SysrootBuilder:
+    def node(
+        self, node_id: int, cpus: str | Iterable[int], mem_mib: int | None = 65536
+    ) -> SysrootBuilder:
         base = f"sys/devices/system/node/node{node_id}/"
         self.file(base + "cpulist", format_cpulist(_cpus(cpus)) + "\n")
         if mem_mib is not None:
@@ -72,7 +74,9 @@ class SysrootBuilder:
             )
         return self
 
-    def nodes_even(self, count: int, cpus_per_node: int, mem_mib: int | None = 65536) -> SysrootBuilder:
+    def nodes_even(
+        self, count: int, cpus_per_node: int, mem_mib: int | None = 65536
+    ) -> SysrootBuilder:
         for i in range(count):
             self.node(i, range(i * cpus_per_node, (i + 1) * cpus_per_node), mem_mib)
         return self

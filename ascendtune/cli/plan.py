@@ -224,15 +224,14 @@ def register(app: typer.Typer) -> None:
             return
         render_plan(plan, host)
         if policy == "vllm-ascend":
-            line: str | None
             try:
-                line = _better(host, plan, {"request": req})
+                better = _better(host, plan, {"request": req})
             except AscendtuneError:
-                line = None
-            if line:
+                better = None
+            if better:
                 from ascendtune.cli.common import stdout_console
 
-                stdout_console().print(line)
+                stdout_console().print(better)
 
 
 def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
