@@ -93,7 +93,8 @@ class NpuInfoRow:
     name: str
     health: str | None
     bus_id: str | None
-    logical_id: int | None = None  # 310P/A3 layouts print a "Device" (logical) column
+    logical_id: int | None = None  # the 310P layout prints a "Device" (logical) column
+    phy_id: int | None = None  # A3 layouts print the die's "Phy-ID" (not a logical id)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ class Host:
     arch: str | None = None
     hostname: str | None = None
     notes: tuple[str, ...] = ()  # facts an operator must know that arose while reading
+    soc_detected: Soc | None = None  # family from every signal (names, PCI ids, chips per card)
 
     @property
     def cpus_offline(self) -> CpuSet:
@@ -204,7 +206,9 @@ class Host:
 
     @property
     def soc(self) -> Soc:
-        return soc_of_names([a.name for a in self.accelerators])
+        if self.soc_detected is not None:
+            return self.soc_detected
+        return soc_of_names([a.name for a in self.npus])
 
 
 def soc_of_name(name: str) -> Soc:

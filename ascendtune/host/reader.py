@@ -19,9 +19,11 @@ from ascendtune.core.model import (
     NpuInfo,
     NumaNode,
     PciDevice,
+    Soc,
     Source,
     TopoMatrix,
     Vendor,
+    soc_of_names,
 )
 from ascendtune.host import pci
 from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
@@ -201,6 +203,7 @@ def read_host(root: Root) -> Host:
     nvidia_pci = [d for d in pci_devices if d.vendor_id == pci.NVIDIA]
     gpus = build_gpus(nv_topo, nvidia_pci, nodes, allowed, notes)
 
+    soc = detect_soc(npus, chips, huawei_pci)
     links: dict[int, dict[int, str]] = {}
     if topo is not None:
         links.update({a: dict(row) for a, row in topo.links.items()})
@@ -235,7 +238,38 @@ def read_host(root: Root) -> Host:
         arch=_str(arch),
         hostname=_str(hostname),
         notes=tuple(notes),
+        soc_detected=soc,
     )
+
+
+# PCI device ids of Ascend families (sysfs `device`)
+_SOC_OF_DEVICE_ID = {"0xd802": Soc.A2, "0xd803": Soc.A3, "0xd500": Soc.P310, "0xd806": Soc.A5}
+
+
+def detect_soc(
+    npus: list[Accelerator], chips: tuple[NpuChip, ...], pci_devices: list[PciDevice]
+) -> Soc | None:
+    """The SoC family from chip names, and where names are ambiguous from other signals.
+
+    Real A3 hosts print the bare name `Ascend910` (also first-generation 910's name): two
+    compute chips per card, or PCI device id 0xd803, tell A3 apart.
+    """
+    if not npus:
+        return None
+    by_name = soc_of_names([a.name for a in npus] + [c.name for c in chips])
+    if by_name not in (Soc.A1, Soc.UNKNOWN):
+        return by_name
+    by_pci = {
+        _SOC_OF_DEVICE_ID[d.device_id] for d in pci_devices if d.device_id in _SOC_OF_DEVICE_ID
+    }
+    if len(by_pci) == 1:
+        return by_pci.pop()
+    per_card: dict[int | None, int] = {}
+    for a in npus:
+        per_card[a.npu_id] = per_card.get(a.npu_id, 0) + 1
+    if by_name is Soc.A1 and per_card and max(per_card.values()) >= 2:
+        return Soc.A3
+    return by_name
 
 
 def _str(v: object) -> str | None:

@@ -1,0 +1,185 @@
+"""Capture everything the tool reads from a host into a sysroot (folder or .tar.gz).
+
+The paths are those of SPEC.md section 2 plus what `doctor` reads; commands are run on a live
+host and their output stored under commands/, so `--sysroot DIR` replays the host.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ascendtune import __version__
+from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
+from ascendtune.host import pci, reader
+from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root, command_file
+
+COMMANDS = (reader.NPU_SMI_INFO, reader.NPU_SMI_MAP, reader.NPU_SMI_TOPO, reader.NVIDIA_SMI_TOPO)
+TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
+ENV_KEYS = (
+    "LANG",
+    "LC_ALL",
+    "ASCEND_RT_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "CPU_AFFINITY_CONF",
+    "OMP_PROC_BIND",
+)
+
+
+@dataclass
+class Capture:
+    files: dict[str, str] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    def take(self, root: Root, rel: str) -> None:
+        text = root.read_text(rel)
+        if text is None:
+            self.missing.append(rel)
+        else:
+            self.files[rel] = text
+
+    def take_link(self, root: Root, rel: str) -> None:
+        target = root.readlink(rel)
+        if target is not None:
+            self.links[rel] = target
+
+
+def host_paths(root: Root) -> list[str]:
+    """Every file the host reader looks at on this root."""
+    cpu = reader.CPU_DIR
+    paths = ["proc/self/status", f"{cpu}/online", f"{cpu}/possible", f"{cpu}/present"]
+    for entry in root.listdir(cpu) or []:
+        if re.fullmatch(r"cpu\d+", entry):
+            base = f"{cpu}/{entry}"
+            paths += [
+                f"{base}/topology/physical_package_id",
+                f"{base}/topology/core_id",
+                f"{base}/topology/thread_siblings_list",
+                f"{base}/online",
+            ]
+    for entry in root.listdir(reader.NODE_DIR) or []:
+        if re.fullmatch(r"node\d+", entry):
+            paths += [f"{reader.NODE_DIR}/{entry}/cpulist", f"{reader.NODE_DIR}/{entry}/meminfo"]
+    for bdf in root.listdir(pci.PCI_DIR) or []:
+        base = f"{pci.PCI_DIR}/{bdf}/"
+        vendor = (root.read_text(base + "vendor") or "").strip().lower()
+        if vendor in (pci.HUAWEI, pci.NVIDIA):
+            paths += [base + n for n in ("vendor", "device", "class", "numa_node", "local_cpulist")]
+    return paths
+
+
+def capture(root: Root) -> Capture:
+    cap = Capture()
+    for rel in host_paths(root):
+        cap.take(root, rel)
+    cap.missing = [
+        m for m in cap.missing if not m.endswith(("/online", "/class", "/possible", "/present"))
+    ]
+    for bdf in root.listdir(pci.PCI_DIR) or []:
+        if f"{pci.PCI_DIR}/{bdf}/vendor" in cap.files:
+            cap.take_link(root, f"{pci.PCI_DIR}/{bdf}/driver")
+    for argv in COMMANDS:
+        out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
+        if out is not None and (out.ok or out.text):
+            cap.files[command_file(argv)] = out.text
+    try:
+        from ascendtune.host import facts
+    except ImportError:  # doctor's fact gatherer not installed in this build
+        facts = None  # type: ignore[assignment]
+    if facts is not None and hasattr(facts, "doctor_paths"):
+        for rel in facts.doctor_paths(root):
+            if rel in cap.files or rel in cap.links:
+                continue
+            if "/fd/" in rel:
+                cap.take_link(root, rel)
+            else:
+                text = root.read_text(rel)
+                if text is not None:
+                    cap.files[rel] = text
+    cap.files["meta.json"] = json.dumps(_meta(root), indent=2, sort_keys=True) + "\n"
+    return cap
+
+
+def _meta(root: Root) -> dict[str, object]:
+    if not root.live:
+        old = reader.read_meta(root)
+        return {**old, "resnapshot_by": f"ascendtune {__version__}"}
+    import platform
+    import socket
+
+    from ascendtune.host import runner
+
+    return {
+        "hostname": socket.gethostname(),
+        "arch": platform.machine(),
+        "kernel": platform.release(),
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "captured_by": f"ascendtune {__version__}",
+        "tools": {t: runner.which(t, NPU_SMI_FALLBACKS if t == "npu-smi" else ()) for t in TOOLS},
+        "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
+        "uid": os.getuid(),
+    }
+
+
+def is_archive(dest: str) -> bool:
+    return dest.endswith((".tar.gz", ".tgz", ".tar"))
+
+
+def write(cap: Capture, dest: str) -> Path:
+    """Write a capture as a folder, or as a tar archive when dest ends in .tar.gz/.tgz/.tar."""
+    path = Path(dest)
+    try:
+        if is_archive(dest):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(archive_bytes(cap, gzip=not dest.endswith(".tar")))
+            return path
+        if path.exists() and any(path.iterdir()):
+            raise InvalidInput(
+                f"{dest} exists and is not empty", "give a new folder, or DIR.tar.gz"
+            )
+        for rel, text in sorted(cap.files.items()):
+            p = path / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        for rel, target in sorted(cap.links.items()):
+            p = path / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if not p.is_symlink():
+                p.symlink_to(target)
+    except PermissionError as e:
+        raise PermissionDenied(f"cannot write {e.filename or dest}: permission denied") from None
+    except FileNotFoundError as e:
+        raise MissingError(f"cannot write {e.filename or dest}: no such folder") from None
+    return path
+
+
+def archive_bytes(cap: Capture, *, gzip: bool = True) -> bytes:
+    """A deterministic tar (sorted members, mtime 0, root-owned) of the capture."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel in sorted(set(cap.files) | set(cap.links)):
+            info = tarfile.TarInfo(rel)
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            if rel in cap.links:
+                info.type = tarfile.SYMTYPE
+                info.linkname = cap.links[rel]
+                tar.addfile(info)
+            else:
+                data = cap.files[rel].encode()
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+    if not gzip:
+        return raw.getvalue()
+    import gzip as gz
+
+    return gz.compress(raw.getvalue(), mtime=0)
