@@ -1,0 +1,1 @@
+complete --command ascendtune --no-files --arguments "(env _ASCENDTUNE_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) ascendtune)" --condition "env _ASCENDTUNE_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) ascendtune"
