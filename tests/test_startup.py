@@ -1,0 +1,35 @@
+"""`ascendtune --help` stays light: no psutil, pyudev or torch_npu at start-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("psutil", "pyudev", "torch_npu", "torch", "rich.table")
+
+
+def imported_after(args: list[str]) -> set[str]:
+    code = (
+        "import sys, json\n"
+        "from ascendtune.cli.app import app\n"
+        "try:\n"
+        f"    app(args={args!r}, prog_name='ascendtune')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_help_imports_nothing_heavy() -> None:
+    mods = imported_after(["--help"])
+    assert not {m for m in mods if m.split(".")[0] in HEAVY[:4]}, "heavy module imported by --help"
+
+
+def test_topo_demo_needs_no_psutil_or_torch() -> None:
+    mods = imported_after(["topo", "--demo", "atlas-800i-a2", "--json"])
+    assert "psutil" not in mods and "torch_npu" not in mods and "torch" not in mods
