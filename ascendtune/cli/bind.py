@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -317,11 +318,12 @@ def _exit_status(
     if report.dry_run:
         return
     pid = report.pid
-    undo = (
-        f"{len(report.rolled_back)} changed threads were put back"
-        if report.rolled_back
-        else "no mask was changed"
-    )
+    if report.rolled_back:
+        undo = f"the {len(report.rolled_back)} threads changed were put back"
+    elif report.threads_changed:
+        undo = f"{report.threads_changed} threads keep their new masks (--keep-partial)"
+    else:
+        undo = "no mask was changed"
     if report.restore_failed:
         tids = ", ".join(str(f.tid) for f in report.restore_failed)
         raise ProblemsFound(
@@ -497,7 +499,7 @@ def _launch(
     }
     mem = f", memory on node(s) {aff.nodes_text(nodes)}" if membind else ""
     line = (
-        f"ascendtune: {'would run' if dry_run else 'running'} `{' '.join(command)}` "
+        f"ascendtune: {'would run' if dry_run else 'running'} `{shlex.join(command)}` "
         f"on CPUs {format_cpulist(pool.cpus)} ({origin}){mem}"
     )
     if json_out:

@@ -53,6 +53,8 @@ def demo_flag_default(argv: list[str]) -> list[str]:
     """Let `--demo` stand alone (no NAME): insert the default demo host name."""
     out: list[str] = []
     for i, a in enumerate(argv):
+        if a == "--":  # a launched command's own arguments pass through untouched
+            return out + argv[i:]
         out.append(a)
         if a == "--demo":
             nxt = argv[i + 1] if i + 1 < len(argv) else None

@@ -131,6 +131,7 @@ class TopoMatrix:
     numa: Mapping[int, int | None] = field(default_factory=dict)
     supported: bool = True
     nics: tuple[str, ...] = ()
+    by_phy_id: bool = False  # A3 labels devices by physical die id (Phy-ID<n>), not logical id
 
 
 @dataclass(frozen=True)

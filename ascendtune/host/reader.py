@@ -189,6 +189,8 @@ def read_host(root: Root) -> Host:
     info = npu_smi.parse_info(info_text) if info_text else None
     chips = npu_smi.parse_info_m(map_text) if map_text else ()
     topo = npu_smi.parse_topo(topo_text) if topo_text else None
+    if topo is not None and topo.by_phy_id:
+        topo = phy_to_logical(topo, chips, notes)
     huawei_pci = [d for d in pci_devices if d.vendor_id == pci.HUAWEI]
     npus = build_npus(info, chips, topo, huawei_pci, nodes, notes)
     if not npu_smi_found and huawei_pci:
@@ -239,6 +241,28 @@ def read_host(root: Root) -> Host:
         hostname=_str(hostname),
         notes=tuple(notes),
         soc_detected=soc,
+    )
+
+
+def phy_to_logical(topo: TopoMatrix, chips: tuple[NpuChip, ...], notes: list[str]) -> TopoMatrix:
+    """Re-key an A3 matrix (rows Phy-ID<n>) by logical id, through `npu-smi info -m`'s Phy-ID column."""
+    from dataclasses import replace
+
+    phy = {
+        c.phy_id: c.logical_id for c in chips if c.phy_id is not None and c.logical_id is not None
+    }
+    if not phy:
+        notes.append(
+            "npu-smi topo rows are Phy-IDs and `npu-smi info -m` gives no Phy-ID map; assumed equal to logical ids"
+        )
+        return topo
+    m = {p: phy.get(p, p) for p in topo.devices}
+    return replace(
+        topo,
+        devices=tuple(m[d] for d in topo.devices),
+        links={m[a]: {m.get(b, b): t for b, t in row.items()} for a, row in topo.links.items()},
+        affinity={m[a]: v for a, v in topo.affinity.items()},
+        by_phy_id=False,
     )
 
 

@@ -35,7 +35,19 @@ _MEMORY_UNIT = re.compile(r"Process memory\s*\(\s*([A-Za-z]+)\s*\)", re.IGNORECA
 _MIB_PER_UNIT = {"B": 1 / (1024 * 1024), "KB": 1 / 1024, "MB": 1.0, "GB": 1024.0}
 _NOT_AVAILABLE = frozenset({"-", "NA", "N/A"})
 _LINK = re.compile(r"[A-Z][A-Z0-9_]*")
-_TOPO_LABEL = re.compile(r"(NPU|NIC)([0-9]{1,9})")
+# A2/310P label rows NPU<n>; A3 (910_93) labels them Phy-ID<n> by physical die id
+_TOPO_LABEL = re.compile(r"(NPU|NIC|Phy-ID)([0-9]{1,9})")
+
+
+def _label(tok: str) -> tuple[str, int]:
+    """("NPU", n) for NPU<n> and Phy-ID<n> rows, ("NIC", n) for NIC<n>."""
+    m = _TOPO_LABEL.fullmatch(tok)
+    assert m is not None
+    return ("NIC" if m.group(1) == "NIC" else "NPU"), int(m.group(2))
+
+
+def _is_npu(tok: str) -> bool:
+    return _label(tok)[0] == "NPU"
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -449,16 +461,16 @@ def _topo_header(line: str, no: int) -> tuple[list[str], bool]:
             break
         if not _TOPO_LABEL.fullmatch(tok):
             raise ParseError(
-                f"header cell {tok!r} is not NPUn, NICn or a final 'CPU Affinity'",
+                f"header cell {tok!r} is not NPUn, Phy-IDn, NICn or a final 'CPU Affinity'",
                 source=SRC_TOPO,
                 line=no,
             )
         # Compare as numbers so that "NPU1" and "NPU01" count as the same device.
-        if (tok[:3], int(tok[3:])) in {(lb[:3], int(lb[3:])) for lb in labels}:
+        if _label(tok) in {_label(lb) for lb in labels}:
             raise ParseError(f"header names {tok} twice", source=SRC_TOPO, line=no)
         labels.append(tok)
         i += 1
-    if not any(lb.startswith("NPU") for lb in labels):
+    if not any(_is_npu(lb) for lb in labels):
         raise ParseError("header names no NPU", source=SRC_TOPO, line=no)
     return labels, has_affinity
 
@@ -480,7 +492,7 @@ def parse_topo(text: str) -> TopoMatrix:
         return TopoMatrix(devices=(), links={}, affinity={}, supported=False)
     labels, has_affinity = _topo_header(header, no)
     ncols = len(labels)
-    npus = [int(lb[3:]) for lb in labels if lb.startswith("NPU")]
+    npus = [_label(lb)[1] for lb in labels if _is_npu(lb)]
 
     links: dict[int, dict[int, str]] = {}
     affinity: dict[int, CpuSet | None] = {}
@@ -530,11 +542,11 @@ def parse_topo(text: str) -> TopoMatrix:
                     source=SRC_TOPO,
                     line=no,
                 )
-            if col != label and col.startswith("NPU"):
-                row[int(col[3:])] = cell
-        if not label.startswith("NPU"):
+            if col != label and _is_npu(col):
+                row[_label(col)[1]] = cell
+        if not _is_npu(label):
             continue  # NIC rows only repeat the NPU rows' NIC columns
-        npu = int(label[3:])
+        npu = _label(label)[1]
         links[npu] = row
         if aff_cell is None or aff_cell.upper() in _NOT_AVAILABLE:
             affinity[npu] = None
@@ -547,7 +559,7 @@ def parse_topo(text: str) -> TopoMatrix:
                     source=SRC_TOPO,
                     line=no,
                 ) from e
-    missing = [f"NPU{n}" for n in npus if n not in links]
+    missing = [lb for lb in labels if _is_npu(lb) and _label(lb)[1] not in links]
     if missing:
         raise ParseError(
             f"matrix ends without rows for {', '.join(missing)}", source=SRC_TOPO, line=last_no
@@ -557,6 +569,7 @@ def parse_topo(text: str) -> TopoMatrix:
         links=links,
         affinity=affinity,
         nics=tuple(lb for lb in labels if lb.startswith("NIC")),
+        by_phy_id=any(lb.startswith("Phy-ID") for lb in labels),
     )
 
 

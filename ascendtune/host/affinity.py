@@ -1,0 +1,527 @@
+"""Read and change the CPU affinity of every thread of a live process, and launch a command bound.
+
+Linux affinity is per thread and a new thread inherits its creator's mask, so one sweep over
+/proc/PID/task (what `taskset -a -p` does) leaves behind any thread born meanwhile from a thread
+not yet moved. `bind_process` therefore moves the main thread first, then sweeps again and again
+until a whole pass finds every thread already on its target, and re-reads every mask at the end.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+from ascendtune.core.bindplan import (
+    BindReport,
+    BindTarget,
+    ThreadFailure,
+    ThreadRow,
+)
+from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
+from ascendtune.core.errors import (
+    InvalidInput,
+    MissingError,
+    ParseError,
+    PermissionDenied,
+)
+from ascendtune.host import runner
+
+PROC = "/proc"
+SYS_CPU_ONLINE = "/sys/devices/system/cpu/online"
+SYS_NODES = "/sys/devices/system/node"
+DEFAULT_MAX_PASSES = 16
+MIGRATE_TIMEOUT_S = 600.0  # moving a large worker's pages takes a while
+
+EPERM_HINT = (
+    "run as the process owner, or give this tool CAP_SYS_NICE (`--cap-add SYS_NICE` in a container)"
+)
+
+
+def errno_text(e: OSError) -> tuple[str, str | None]:
+    """("EPERM: Operation not permitted", "EPERM") for an OSError."""
+    code = e.errno
+    if code is None:
+        return str(e), None
+    name = errno.errorcode.get(code, str(code))
+    return f"{name}: {os.strerror(code)}", name
+
+
+class Tasks:
+    """The kernel interfaces binding uses. Tests subclass it to fail on cue."""
+
+    def __init__(self, proc: str = PROC) -> None:
+        self.proc = proc
+
+    def tgid(self, pid: int) -> int | None:
+        """The thread group (process) `pid` belongs to; None when there is no such task."""
+        try:
+            with open(f"{self.proc}/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("Tgid:"):
+                        return int(line.split(":", 1)[1])
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            return None
+        except OSError:
+            return None
+        return pid
+
+    def list_tids(self, pid: int) -> list[int] | None:
+        """Thread ids of the process, None when it is gone."""
+        try:
+            names = os.listdir(f"{self.proc}/{pid}/task")
+        except OSError:
+            return None
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def name(self, pid: int, tid: int) -> str | None:
+        """The thread's name (comm), None when it has exited."""
+        try:
+            with open(f"{self.proc}/{pid}/task/{tid}/comm", errors="replace") as f:
+                return f.read().rstrip("\n")
+        except OSError:
+            return None
+
+    def get(self, tid: int) -> CpuSet | None:
+        try:
+            return frozenset(os.sched_getaffinity(tid))
+        except ProcessLookupError:
+            return None
+        except OSError as e:
+            if e.errno == errno.ESRCH:
+                return None
+            raise
+
+    def set(self, tid: int, cpus: CpuSet) -> None:
+        os.sched_setaffinity(tid, cpus)
+
+
+# ---- facts about the live host the checks need ----------------------------------------------
+
+
+def online_cpus() -> CpuSet:
+    try:
+        with open(SYS_CPU_ONLINE) as f:
+            return parse_cpulist(f.read(), source=SYS_CPU_ONLINE)
+    except OSError:
+        # no sysfs (a minimal container): every CPU this process may run on is online
+        return frozenset(os.sched_getaffinity(0))
+
+
+def _mounts(proc: str = PROC) -> list[tuple[str, str, str, str]]:
+    """(root, mountpoint, fstype, super options) of every cgroup mount."""
+    out: list[tuple[str, str, str, str]] = []
+    try:
+        with open(f"{proc}/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        a = left.split()
+        b = right.split()
+        if len(a) >= 5 and len(b) >= 3 and b[0] in ("cgroup", "cgroup2"):
+            out.append((a[3], a[4].replace("\\040", " "), b[0], b[2]))
+    return out
+
+
+def _read_cpus_file(path: str) -> CpuSet | None:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    try:
+        cpus = parse_cpulist(text, source=path)
+    except ParseError:
+        return None
+    return cpus or None
+
+
+def _under(mount_root: str, mountpoint: str, cgroup_path: str) -> str | None:
+    rel = os.path.relpath(cgroup_path, mount_root) if mount_root != "/" else cgroup_path.lstrip("/")
+    if rel.startswith(".."):
+        return None
+    return os.path.normpath(os.path.join(mountpoint, rel if rel != "." else ""))
+
+
+def cpuset_cpus(pid: int, proc: str = PROC) -> CpuSet | None:
+    """The CPUs the cgroup cpuset of `pid` allows, None when it cannot be told (no limit known).
+
+    sched_setaffinity silently narrows a mask to these CPUs, and fails with EINVAL when the mask
+    holds none of them, so a plan is checked against them before anything changes.
+    """
+    try:
+        with open(f"{proc}/{pid}/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    v1_path = v2_path = None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            v2_path = parts[2]
+        elif "cpuset" in parts[1].split(","):
+            v1_path = parts[2]
+    mounts = _mounts(proc)
+    if v1_path is not None:
+        for root, point, fstype, opts in mounts:
+            if fstype == "cgroup" and "cpuset" in opts.split(","):
+                d = _under(root, point, v1_path)
+                if d is None:
+                    continue
+                for name in ("cpuset.effective_cpus", "cpuset.cpus"):
+                    got = _read_cpus_file(os.path.join(d, name))
+                    if got is not None:
+                        return got
+    if v2_path is not None:
+        for root, point, fstype, _opts in mounts:
+            if fstype != "cgroup2":
+                continue
+            d = _under(root, point, v2_path)
+            if d is None:
+                continue
+            # the controller may be off below some level: the nearest ancestor with it rules
+            while True:
+                got = _read_cpus_file(os.path.join(d, "cpuset.cpus.effective"))
+                if got is not None:
+                    return got
+                if os.path.normpath(d) == os.path.normpath(point):
+                    break
+                d = os.path.dirname(d)
+    return None
+
+
+def numa_nodes_of(cpus: CpuSet) -> tuple[int, ...]:
+    """The NUMA nodes holding any of `cpus` on this host (node 0 when sysfs has no node view)."""
+    try:
+        names = os.listdir(SYS_NODES)
+    except OSError:
+        return (0,)
+    out: list[int] = []
+    for n in sorted(names):
+        if not (n.startswith("node") and n[4:].isdigit()):
+            continue
+        got = _read_cpus_file(f"{SYS_NODES}/{n}/cpulist")
+        if got and got & cpus:
+            out.append(int(n[4:]))
+    return tuple(out) or (0,)
+
+
+def require_process(pid: int, tasks: Tasks | None = None) -> None:
+    """Raise MissingError (no such process) or InvalidInput (a thread id, not a process id)."""
+    tasks = tasks or Tasks()
+    tgid = tasks.tgid(pid)
+    if tgid is None:
+        raise MissingError(f"no process {pid} on this host", "check the PID with `ps -ef`")
+    if tgid != pid:
+        raise InvalidInput(
+            f"{pid} is a thread of process {tgid}, not a process",
+            f"bind the whole process with --pid {tgid}",
+        )
+
+
+# ---- binding a running process ----------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """Mutable state of one binding attempt."""
+
+    previous: dict[int, CpuSet]  # tid -> mask before we changed it, in change order
+    failures: dict[int, ThreadFailure]
+    initial: frozenset[int]
+    fatal: bool = False
+
+
+def _main_first(pid: int, tids: Sequence[int]) -> list[int]:
+    return ([pid] if pid in tids else []) + [t for t in tids if t != pid]
+
+
+def bind_process(
+    pid: int,
+    target: BindTarget,
+    *,
+    use_roles: bool = True,
+    keep_partial: bool = False,
+    max_passes: int = DEFAULT_MAX_PASSES,
+    tasks: Tasks | None = None,
+) -> BindReport:
+    """Put every thread of `pid` on its target mask, verify, and report.
+
+    A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
+    changed so far goes back to its previous mask, unless keep_partial (then the other threads
+    are still bound and each failure is reported).
+    """
+    tasks = tasks or Tasks()
+    require_process(pid, tasks)
+    use = use_roles and target.has_roles
+    first = tasks.list_tids(pid)
+    if first is None:
+        raise MissingError(f"process {pid} exited before it could be bound")
+    run = _Run(previous={}, failures={}, initial=frozenset(first))
+    passes = 0
+    converged = False
+    while passes < max(1, max_passes) and not run.fatal:
+        passes += 1
+        tids = first if passes == 1 else tasks.list_tids(pid)
+        if tids is None:
+            raise MissingError(f"process {pid} exited while it was being bound")
+        changed = 0
+        for tid in _main_first(pid, tids):
+            if tid in run.failures:
+                continue
+            changed += _bind_one(pid, tid, target, use, tasks, run, keep_partial)
+            if run.fatal:
+                break
+        if run.fatal:
+            break
+        if changed == 0:
+            # a quiet pass: confirm with a fresh listing (a thread may have been mid-birth)
+            _total, _bound, _placed, off = _survey(pid, target, use, tasks, run)
+            if not [tid for tid, _mask in off if tid not in run.failures]:
+                converged = True
+                break
+    rolled_back: tuple[int, ...] = ()
+    restore_failed: tuple[ThreadFailure, ...] = ()
+    if run.fatal and not keep_partial:
+        rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
+    total, bound, placed, off = _survey(pid, target, use, tasks, run)
+    failures = list(run.failures.values())
+    if not run.fatal:
+        # no error stopped us, yet threads are off target: the process fights back
+        for tid, cur in off:
+            if tid not in run.failures:
+                failures.append(
+                    ThreadFailure(
+                        tid,
+                        f"still on CPUs {format_cpulist(cur)} after {passes} passes "
+                        "(the process keeps changing it)",
+                    )
+                )
+    verified = not failures and not off and not run.fatal
+    return BindReport(
+        pid=pid,
+        target=target,
+        use_roles=use,
+        threads_total=total,
+        threads_bound=bound,
+        threads_failed=tuple(failures),
+        passes=passes,
+        verified=verified,
+        threads_changed=len(run.previous),
+        converged=converged,
+        roles_placed=placed,
+        rolled_back=rolled_back,
+        restore_failed=restore_failed,
+    )
+
+
+def _bind_one(
+    pid: int, tid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run, keep_partial: bool
+) -> int:
+    """Move one thread if it is off target; 1 when it was moved."""
+    name = tasks.name(pid, tid) if use else None
+    if use and name is None:
+        return 0  # exited
+    _role, want = target.thread_target(name, use_roles=use)
+    cur = tasks.get(tid)
+    if cur is None or cur == want:
+        return 0
+    try:
+        tasks.set(tid, want)
+    except OSError as e:
+        if e.errno == errno.ESRCH:
+            return 0
+        text, name_ = errno_text(e)
+        if e.errno == errno.EINVAL:
+            text += f" (no CPU of {format_cpulist(want)} is in the thread's cpuset)"
+        run.failures[tid] = ThreadFailure(tid, text, name_)
+        # EPERM holds for every thread of the process: stop rather than fail 1000 times
+        run.fatal = run.fatal or not keep_partial or e.errno == errno.EPERM
+        return 0
+    run.previous.setdefault(tid, cur)
+    got = tasks.get(tid)
+    if got is not None and got != want and got < want:
+        # the kernel narrowed the mask to the thread's cpuset instead of failing
+        run.failures[tid] = ThreadFailure(
+            tid,
+            f"EINVAL: the kernel narrowed the mask to {format_cpulist(got)} "
+            f"(CPUs {format_cpulist(want - got)} are outside the thread's cpuset)",
+            "EINVAL",
+        )
+        run.fatal = run.fatal or not keep_partial
+    return 1
+
+
+def _survey(
+    pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run
+) -> tuple[int, int, dict[str, tuple[int, ...]], list[tuple[int, CpuSet]]]:
+    """Re-read every thread: (total, on target, role threads placed, [(tid, mask) off target])."""
+    tids = tasks.list_tids(pid) or []
+    total = bound = 0
+    placed: dict[str, list[int]] = {}
+    off: list[tuple[int, CpuSet]] = []
+    for tid in _main_first(pid, tids):
+        name = tasks.name(pid, tid) if use else None
+        if use and name is None:
+            continue
+        role, want = target.thread_target(name, use_roles=use)
+        cur = tasks.get(tid)
+        if cur is None:
+            continue
+        total += 1
+        if cur == want:
+            bound += 1
+            if role in ("acl", "release"):
+                placed.setdefault(role, []).append(tid)
+        else:
+            off.append((tid, cur))
+    return total, bound, {r: tuple(t) for r, t in placed.items()}, off
+
+
+def _rollback(
+    pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run
+) -> tuple[tuple[int, ...], tuple[ThreadFailure, ...]]:
+    """Put every changed thread back; threads born meanwhile on a new mask get the main
+    thread's old mask (what they would have inherited). Returns (restored, failures)."""
+    restored: list[int] = []
+    failed: list[ThreadFailure] = []
+    for tid, prev in reversed(list(run.previous.items())):
+        try:
+            tasks.set(tid, prev)
+            restored.append(tid)
+        except OSError as e:
+            if e.errno != errno.ESRCH:
+                text, name = errno_text(e)
+                failed.append(ThreadFailure(tid, text, name))
+    base = run.previous.get(pid)
+    if base is not None:
+        new_masks = target.masks(use_roles=use)
+        for tid in tasks.list_tids(pid) or []:
+            if tid in run.initial or tid in run.previous:
+                continue
+            cur = tasks.get(tid)
+            if cur is not None and cur in new_masks and cur != base:
+                try:
+                    tasks.set(tid, base)
+                    restored.append(tid)
+                except OSError as e:
+                    if e.errno != errno.ESRCH:
+                        text, name = errno_text(e)
+                        failed.append(ThreadFailure(tid, text, name))
+    return tuple(restored), tuple(failed)
+
+
+def survey_process(
+    pid: int, target: BindTarget, *, use_roles: bool = True, tasks: Tasks | None = None
+) -> BindReport:
+    """The dry run: every thread with its current mask and the one it would get; no change."""
+    tasks = tasks or Tasks()
+    require_process(pid, tasks)
+    use = use_roles and target.has_roles
+    rows: list[ThreadRow] = []
+    placed: dict[str, list[int]] = {}
+    for tid in _main_first(pid, tasks.list_tids(pid) or []):
+        name = tasks.name(pid, tid)
+        cur = tasks.get(tid)
+        if name is None or cur is None:
+            continue
+        role, want = target.thread_target(name, use_roles=use)
+        rows.append(ThreadRow(tid, name, role, cur, want))
+        if role in ("acl", "release"):
+            placed.setdefault(role, []).append(tid)
+    bound = sum(1 for r in rows if not r.changes)
+    return BindReport(
+        pid=pid,
+        target=target,
+        use_roles=use,
+        threads_total=len(rows),
+        threads_bound=bound,
+        threads_failed=(),
+        passes=0,
+        verified=bound == len(rows),
+        roles_placed={r: tuple(t) for r, t in placed.items()},
+        dry_run=True,
+        rows=tuple(rows),
+    )
+
+
+# ---- memory ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MigrateResult:
+    argv: tuple[str, ...]
+    ok: bool
+    error: str | None = None
+
+
+def migratepages_path() -> str | None:
+    return runner.which("migratepages")
+
+
+def numactl_path() -> str | None:
+    return runner.which("numactl")
+
+
+def nodes_text(nodes: Sequence[int]) -> str:
+    return format_cpulist(nodes)
+
+
+def migrate_memory(pid: int, nodes: Sequence[int], exe: str) -> MigrateResult:
+    """Move every page of `pid` to `nodes` with `migratepages PID all NODES`."""
+    argv = [exe, str(pid), "all", nodes_text(nodes)]
+    try:
+        done = runner.run(argv, timeout=MIGRATE_TIMEOUT_S)
+    except (runner.CommandTimeout, OSError) as e:
+        return MigrateResult(tuple(argv), False, str(e))
+    if done.returncode != 0:
+        msg = done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}"
+        return MigrateResult(tuple(argv), False, msg.splitlines()[0])
+    return MigrateResult(tuple(argv), True)
+
+
+# ---- launching a command bound ----------------------------------------------------------------
+
+
+def resolve_command(name: str) -> str | None:
+    """The program execvp would run for `name`, None when there is none."""
+    if "/" in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return shutil.which(name)
+
+
+def set_own_affinity(cpus: CpuSet) -> None:
+    """Bind the calling thread (the one that will exec) to `cpus`."""
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as e:
+        text, _ = errno_text(e)
+        if e.errno == errno.EINVAL:
+            raise InvalidInput(
+                f"cannot bind to CPUs {format_cpulist(cpus)}: {text}",
+                f"this process may use CPUs {format_cpulist(os.sched_getaffinity(0))}",
+            ) from None
+        if e.errno == errno.EPERM:
+            raise PermissionDenied(f"cannot bind this process: {text}", EPERM_HINT) from None
+        raise
+
+
+def exec_command(argv: Sequence[str]) -> NoReturn:
+    """Replace this process with argv (no shell; PATH lookup as execvp does)."""
+    try:
+        os.execvp(argv[0], list(argv))
+    except FileNotFoundError:
+        raise MissingError(f"command not found: {argv[0]}") from None
+    except PermissionError as e:
+        raise PermissionDenied(f"cannot run {argv[0]}: {errno_text(e)[0]}") from None
+    except OSError as e:
+        raise InvalidInput(f"cannot run {argv[0]}: {errno_text(e)[0]}") from None
