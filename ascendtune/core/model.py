@@ -47,6 +47,7 @@ class Cpu:
     core: int
     siblings: CpuSet  # SMT siblings including itself
     node: int | None  # NUMA node holding it
+    llc: CpuSet = frozenset()  # CPUs sharing its last-level cache (empty: unknown)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, ParseError
 from ascendtune.core.model import (
     Accelerator,
+    AccelProcess,
     Cpu,
     Host,
     NpuChip,
@@ -75,8 +76,36 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
             if sib_text
             else frozenset({c})
         )
-        cpus[c] = Cpu(id=c, socket=sock, core=core, siblings=frozenset(siblings) | {c}, node=None)
+        cpus[c] = Cpu(
+            id=c,
+            socket=sock,
+            core=core,
+            siblings=frozenset(siblings) | {c},
+            node=None,
+            llc=read_llc(root, c),
+        )
     return online, present, cpus
+
+
+def read_llc(root: Root, cpu: int) -> CpuSet:
+    """CPUs sharing cpu's highest-level data/unified cache (an L3 "core complex"), or empty."""
+    base = f"{CPU_DIR}/cpu{cpu}/cache"
+    best_level, best = -1, frozenset[int]()
+    for entry in root.listdir(base) or []:
+        if not re.fullmatch(r"index\d+", entry):
+            continue
+        kind = (root.read_text(f"{base}/{entry}/type") or "").strip()
+        level = _int(root.read_text(f"{base}/{entry}/level"), -1)
+        shared = root.read_text(f"{base}/{entry}/shared_cpu_list")
+        if kind in ("Unified", "Data") and level > best_level and shared:
+            try:
+                best_level, best = (
+                    level,
+                    parse_cpulist(shared, source=f"{base}/{entry}/shared_cpu_list"),
+                )
+            except ParseError:
+                continue
+    return best
 
 
 def _int(text: str | None, default: int) -> int:
@@ -173,7 +202,14 @@ def read_host(root: Root) -> Host:
     nodes = read_nodes(root, online)
     node_of = {c: n.id for n in nodes for c in n.cpus}
     cpus = {
-        c: Cpu(cpu.id, cpu.socket, cpu.core, cpu.siblings & online | {c}, node_of.get(c))
+        c: Cpu(
+            cpu.id,
+            cpu.socket,
+            cpu.core,
+            cpu.siblings & online | {c},
+            node_of.get(c),
+            cpu.llc & online,
+        )
         for c, cpu in cpus.items()
     }
     allowed, mems, from_status = read_allowed(root, online, present)
@@ -206,6 +242,9 @@ def read_host(root: Root) -> Host:
     gpus = build_gpus(nv_topo, nvidia_pci, nodes, allowed, notes)
 
     soc = detect_soc(npus, chips, huawei_pci)
+    processes = info.processes if info else ()
+    if root.live and nvidia_pci:
+        gpus, processes = _with_nvml(gpus, processes, notes)
     links: dict[int, dict[int, str]] = {}
     if topo is not None:
         links.update({a: dict(row) for a, row in topo.links.items()})
@@ -230,7 +269,7 @@ def read_host(root: Root) -> Host:
         numa_nodes=nodes,
         accelerators=tuple(npus) + tuple(gpus),
         links=links,
-        processes=info.processes if info else (),
+        processes=processes,
         cpus_present=present,
         allowed_from_status=from_status,
         npu_smi_found=npu_smi_found,
@@ -294,6 +333,26 @@ def detect_soc(
     if by_name is Soc.A1 and per_card and max(per_card.values()) >= 2:
         return Soc.A3
     return by_name
+
+
+def _with_nvml(
+    gpus: list[Accelerator], processes: tuple[AccelProcess, ...], notes: list[str]
+) -> tuple[list[Accelerator], tuple[AccelProcess, ...]]:
+    """On a live GPU host with nvidia-ml-py: GPU names and the processes holding each GPU."""
+    from dataclasses import replace
+
+    from ascendtune.host import nvml
+
+    lib = nvml.load()
+    if lib is None:
+        return gpus, processes
+    by_bus = {g.bus_id: g for g in nvml.gpus(lib) or ()}
+    named = [replace(a, name=by_bus[a.bus_id].name) if a.bus_id in by_bus else a for a in gpus]
+    procs = nvml.processes(lib)
+    if procs is None:
+        notes.append("NVML is installed but could not list GPU processes")
+        return named, processes
+    return named, processes + procs
 
 
 def _str(v: object) -> str | None:

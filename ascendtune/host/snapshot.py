@@ -64,6 +64,11 @@ def host_paths(root: Root) -> list[str]:
                 f"{base}/topology/thread_siblings_list",
                 f"{base}/online",
             ]
+            for idx in root.listdir(f"{base}/cache") or []:
+                if re.fullmatch(r"index\d+", idx):
+                    paths += [
+                        f"{base}/cache/{idx}/{n}" for n in ("type", "level", "shared_cpu_list")
+                    ]
     for entry in root.listdir(reader.NODE_DIR) or []:
         if re.fullmatch(r"node\d+", entry):
             paths += [f"{reader.NODE_DIR}/{entry}/cpulist", f"{reader.NODE_DIR}/{entry}/meminfo"]

@@ -1,0 +1,86 @@
+"""NVIDIA GPUs and their processes through NVML (`nvidia-ml-py`, extra `ascendtune[nvidia]`).
+
+Used on a live host only, when the module is installed; the module is passed in so tests can
+give a fake. Every failure (no driver, no module) yields None: NVML is a bonus source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ascendtune.core.model import AccelProcess
+
+
+@dataclass(frozen=True)
+class NvmlGpu:
+    index: int
+    name: str
+    bus_id: str  # lower case, 0000:1b:00.0
+
+
+def _bus(raw: Any) -> str:
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    # NVML prints an 8-digit domain (00000000:1B:00.0); sysfs uses 4
+    dom, _, rest = text.partition(":")
+    return f"{int(dom, 16):04x}:{rest}".lower()
+
+
+def load() -> Any | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no driver on this host
+        return None
+    return pynvml
+
+
+def gpus(nvml: Any) -> tuple[NvmlGpu, ...] | None:
+    try:
+        out = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            name = nvml.nvmlDeviceGetName(h)
+            out.append(
+                NvmlGpu(
+                    index=i,
+                    name=name.decode() if isinstance(name, bytes) else str(name),
+                    bus_id=_bus(nvml.nvmlDeviceGetPciInfo(h).busId),
+                )
+            )
+        return tuple(out)
+    except Exception:
+        return None
+
+
+def processes(nvml: Any) -> tuple[AccelProcess, ...] | None:
+    """Compute and graphics processes on every GPU (pid, GPU index, used memory)."""
+    try:
+        out: list[AccelProcess] = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            seen: set[int] = set()
+            for getter in (
+                "nvmlDeviceGetComputeRunningProcesses",
+                "nvmlDeviceGetGraphicsRunningProcesses",
+            ):
+                for p in getattr(nvml, getter)(h):
+                    if p.pid in seen:
+                        continue
+                    seen.add(p.pid)
+                    mem = getattr(p, "usedGpuMemory", None)
+                    out.append(
+                        AccelProcess(
+                            npu_id=i,
+                            chip_id=None,
+                            pid=int(p.pid),
+                            name="",
+                            mem_mib=None if mem is None else mem / (1 << 20),
+                        )
+                    )
+        return tuple(out)
+    except Exception:
+        return None
