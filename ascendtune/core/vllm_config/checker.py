@@ -1,0 +1,412 @@
+"""Check an additional-config against one version: key table first, then the cross-key rules.
+
+`check()` never raises on odd content (any JSON object is a valid input); it returns findings and
+`effective`, the config as that vLLM-Ascend version would run it. Checking `effective` again gives
+the same `effective`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ascendtune.core.errors import UsageError
+from ascendtune.core.vllm_config import rules as rules_mod
+from ascendtune.core.vllm_config.model import Facts, Finding, Report, Severity, show
+from ascendtune.core.vllm_config.schema import (
+    TYPE_WORDS,
+    Bad,
+    Key,
+    Version,
+    cast,
+    in_range,
+    is_number,
+    json_type,
+    lax,
+    type_ok,
+)
+from ascendtune.core.vllm_config.versions import DEFAULT_TARGET, VERSIONS
+
+
+def version(target: str | None) -> Version:
+    name = target or DEFAULT_TARGET
+    v = VERSIONS.get(name)
+    if v is None:
+        raise UsageError(
+            f"unknown --target {name!r}",
+            "known targets: " + ", ".join(VERSIONS),
+        )
+    return v
+
+
+def check(
+    config: Mapping[str, Any], target: str | None = None, facts: Facts | None = None
+) -> Report:
+    ver = version(target)
+    facts = facts or Facts()
+    table = _Table(ver, facts)
+    user = table.move_legacy(dict(config))
+    eff = table.section(ver.keys, user, "", ver.extra)
+    table.removed_env()
+    ctx = rules_mod.Context(ver, facts, user, eff)
+    rules_mod.run(ctx)
+    return Report(ver.name, tuple(table.findings + ctx.findings), eff)
+
+
+class _Table:
+    """The key-table pass: unknown, removed and deprecated keys, types, ranges, defaults."""
+
+    def __init__(self, ver: Version, facts: Facts) -> None:
+        self.ver = ver
+        self.facts = facts
+        self.findings: list[Finding] = []
+
+    def add(
+        self, code: str, severity: Severity, keys: Iterable[str], message: str, hint: str = ""
+    ) -> None:
+        self.findings.append(Finding(code, severity, tuple(keys), message, hint))
+
+    # legacy top-level keys (main: scheduler switches moved under scheduler_config)
+    def move_legacy(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        if not any(old in cfg for old in self.ver.legacy):
+            return cfg
+        sched = cfg.get("scheduler_config")
+        # a non-object scheduler_config is reported later; the legacy values then go nowhere
+        nested = dict(sched) if isinstance(sched, dict) else {} if sched is None else None
+        for old, new in self.ver.legacy.items():
+            if old not in cfg:
+                continue
+            value = cfg.pop(old)
+            child = new.split(".", 1)[1]
+            if nested is not None and child in nested:
+                self.add(
+                    "legacy-key-ignored",
+                    "warning",
+                    (old, new),
+                    f"{old} is ignored because {new} is set (the nested key wins)",
+                    f"remove the top-level {old}",
+                )
+                continue
+            self.add(
+                "deprecated-key",
+                "warning",
+                (old,),
+                f"top-level {old} is deprecated; vLLM-Ascend reads it as {new}",
+                f"move it under {new.rsplit('.', 1)[0]}",
+            )
+            if nested is not None:
+                nested[child] = value
+        if nested is not None:
+            cfg["scheduler_config"] = nested
+        return cfg
+
+    def section(
+        self, keys: tuple[Key, ...], raw: Mapping[str, Any], prefix: str, extra: str
+    ) -> dict[str, Any]:
+        known = {k.name for k in keys}
+        for name in raw:
+            if name in known:
+                continue
+            path = prefix + name
+            gone = self.ver.removed_at(path)
+            if gone is not None:
+                self._removed(path, gone.replacement, gone.why, gone.severity)
+            else:
+                self._unknown(path, name, keys, extra)
+        out: dict[str, Any] = {}
+        for k in keys:
+            path = prefix + k.name
+            if k.name in raw:
+                out[k.name] = self.value(k, raw[k.name], path)
+            elif k.env and k.env in self.facts.env:
+                out[k.name] = self._from_env(k, path)
+            elif k.is_section:  # absent: its defaults, and the env fallbacks inside it
+                out[k.name] = self.section(k.children, {}, path + ".", k.extra)
+            else:
+                out[k.name] = k.default_value()
+        for k in keys:
+            if k.default_from is not None and k.name not in raw:
+                out[k.name] = out.get(k.default_from)
+        return out
+
+    def value(self, k: Key, v: Any, path: str) -> Any:
+        if k.is_section:
+            if v is None and k.null_ok:
+                return self.section(k.children, {}, path + ".", k.extra)
+            if not isinstance(v, dict):
+                if k.non_object == "ignore":
+                    self.add(
+                        "unchecked-type",
+                        "warning",
+                        (path,),
+                        f"{path} should be an object, got {json_type(v)}: "
+                        "vLLM-Ascend ignores it and uses the defaults",
+                        f"write {path} as a JSON object",
+                    )
+                    return self.section(k.children, {}, path + ".", k.extra)
+                self.add(
+                    "wrong-type",
+                    "error",
+                    (path,),
+                    f"{path} must be an object, got {json_type(v)} {show(v)}",
+                    f"write {path} as a JSON object",
+                )
+                return v
+            return self.section(k.children, v, path + ".", k.extra)
+        if v is None and k.optional:
+            return None
+        want = TYPE_WORDS[k.type]
+        check = k.check
+        if check == "lax":
+            try:
+                out = lax(k.type, v)
+            except Bad:
+                self.add(
+                    "wrong-type",
+                    "error",
+                    (path,),
+                    f"{path} must be {want}, got {json_type(v)} {show(v)}: "
+                    "vLLM-Ascend refuses to start",
+                    f"write {path} as {want}",
+                )
+                return v
+            if type(out) is not type(v) or out != v:
+                self.add(
+                    "coerced-value",
+                    "info",
+                    (path,),
+                    f"{path}: {show(v)} is read as {show(out)}",
+                    f"write {show(out)} to say what runs",
+                )
+            self._range(k, out, path)
+            return out
+        if check == "cast":
+            try:
+                out = cast(k.type, v)
+            except Bad:
+                self.add(
+                    "wrong-type",
+                    "error",
+                    (path,),
+                    f"{path} must be {want}, got {json_type(v)} {show(v)}: "
+                    "vLLM-Ascend fails converting it",
+                    f"write {path} as {want}",
+                )
+                return v
+            if k.type == "bool" and not isinstance(v, bool):
+                self._truthy(path, v, want)
+            elif type(out) is not type(v) or out != v:
+                self.add(
+                    "coerced-value",
+                    "info",
+                    (path,),
+                    f"{path}: {show(v)} is read as {show(out)}",
+                    f"write {show(out)} to say what runs",
+                )
+            self._range(k, out, path)
+            return out
+        if check in ("isinstance", "compare"):
+            number = k.type in ("int", "float")
+            if number and isinstance(v, bool):
+                if k.no_bool:
+                    self.add(
+                        "wrong-type",
+                        "error",
+                        (path,),
+                        f"{path} must be {want}, got boolean {show(v)}: vLLM-Ascend refuses "
+                        "to start",
+                        f"write {path} as {want}",
+                    )
+                    return v
+                self.add(
+                    "unchecked-type",
+                    "warning",
+                    (path,),
+                    f"{path} should be {want}, got {show(v)}, which counts as {int(v)}",
+                    f"write {int(v)}",
+                )
+            elif (number and not is_number(v)) or (not number and not type_ok(k.type, v)):
+                how = (
+                    "is compared with numbers and crashes start-up"
+                    if check == "compare"
+                    else "refuses to start"
+                )
+                self.add(
+                    "wrong-type",
+                    "error",
+                    (path,),
+                    f"{path} must be {want}, got {json_type(v)} {show(v)}: vLLM-Ascend {how}",
+                    f"write {path} as {want}",
+                )
+                return v
+            elif k.type == "int" and isinstance(v, float):
+                self.add(
+                    "unchecked-type",
+                    "warning",
+                    (path,),
+                    f"{path} should be an integer, got {show(v)}",
+                    "write an integer; vLLM-Ascend does not check it",
+                )
+            self._range(k, v, path)
+            return v
+        if check == "truthy":
+            if not isinstance(v, bool):
+                self._truthy(path, v, want)
+            return v
+        # "any": used as given; a value outside the choices is refused, a wrong type is not
+        if self._range(k, v, path):
+            return v
+        if k.type != "any" and v is not None and not self._loosely(k.type, v):
+            self.add(
+                "unchecked-type",
+                "warning",
+                (path,),
+                f"{path} should be {want}, got {json_type(v)} {show(v)}; vLLM-Ascend does not "
+                "check it and uses it as given",
+                f"write {path} as {want}",
+            )
+        return v
+
+    @staticmethod
+    def _loosely(kind: str, v: Any) -> bool:
+        if kind in ("int", "float"):
+            return is_number(v)
+        return type_ok(kind, v)  # type: ignore[arg-type]
+
+    def _truthy(self, path: str, v: Any, want: str) -> None:
+        self.add(
+            "unchecked-type",
+            "warning",
+            (path,),
+            f"{path} should be {want}, got {json_type(v)} {show(v)}: this version tests only "
+            f"its truthiness, so it counts as {show(bool(v))}",
+            f"write {show(bool(v))} (or what you meant) as a JSON boolean",
+        )
+
+    def _range(self, k: Key, v: Any, path: str) -> bool:
+        """Report a value outside the key's choices or bounds; True when it was."""
+        expected = in_range(k, v)
+        if expected is not None:
+            self.add(
+                "out-of-range",
+                "error",
+                (path,),
+                f"{path} must be {expected}, got {show(v)}: vLLM-Ascend refuses to start",
+                f"set {path} to {expected}",
+            )
+        return expected is not None
+
+    def _from_env(self, k: Key, path: str) -> Any:
+        assert k.env is not None
+        raw = self.facts.env[k.env]
+        try:
+            n = int(raw)
+            value: Any = bool(n) if k.env_bool else n
+        except ValueError:
+            self.add(
+                "env-invalid",
+                "error",
+                (path,),
+                f"{k.env}={raw} is read for {path} and is not an integer: vLLM-Ascend "
+                "fails at start-up",
+                f"set {k.env} to 0 or 1, or unset it",
+            )
+            return k.default_value()
+        if k.check == "lax":
+            try:
+                value = lax(k.type, value)
+            except Bad:
+                self.add(
+                    "env-invalid",
+                    "error",
+                    (path,),
+                    f"{k.env}={raw} is read for {path} and is not {TYPE_WORDS[k.type]}",
+                    f"fix or unset {k.env}",
+                )
+                return k.default_value()
+        self.add(
+            "env-fallback",
+            "info",
+            (path,),
+            f"{path} is not set; it comes from {k.env}={raw} (read as {show(value)}, from the "
+            f"{self.facts.env_label})",
+            f"set {path} in the additional config; {k.env} is deprecated",
+        )
+        self._range(k, value, path)
+        return value
+
+    def removed_env(self) -> None:
+        for name, what in self.ver.removed_env.items():
+            if name in self.facts.env:
+                self.add(
+                    "removed-env",
+                    "warning",
+                    (),
+                    f"{name} is set (in the {self.facts.env_label}): {what}",
+                    f"unset {name}",
+                )
+
+    def _removed(self, path: str, replacement: str | None, why: str, severity: str) -> None:
+        hint = f"use {replacement}" if replacement else f"remove {path}"
+        if severity == "error":
+            self.add(
+                "removed-key",
+                "error",
+                (path,),
+                f"{path} is refused by {self.ver.name} ({why}): vLLM-Ascend will not start",
+                hint,
+            )
+        else:
+            self.add(
+                "removed-key",
+                "warning",
+                (path,),
+                f"{path} is no longer read by {self.ver.name} ({why}): it has no effect",
+                hint,
+            )
+
+    def _unknown(self, path: str, name: str, level: tuple[Key, ...], extra: str) -> None:
+        severity: Severity = "error" if extra == "error" else "warning"
+        consequence = (
+            "vLLM-Ascend refuses unknown keys here"
+            if extra == "error"
+            else "vLLM-Ascend silently ignores it"
+        )
+        hint = did_you_mean(self.ver, path, name, level)
+        self.add(
+            "unknown-key",
+            severity,
+            (path,),
+            f"{path} is not a {self.ver.name} key: {consequence}",
+            hint,
+        )
+
+
+def did_you_mean(ver: Version, path: str, name: str, level: tuple[Key, ...]) -> str:
+    """A hint for an unknown key: another version's key, the right place, or a near spelling."""
+    owners = [o.name for o in VERSIONS.values() if o is not ver and o.key(path) is not None]
+    if owners:
+        return f"{path} is a key of {', '.join(owners)}, not of {ver.name}: check --target"
+    paths = ver.all_paths()
+    elsewhere = [p for p in paths if p.rsplit(".", 1)[-1] == name and p != path]
+    if elsewhere:
+        return f"did you mean {elsewhere[0]}? (it belongs there)"
+    prefix = path[: -len(name)]
+    close = difflib.get_close_matches(name, [k.name for k in level], n=1, cutoff=0.75)
+    if close:
+        return f"did you mean {prefix}{close[0]}?"
+    # a misspelt removed key: point at what replaced it
+    gone = {r.path[len(prefix) :]: r for r in ver.removed if r.path.startswith(prefix)}
+    close = difflib.get_close_matches(name, list(gone), n=1, cutoff=0.75)
+    if close and gone[close[0]].replacement:
+        return f"did you mean {gone[close[0]].replacement}?"
+    leaves = [p.rsplit(".", 1)[-1] for p in paths]
+    close = difflib.get_close_matches(name, leaves, n=1, cutoff=0.8)
+    if close:
+        return f"did you mean {paths[leaves.index(close[0])]}?"
+    return f"remove it, or check the spelling against the {ver.name} keys"
+
+
+def known_paths(target: str | None = None) -> list[str]:
+    return version(target).all_paths()

@@ -1,0 +1,152 @@
+"""Value objects of `check-config`: deployment facts, findings, rewrites and the report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+# vLLM's --kv-transfer-config kv_role values, plus "none" for "no KV transfer configured".
+KV_ROLES = ("kv_producer", "kv_consumer", "kv_both", "none")
+
+
+def show(value: Any) -> str:
+    """A config value the way the user wrote it: JSON (true, "str", 1, null)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A value vLLM-Ascend replaces without refusing to start."""
+
+    key: str
+    before: Any
+    after: Any
+    because: str
+
+    def render(self) -> str:
+        return f"{self.key}: {show(self.before)} → {show(self.after)} (because {self.because})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "from": self.before, "to": self.after, "because": self.because}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the checker has to say; `code` is stable, scripts may match on it."""
+
+    code: str
+    severity: Severity
+    keys: tuple[str, ...]
+    message: str
+    hint: str = ""
+    rewrite: Rewrite | None = None
+    # facts the rule needed and did not get (then severity is "info" and nothing was decided)
+    needs: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "keys": list(self.keys),
+            "message": self.message,
+            "hint": self.hint,
+            "rewrite": self.rewrite.to_json() if self.rewrite else None,
+            "needs": list(self.needs),
+        }
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the rules need from a model's Hugging Face config.json."""
+
+    architectures: tuple[str, ...] = ()
+    model_type: str | None = None
+    is_moe: bool = False
+    num_experts: int | None = None
+    hidden_size: int | None = None
+    moe_intermediate_size: int | None = None
+    quantize: str | None = None
+    is_mla: bool = False
+    index_topk: int | None = None
+    has_compress_ratios: bool = False
+
+    @property
+    def has_indexer(self) -> bool:
+        return self.index_topk is not None
+
+    @property
+    def uses_sfa_sparse(self) -> bool:
+        # vllm_ascend.utils.model_uses_sfa_sparse: an indexer, and no compressed (DSV4) attention
+        return self.has_indexer and not self.has_compress_ratios
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The deployment around the config; None means "not given", and rules that need it say so."""
+
+    tp: int | None = None
+    dp: int | None = None
+    pp: int | None = None
+    enable_expert_parallel: bool | None = None
+    kv_role: str | None = None  # one of KV_ROLES
+    enforce_eager: bool | None = None
+    num_speculative_tokens: int | None = None  # 0 = no speculative decoding
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    scheduling_policy: str | None = None
+    enable_eplb: bool | None = None
+    numa_bind: bool | None = None
+    soc: str | None = None  # "A2", "A3", "310P", "A5"
+    arch: str | None = None  # platform.machine() of the serving host
+    model: ModelFacts | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    # "file" (--env-file), "pid" (the process's own environment) or "environment" (this shell's)
+    env_source: str = "environment"
+
+    @property
+    def env_explicit(self) -> bool:
+        """The server's own environment was given (not guessed from this shell's)."""
+        return self.env_source != "environment"
+
+    @property
+    def env_label(self) -> str:
+        return {"file": "--env-file", "pid": "process's environment"}.get(
+            self.env_source, "current environment"
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    target: str
+    findings: tuple[Finding, ...]
+    effective: dict[str, Any]
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def has_errors(self) -> bool:
+        return self.count("error") > 0
+
+    @property
+    def has_warnings(self) -> bool:
+        return self.count("warning") > 0
+
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "findings": [f.to_json() for f in self.findings],
+            "effective": self.effective,
+            "counts": {s: self.count(s) for s in SEVERITIES},
+        }
