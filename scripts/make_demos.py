@@ -285,7 +285,23 @@ def add_process(
         t.link(f"{base}fd/{fd}", target)
 
 
+TOOLS_ASCEND = {
+    "npu-smi": "/usr/local/sbin/npu-smi",
+    "nvidia-smi": None,
+    "numactl": "/usr/bin/numactl",
+    "migratepages": "/usr/bin/migratepages",
+    "taskset": "/usr/bin/taskset",
+    "lscpu": "/usr/bin/lscpu",
+    "irqbalance": "/usr/sbin/irqbalance",
+}
+
+
 def add_meta(t: Tree, **meta: object) -> None:
+    """meta.json as `ascendtune snapshot` writes it (tools, env, proc_scanned included)."""
+    meta.setdefault("tools", TOOLS_ASCEND)
+    meta.setdefault("env", {"LANG": "C.UTF-8"})
+    # the demo holds every process doctor would capture: one absent here was absent there
+    meta.setdefault("proc_scanned", True)
     t.file("meta.json", json.dumps(meta, indent=2, sort_keys=False) + "\n")
 
 
@@ -597,6 +613,7 @@ def build_atlas_800i_a2() -> Tree:
         t,
         hostname="atlas-800i-a2-demo",
         arch="aarch64",
+        tools={**TOOLS_ASCEND, "numactl": None, "migratepages": None},
         kernel="5.10.0-182.0.0.95.oe2203sp3.aarch64",
         os="openEuler 22.03 (LTS-SP3)",
         captured_by="ascendtune demo",
@@ -728,6 +745,9 @@ def build_container_a2_half() -> Tree:
     add_meta(
         t,
         hostname="vllm-qwen-7f9c2d4b1e",
+        # a slim container image: no numactl, and vLLM's own env
+        tools={**TOOLS_ASCEND, "numactl": None, "migratepages": None, "irqbalance": None},
+        env={"LANG": "C.UTF-8", "ASCEND_RT_VISIBLE_DEVICES": "0,1"},
         arch="aarch64",
         kernel="5.10.0-182.0.0.95.oe2203sp3.aarch64",
         os="Ubuntu 22.04.5 LTS (container on openEuler 22.03 LTS-SP3)",
@@ -1036,6 +1056,7 @@ def build_dgx_h100() -> Tree:
     add_meta(
         t,
         hostname="dgx-h100-demo",
+        tools={**TOOLS_ASCEND, "npu-smi": None, "nvidia-smi": "/usr/bin/nvidia-smi"},
         arch="x86_64",
         kernel="5.15.0-1053-nvidia",
         os="DGX OS 6 (Ubuntu 22.04.4 LTS)",

@@ -18,7 +18,7 @@ from pathlib import Path
 from ascendtune import __version__
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.host import pci, reader
-from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root, command_file
+from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, MemRoot, Root, command_file
 
 COMMANDS = (reader.NPU_SMI_INFO, reader.NPU_SMI_MAP, reader.NPU_SMI_TOPO, reader.NVIDIA_SMI_TOPO)
 TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
@@ -94,20 +94,22 @@ def capture(root: Root) -> Capture:
         out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
         if out is not None and (out.ok or out.text):
             cap.files[command_file(argv)] = out.text
+    from ascendtune.host import facts
+
     try:
-        from ascendtune.host import facts
-    except ImportError:  # doctor's fact gatherer not installed in this build
-        facts = None  # type: ignore[assignment]
-    if facts is not None and hasattr(facts, "doctor_paths"):
-        for rel in facts.doctor_paths(root):
-            if rel in cap.files or rel in cap.links:
-                continue
-            if "/fd/" in rel:
-                cap.take_link(root, rel)
-            else:
-                text = root.read_text(rel)
-                if text is not None:
-                    cap.files[rel] = text
+        # read what was just captured: on a live host this does not run npu-smi again
+        host = reader.read_host(MemRoot(dict(cap.files), dict(cap.links)))
+    except Exception:  # a host the reader refuses is still worth capturing for a bug report
+        host = None
+    for rel in facts.doctor_paths(root, host):
+        if rel in cap.files or rel in cap.links:
+            continue
+        if "/fd/" in rel:
+            cap.take_link(root, rel)
+        else:
+            text = root.read_text(rel)
+            if text is not None:
+                cap.files[rel] = redact_cmdline(text) if rel.endswith("/cmdline") else text
     cap.files["meta.json"] = json.dumps(_meta(root), indent=2, sort_keys=True) + "\n"
     return cap
 
@@ -130,7 +132,36 @@ def _meta(root: Root) -> dict[str, object]:
         "tools": {t: runner.which(t, NPU_SMI_FALLBACKS if t == "npu-smi" else ()) for t in TOOLS},
         "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
         "uid": os.getuid(),
+        # doctor_paths() was captured: a process absent here was absent on the host
+        "proc_scanned": True,
     }
+
+
+_SECRET = re.compile(
+    r"^--?[\w.-]*(api[-_]?key|token|password|passwd|secret)[\w.-]*$", re.IGNORECASE
+)
+
+
+def redact_cmdline(raw: str) -> str:
+    """Mask values of secret-looking flags (`--api-key X`, `--hf-token=X`) in a NUL-separated cmdline."""
+    args = raw.split("\0")
+    out: list[str] = []
+    mask_next = False
+    for a in args:
+        if mask_next and a:
+            out.append("***")
+            mask_next = False
+            continue
+        flag, eq, _ = a.partition("=")
+        if _SECRET.match(flag):
+            if eq:
+                out.append(f"{flag}=***")
+            else:
+                out.append(a)
+                mask_next = True
+            continue
+        out.append(a)
+    return "\0".join(out)
 
 
 def is_archive(dest: str) -> bool:

@@ -1,0 +1,476 @@
+"""Gather what `doctor` judges: kernel knobs, cgroup and capabilities, tools, and the running
+NPU workers with their threads' masks, all read through a Root (live `/` or a sysroot).
+
+`doctor_paths` lists the same reads as paths, so `snapshot` captures exactly what doctor needs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ascendtune.core.cpulist import CpuSet, parse_cpulist
+from ascendtune.core.doctor import (
+    TOOLS,
+    Ancestor,
+    FileValue,
+    HostFacts,
+    ThreadFacts,
+    WorkerFacts,
+)
+from ascendtune.core.errors import AscendtuneError, ParseError
+from ascendtune.core.model import Host, Vendor
+from ascendtune.host.reader import read_host, read_meta, read_status_list
+from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
+
+CPU_DIR = "sys/devices/system/cpu"
+NUMA_BALANCING = "proc/sys/kernel/numa_balancing"
+SWAPPINESS = "proc/sys/vm/swappiness"
+SWAPS = "proc/swaps"
+SCHED_MIGRATION = "proc/sys/kernel/sched_migration_cost_ns"
+SCHED_MIGRATION_DEBUGFS = "sys/kernel/debug/sched/migration_cost_ns"  # kernels >= 5.13
+THP = "sys/kernel/mm/transparent_hugepage/enabled"
+SELF_STATUS = "proc/self/status"
+SELF_CGROUP = "proc/self/cgroup"
+CGROUP2_MARK = "sys/fs/cgroup/cgroup.controllers"
+CGROUP2_CPUSET = "cpuset.cpus.effective"
+CGROUP1_CPUSET_DIR = "sys/fs/cgroup/cpuset"
+CGROUP1_CPUSET = "cpuset.effective_cpus"
+OS_RELEASE = "etc/os-release"
+META = "meta.json"
+
+# Fixed files doctor reads (per-CPU governors, processes and cgroup files come on top).
+KNOB_PATHS = (
+    NUMA_BALANCING,
+    SWAPPINESS,
+    SWAPS,
+    SCHED_MIGRATION,
+    SCHED_MIGRATION_DEBUGFS,
+    THP,
+    SELF_STATUS,
+    SELF_CGROUP,
+    CGROUP2_MARK,
+    f"sys/fs/cgroup/{CGROUP2_CPUSET}",
+    f"{CGROUP1_CPUSET_DIR}/{CGROUP1_CPUSET}",
+    OS_RELEASE,
+    META,
+)
+LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
+# /dev/davinciN (Ascend) and /dev/nvidiaN (NVIDIA): one open file per device a worker uses;
+# davinci_manager, nvidiactl and nvidia-uvm are shared control nodes, not devices.
+_DEVICE_FILE = re.compile(r"^/dev/(davinci|nvidia)(\d+)$")
+
+
+# ---- the host -----------------------------------------------------------------------------------
+
+
+def _pids(root: Root) -> list[int] | None:
+    entries = root.listdir("proc")
+    if entries is None:
+        return None
+    return sorted(int(e) for e in entries if e.isdigit())
+
+
+def _governors(root: Root) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for entry in root.listdir(CPU_DIR) or []:
+        m = re.fullmatch(r"cpu(\d+)", entry)
+        if not m:
+            continue
+        text = root.read_text(f"{CPU_DIR}/{entry}/cpufreq/scaling_governor")
+        if text is not None and text.strip():
+            out[int(m.group(1))] = text.strip()
+    return out
+
+
+def _cgroup_cpuset_path(root: Root, cgroup_text: str | None) -> str | None:
+    """The cpuset file of the cgroup a proc/PID/cgroup text names (v2 first, then v1)."""
+    if cgroup_text is None:
+        return None
+    v2 = root.read_text(CGROUP2_MARK) is not None
+    for line in cgroup_text.splitlines():
+        parts = line.strip().split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        rel = path.strip().strip("/")
+        if v2 and controllers == "" and parts[0] == "0":
+            return "/".join(p for p in ("sys/fs/cgroup", rel, CGROUP2_CPUSET) if p)
+        if not v2 and "cpuset" in controllers.split(","):
+            return "/".join(p for p in (CGROUP1_CPUSET_DIR, rel, CGROUP1_CPUSET) if p)
+    return None
+
+
+def _cpuset_file(root: Root, rel: str | None) -> CpuSet | None:
+    if rel is None:
+        return None
+    text = root.read_text(rel)
+    if text is None or not text.strip():
+        return None
+    try:
+        return parse_cpulist(text, source=rel)
+    except ParseError:
+        return None
+
+
+def _own_cpuset(root: Root) -> tuple[int | None, CpuSet | None]:
+    if root.read_text(CGROUP2_MARK) is not None:
+        version: int | None = 2
+        fallback = f"sys/fs/cgroup/{CGROUP2_CPUSET}"
+    elif root.listdir(CGROUP1_CPUSET_DIR) is not None:
+        version, fallback = 1, f"{CGROUP1_CPUSET_DIR}/{CGROUP1_CPUSET}"
+    else:
+        return None, None
+    own = _cpuset_file(root, _cgroup_cpuset_path(root, root.read_text(SELF_CGROUP)))
+    return version, own if own is not None else _cpuset_file(root, fallback)
+
+
+def _status_int(status: str | None, key: str, base: int = 10) -> int | None:
+    if status is None:
+        return None
+    raw = read_status_list(status, key)
+    if not raw:
+        return None
+    try:
+        return int(raw.split()[0], base)
+    except ValueError:
+        return None
+
+
+def _tools(root: Root, meta: Mapping[str, object]) -> dict[str, str | None] | None:
+    recorded = meta.get("tools")
+    if isinstance(recorded, dict):
+        return {k: (str(v) if v else None) for k, v in recorded.items() if isinstance(k, str)}
+    if not root.live:
+        return None
+    from ascendtune.host import runner
+
+    out: dict[str, str | None] = {}
+    for name in TOOLS:
+        fallbacks = NPU_SMI_FALLBACKS if name == "npu-smi" else (f"/usr/sbin/{name}",)
+        out[name] = runner.which(name, fallbacks)
+    return out
+
+
+def _env(root: Root, meta: Mapping[str, object]) -> dict[str, str] | None:
+    recorded = meta.get("env")
+    if isinstance(recorded, dict):
+        return {k: str(v) for k, v in recorded.items() if isinstance(k, str) and v is not None}
+    if not root.live:
+        return None
+    return {k: os.environ[k] for k in LOCALE_VARS if os.environ.get(k)}
+
+
+def _arch(root: Root, meta: Mapping[str, object]) -> str | None:
+    arch = meta.get("arch")
+    if arch is None and root.live:
+        import platform
+
+        return platform.machine() or None
+    return None if arch is None else str(arch)
+
+
+def _os_ids(root: Root) -> tuple[str, ...]:
+    text = root.read_text(OS_RELEASE)
+    if text is None:
+        return ()
+    ids: list[str] = []
+    for line in text.splitlines():
+        key, _, val = line.partition("=")
+        if key.strip() in ("ID", "ID_LIKE"):
+            ids += val.strip().strip('"').lower().split()
+    return tuple(ids)
+
+
+def proc_scanned(root: Root, meta: Mapping[str, object] | None = None) -> bool:
+    """Whether root shows the host's processes: always live; in a sysroot, when `snapshot`
+    recorded `"proc_scanned": true` in meta.json (it captures only the processes doctor reads,
+    so an absent process there means absent on the host)."""
+    if root.live:
+        return True
+    return bool((meta if meta is not None else _meta(root)).get("proc_scanned"))
+
+
+def _irqbalance(root: Root, pids: list[int] | None) -> tuple[int, ...] | None:
+    if pids is None or not proc_scanned(root):
+        return None
+    return tuple(
+        p for p in pids if (root.read_text(f"proc/{p}/comm") or "").strip() == "irqbalance"
+    )
+
+
+def _meta(root: Root) -> dict[str, object]:
+    try:
+        return read_meta(root)
+    except AscendtuneError:
+        return {}
+
+
+def gather_host_facts(root: Root) -> HostFacts:
+    meta = _meta(root)
+    status = root.read_text(SELF_STATUS)
+    migration = FileValue(SCHED_MIGRATION, root.read_text(SCHED_MIGRATION))
+    if migration.text is None:
+        debugfs = root.read_text(SCHED_MIGRATION_DEBUGFS)
+        if debugfs is not None:
+            migration = FileValue(SCHED_MIGRATION_DEBUGFS, debugfs)
+    version, cpuset = _own_cpuset(root)
+    return HostFacts(
+        root=root.describe(),
+        live=root.live,
+        governors=_governors(root),
+        numa_balancing=FileValue(NUMA_BALANCING, root.read_text(NUMA_BALANCING)),
+        swappiness=FileValue(SWAPPINESS, root.read_text(SWAPPINESS)),
+        swaps=root.read_text(SWAPS),
+        sched_migration_cost=migration,
+        thp=FileValue(THP, root.read_text(THP)),
+        irqbalance_pids=_irqbalance(root, _pids(root)),
+        cgroup_version=version,
+        cgroup_cpuset=cpuset,
+        cap_eff=_status_int(status, "CapEff", 16),
+        tools=_tools(root, meta),
+        arch=_arch(root, meta),
+        env=_env(root, meta),
+        os_ids=_os_ids(root),
+        uid=_status_int(status, "Uid"),
+    )
+
+
+# ---- workers ------------------------------------------------------------------------------------
+
+
+def _device_id(host: Host | None, kind: str, n: int) -> int:
+    """The logical id of /dev/davinciN or /dev/nvidiaN (best effort: N is the physical id)."""
+    if host is None:
+        return n
+    if kind == "davinci":
+        on_card = [a for a in host.npus if a.npu_id == n]
+        if len(on_card) == 1:
+            return on_card[0].logical_id
+    return n
+
+
+def _held_devices(root: Root, pid: int) -> list[tuple[str, int, str]]:
+    """(kind, N, path) of every accelerator device file pid holds open."""
+    out: list[tuple[str, int, str]] = []
+    for fd in root.listdir(f"proc/{pid}/fd") or []:
+        target = root.readlink(f"proc/{pid}/fd/{fd}")
+        if target is None:
+            continue
+        m = _DEVICE_FILE.match(target)
+        if m and (m.group(1), int(m.group(2)), target) not in out:
+            out.append((m.group(1), int(m.group(2)), target))
+    return out
+
+
+def _stat(root: Root, pid: int) -> tuple[str, int, int] | None:
+    """(comm, ppid, session) from proc/PID/stat; comm may hold spaces and parentheses."""
+    text = root.read_text(f"proc/{pid}/stat")
+    if not text or ")" not in text:
+        return None
+    head, _, tail = text.rpartition(")")
+    comm = head.partition("(")[2]
+    fields = tail.split()
+    try:
+        return comm, int(fields[1]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _ancestors(root: Root, ppid: int, depth: int = 2) -> tuple[Ancestor, ...]:
+    out: list[Ancestor] = []
+    pid = ppid
+    while pid > 0 and len(out) < depth:
+        st = _stat(root, pid)
+        comm = st[0] if st else (root.read_text(f"proc/{pid}/comm") or "?").strip()
+        out.append(Ancestor(pid, comm))
+        if st is None:
+            break
+        pid = st[1]
+    return tuple(out)
+
+
+def _threads(root: Root, pid: int) -> tuple[ThreadFacts, ...]:
+    tids = root.listdir(f"proc/{pid}/task")
+    if tids is None:
+        tids = [str(pid)]
+        paths = {pid: f"proc/{pid}"}
+    else:
+        paths = {int(t): f"proc/{pid}/task/{t}" for t in tids if t.isdigit()}
+    out: list[ThreadFacts] = []
+    for tid, base in sorted(paths.items()):
+        status = root.read_text(f"{base}/status")
+        raw = read_status_list(status, "Cpus_allowed_list") if status else None
+        if raw is None:
+            continue  # exited since the listing, or unreadable
+        try:
+            cpus = parse_cpulist(raw, source=f"{base}/status")
+        except ParseError:
+            continue
+        name = root.read_text(f"{base}/comm") or read_status_list(status or "", "Name") or ""
+        out.append(ThreadFacts(tid, name.strip(), cpus))
+    return tuple(out)
+
+
+def _cmdline(root: Root, pid: int) -> tuple[str, ...]:
+    text = root.read_text(f"proc/{pid}/cmdline")
+    if not text:
+        return ()
+    return tuple(a for a in text.split("\0") if a)
+
+
+@dataclass
+class _Found:
+    devices: list[int] = field(default_factory=list)
+    by: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    vendor: str = Vendor.HUAWEI.value
+
+
+def _worker_pids(root: Root, host: Host | None) -> dict[int, _Found]:
+    """Every PID that holds an accelerator: from npu-smi's process table and from proc/*/fd."""
+    found: dict[int, _Found] = {}
+    npus = host.npus if host is not None else ()
+    for p in host.processes if host is not None else ():
+        entry = found.setdefault(p.pid, _Found())
+        dev = next(
+            (
+                a.logical_id
+                for a in npus
+                if a.npu_id == p.npu_id and (a.chip_id or 0) == (p.chip_id or 0)
+            ),
+            p.npu_id,
+        )
+        entry.devices.append(dev)
+        if "npu-smi" not in entry.by:
+            entry.by.append("npu-smi")
+    for pid in _pids(root) or []:
+        held = _held_devices(root, pid)
+        if not held:
+            continue
+        entry = found.setdefault(pid, _Found())
+        for kind, n, path in held:
+            entry.vendor = Vendor.NVIDIA.value if kind == "nvidia" else Vendor.HUAWEI.value
+            entry.devices.append(_device_id(host, kind, n))
+            entry.files.append(path)
+        entry.by.append("fd")
+    return found
+
+
+def find_workers(root: Root, host: Host | None) -> list[WorkerFacts]:
+    """The accelerator workers visible through root, with their threads' masks."""
+    workers: list[WorkerFacts] = []
+    for pid, entry in sorted(_worker_pids(root, host).items()):
+        devices = tuple(sorted(set(entry.devices)))
+        by = tuple(entry.by)
+        files = tuple(sorted(set(entry.files)))
+        status = root.read_text(f"proc/{pid}/status")
+        if status is None and root.listdir(f"proc/{pid}") is None:
+            workers.append(WorkerFacts(pid, devices, by, present=False, vendor=entry.vendor))
+            continue
+        st = _stat(root, pid)
+        comm = (root.read_text(f"proc/{pid}/comm") or "").strip() or (st[0] if st else None)
+        cgroup_text = root.read_text(f"proc/{pid}/cgroup")
+        workers.append(
+            WorkerFacts(
+                pid=pid,
+                devices=devices,
+                found_by=by,
+                vendor=entry.vendor,
+                comm=comm,
+                command=_cmdline(root, pid),
+                uid=_status_int(status, "Uid"),
+                session=st[2] if st else None,
+                ancestors=_ancestors(root, st[1]) if st else (),
+                cgroup=_cgroup_key(cgroup_text),
+                cpuset=_cpuset_file(root, _cgroup_cpuset_path(root, cgroup_text)),
+                threads=_threads(root, pid),
+                device_files=files,
+            )
+        )
+    return workers
+
+
+def _cgroup_key(text: str | None) -> str | None:
+    """The cgroup a process is in (v2 path, else the v1 cpuset path): one service, one cgroup."""
+    if not text:
+        return None
+    v1 = None
+    for line in text.splitlines():
+        parts = line.strip().split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            return parts[2]
+        if "cpuset" in parts[1].split(","):
+            v1 = parts[2]
+    return v1
+
+
+def scanned_note(root: Root, host: Host | None) -> str:
+    """Where the worker search looked, for the row that says none was found."""
+    pids = _pids(root)
+    table = (
+        "npu-smi's process table is empty"
+        if host is not None and host.npu_smi_found
+        else "no npu-smi process table"
+    )
+    if pids is None:
+        procs = "no process list under this root (proc/)"
+    elif not proc_scanned(root):
+        procs = "this sysroot records no process scan (meta.json has no proc_scanned)"
+    else:
+        procs = f"{len(pids)} processes' open files scanned for /dev/davinciN and /dev/nvidiaN"
+    return f"{table}; {procs}"
+
+
+# ---- what snapshot must capture -----------------------------------------------------------------
+
+
+def _existing(root: Root, paths: Iterable[str | None]) -> list[str]:
+    return [p for p in paths if p and root.read_text(p) is not None]
+
+
+def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
+    """Every path, relative to root, that `doctor` reads on this host and that exists.
+
+    Files (knobs, per-CPU governors, proc/self/{status,cgroup}, etc/os-release, the cgroup
+    cpuset files, irqbalance's proc/PID/comm) and, for each worker, proc/PID/{status,comm,
+    cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents' proc/PPID/{stat,comm}
+    and its cgroup's cpuset file. Entries under proc/PID/fd/ are symbolic links (to
+    /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
+    repeated here. Workers come from open device files and from the npu-smi process table of
+    `host`; without `host` it is read here (on a live root that runs npu-smi again).
+    """
+    if host is None:
+        try:
+            host = read_host(root)
+        except AscendtuneError:
+            host = None
+    paths: list[str] = []
+    paths += _existing(root, KNOB_PATHS)
+    for entry in root.listdir(CPU_DIR) or []:
+        if re.fullmatch(r"cpu\d+", entry):
+            paths += _existing(root, [f"{CPU_DIR}/{entry}/cpufreq/scaling_governor"])
+    paths += _existing(root, [_cgroup_cpuset_path(root, root.read_text(SELF_CGROUP))])
+    pids = _pids(root) or []
+    paths += [f"proc/{p}/comm" for p in _irqbalance(root, pids) or ()]
+    for w in find_workers(root, host):
+        if not w.present:
+            continue
+        base = f"proc/{w.pid}"
+        paths += _existing(
+            root, [f"{base}/{f}" for f in ("status", "comm", "cmdline", "stat", "cgroup")]
+        )
+        for fd in root.listdir(f"{base}/fd") or []:
+            target = root.readlink(f"{base}/fd/{fd}")
+            if target is not None and _DEVICE_FILE.match(target):
+                paths.append(f"{base}/fd/{fd}")
+        for tid in root.listdir(f"{base}/task") or []:
+            paths += _existing(root, [f"{base}/task/{tid}/status", f"{base}/task/{tid}/comm"])
+        for a in w.ancestors:
+            paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
+        paths += _existing(root, [_cgroup_cpuset_path(root, root.read_text(f"{base}/cgroup"))])
+    return list(dict.fromkeys(paths))
