@@ -187,7 +187,13 @@ def register(app: typer.Typer) -> None:
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
     ) -> None:
-        """Compute per-rank CPU affinity: exactly as vLLM-Ascend would bind, or a better policy."""
+        """Compute per-rank CPU affinity: exactly as vLLM-Ascend would bind, or a better policy.
+
+        Policies: vllm-ascend is what vLLM-Ascend's enable_cpu_binding does, flaws included.
+        numa-local puts each rank on its own device's NUMA node in whole cores, never across
+        a node. numa-slice is vLLM-Ascend's global slicing made NUMA-aware (for A3, or hosts
+        without topology affinity): the same partition for every process sharing the cpuset.
+        """
         from ascendtune.cli.common import open_root
         from ascendtune.cli.planopts import build_request
         from ascendtune.core.errors import AscendtuneError, UsageError
@@ -235,19 +241,28 @@ def register(app: typer.Typer) -> None:
 
 
 def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
+    """Every policy side by side; a policy that cannot plan this host shows its error."""
+    from dataclasses import replace
+
     from rich.table import Table
 
     from ascendtune.cli.common import stdout_console
     from ascendtune.cli.planopts import build_request
-    from ascendtune.core.errors import AscendtuneError
-    from ascendtune.core.planner import make_plan
+    from ascendtune.core.errors import PlanError
+    from ascendtune.core.planner import POLICIES, make_plan
 
+    # options are checked once: a bad device list is the user's error, not a policy's
+    base = build_request(host, policy=POLICY_NAMES[0], **kw)
+    vendor = (host.npus or host.gpus)[0].vendor if (host.npus or host.gpus) else None
     plans: dict[str, Plan | str] = {}
     for name in POLICY_NAMES:
+        if vendor is not None and vendor not in POLICIES[name].vendors:
+            continue
         try:
-            plans[name] = make_plan(host, build_request(host, policy=name, **kw))
-        except AscendtuneError as e:
+            plans[name] = make_plan(host, replace(base, policy=name))
+        except PlanError as e:
             plans[name] = e.message
+    ok = [p for p in plans.values() if not isinstance(p, str)]
     if json_out:
         print_json(
             {
@@ -257,6 +272,11 @@ def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
                 }
             }
         )
+    if not ok:
+        raise PlanError(
+            "no policy can plan this host: " + "; ".join(f"{n}: {p}" for n, p in plans.items())
+        )
+    if json_out:
         return
     con = stdout_console()
     t = Table(title="plan: every policy side by side (CPUs, locality)", title_justify="left")
@@ -264,16 +284,12 @@ def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
     t.add_column("device", justify="right")
     for n in plans:
         t.add_column(n)
-    first = next((p for p in plans.values() if not isinstance(p, str)), None)
-    if first is None:
-        for n, p in plans.items():
-            con.print(f"{n}: {p}")
-        raise typer.Exit(5)
+    first = ok[0]
     for i, r in enumerate(first.ranks):
         cells = []
         for p in plans.values():
             if isinstance(p, str):
-                cells.append("error" if i else f"error: {p}")
+                cells.append("" if i else "error (below)")
                 continue
             rp = p.ranks[i]
             cells.append(f"{_fmt(rp.cpus)} ({_locality(rp.locality)})")
@@ -281,6 +297,7 @@ def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
     con.print(t)
     for n, p in plans.items():
         if isinstance(p, str):
+            con.print(f"{n}: error: {p}")
             continue
         summary = f"{len(p.overlaps)} overlaps, {len(p.idle_cpus)} idle CPUs"
         con.print(

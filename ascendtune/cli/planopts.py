@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist, parse_int_list
-from ascendtune.core.errors import InvalidInput, ParseError
+from ascendtune.core.errors import InvalidInput, ParseError, UsageError
 
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
@@ -81,7 +81,7 @@ def build_request(
         by_name = {s.value.upper(): s for s in Soc}
         soc_value = by_name.get(soc.strip().upper())
         if soc_value is None or soc_value in (Soc.UNKNOWN, Soc.GPU):
-            raise InvalidInput(f"--soc {soc}: expected one of {', '.join(SOC_NAMES)}")
+            raise UsageError(f"--soc {soc}: expected one of {', '.join(SOC_NAMES)}")
     elif live and host.npus and host.soc is Soc.UNKNOWN:
         from ascendtune.host.socinfo import runtime_soc
 
@@ -153,7 +153,11 @@ def plan_document(plan: Plan) -> dict[str, Any]:
                 "device_numa_node": r.device_node,
                 "locality": None if r.locality is None else round(r.locality, 4),
                 "roles": r.roles.to_json(),
-                **({"vllm_log_line": r.vllm_log_line()} if plan.policy == "vllm-ascend" else {}),
+                **(
+                    {"vllm_log_line": r.vllm_log_line(plan.mode)}
+                    if plan.policy == "vllm-ascend"
+                    else {}
+                ),
             }
             for r in plan.ranks
         ],

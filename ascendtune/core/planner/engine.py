@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
 from ascendtune.core.planner import numa, vllm_ascend
-from ascendtune.core.planner.model import Overlap, Plan, PlanRequest, RankPlan, Roles
+from ascendtune.core.planner.findings import explain
+from ascendtune.core.planner.model import (
+    A5_CLUSTERS,
+    GLOBAL_SLICE,
+    NUMA_LOCAL,
+    NUMA_SLICE,
+    TOPO_AFFINITY,
+    Overlap,
+    Plan,
+    PlanRequest,
+    RankPlan,
+    Roles,
+)
 
 
 @dataclass(frozen=True)
@@ -107,16 +119,25 @@ def _rank_plan(
     )
 
 
-def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> tuple[str, list[RankPlan], list[str]]:
+@dataclass(frozen=True)
+class _Result:
+    mode: str
+    ranks: list[RankPlan]
+    notes: list[str]
+    hidden_pools: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
     host = ctx.host
-    if ctx.vendor is not Vendor.HUAWEI:
-        raise InvalidInput("policy vllm-ascend plans Ascend NPUs; this host has NVIDIA GPUs only")
     affinity = {d.logical_id: d.tool_affinity for d in ctx.devices if d.tool_affinity is not None}
     running = sorted(ctx.visible)
     mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity)
-    if mode == vllm_ascend.TOPO_AFFINITY:
-        pools = vllm_ascend.topo_affinity_pools(host, ctx.all_ids, running, affinity, ctx.usable)
-    elif mode == vllm_ascend.GLOBAL_SLICE:
+    hidden: dict[int, tuple[int, ...]] = {}
+    if mode == TOPO_AFFINITY:
+        every = vllm_ascend.topo_affinity_pools(host, ctx.all_ids, running, affinity, ctx.usable)
+        pools = {n: every[n] for n in running}
+        hidden = {n: tuple(p) for n, p in every.items() if n not in running}
+    elif mode == GLOBAL_SLICE:
         pools = vllm_ascend.global_slice_pools(ctx.all_ids, running, affinity, ctx.usable)
     else:
         pools = vllm_ascend.a5_cluster_pools(host, ctx.all_ids, running, affinity, ctx.usable)
@@ -125,17 +146,19 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> tuple[str, list[RankPlan], list[s
         # vLLM-Ascend indexes the sorted running list by rank, whatever order the devices had
         logical = running[r]
         pool = pools[logical]
-        if mode == vllm_ascend.A5_CLUSTERS:
+        if mode == A5_CLUSTERS:
             roles = Roles(main=tuple(pool))  # no IRQ reservation, no acl/release split on 950
         else:
-            roles = vllm_ascend.split_roles(pool)
+            roles = vllm_ascend.split_roles(pool, npu=logical)
         ranks.append(_rank_plan(host, r, device, logical, pool, roles))
     if req.reserve:
         notes.append(
             f"--reserve {format_cpulist(req.reserve)} taken out of the cpuset, as if vLLM ran "
             "under a cpuset without them"
         )
-    return mode, ranks, notes
+    if not req.irq_reserve and mode != A5_CLUSTERS:
+        notes.append("--no-irq-reserve does not apply: vLLM-Ascend always keeps 2 CPUs for IRQs")
+    return _Result(mode, ranks, notes, hidden)
 
 
 def _plan_cores(
@@ -143,7 +166,7 @@ def _plan_cores(
     req: PlanRequest,
     pick: Callable[[_Ctx, list[int]], dict[int, list[numa.Core]]],
     mode: str,
-) -> tuple[str, list[RankPlan], list[str]]:
+) -> _Result:
     shares = pick(ctx, list(ctx.visible))
     ranks = []
     for r, device in enumerate(ctx.visible):
@@ -151,7 +174,7 @@ def _plan_cores(
         cpus = [c for core in cores for c in core]
         roles = numa.roles_from_cores(cores, irq=req.irq_reserve and ctx.vendor is Vendor.HUAWEI)
         ranks.append(_rank_plan(ctx.host, r, device, device, cpus, roles))
-    return mode, ranks, []
+    return _Result(mode, ranks, [])
 
 
 def _local(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
@@ -163,17 +186,22 @@ def _slice(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
 
 
 def make_plan(host: Host, req: PlanRequest) -> Plan:
+    """Plan req's ranks on host under req.policy; raises PlanError when no plan is possible."""
     if req.policy not in POLICIES:
         raise InvalidInput(f"unknown policy {req.policy!r} (known: {', '.join(POLICIES)})")
     ctx = _context(host, req)
     if ctx.vendor not in POLICIES[req.policy].vendors:
-        raise InvalidInput(f"policy {req.policy} does not apply to {ctx.vendor.value} devices")
+        raise InvalidInput(
+            f"policy {req.policy} plans Ascend NPUs; this host has {ctx.vendor.value} devices",
+            "use --policy numa-local or numa-slice",
+        )
     if req.policy == "vllm-ascend":
-        mode, ranks, notes = _plan_vllm(ctx, req)
+        res = _plan_vllm(ctx, req)
     elif req.policy == "numa-local":
-        mode, ranks, notes = _plan_cores(ctx, req, _local, "numa_local")
+        res = _plan_cores(ctx, req, _local, NUMA_LOCAL)
     else:
-        mode, ranks, notes = _plan_cores(ctx, req, _slice, "numa_slice")
+        res = _plan_cores(ctx, req, _slice, NUMA_SLICE)
+    ranks = res.ranks
     overlaps = tuple(
         Overlap((a.rank, b.rank), a.cpuset & b.cpuset)
         for i, a in enumerate(ranks)
@@ -183,7 +211,7 @@ def make_plan(host: Host, req: PlanRequest) -> Plan:
     used = frozenset(c for rp in ranks for c in rp.cpus)
     plan = Plan(
         policy=req.policy,
-        mode=mode,
+        mode=res.mode,
         soc=ctx.soc,
         vendor=ctx.vendor.value,
         ranks=tuple(ranks),
@@ -191,16 +219,9 @@ def make_plan(host: Host, req: PlanRequest) -> Plan:
         reserved=req.reserve,
         overlaps=overlaps,
         idle_cpus=ctx.usable - used,
-        notes=tuple(notes),
+        notes=tuple(res.notes),
         visible=ctx.visible,
         total_devices=len(ctx.all_ids),
+        hidden_pools=res.hidden_pools,
     )
-    from ascendtune.core.planner.findings import explain
-
-    return _with_findings(plan, explain(host, plan))
-
-
-def _with_findings(plan: Plan, findings: list[str]) -> Plan:
-    from dataclasses import replace
-
-    return replace(plan, findings=tuple(findings))
+    return replace(plan, findings=tuple(explain(host, plan)))

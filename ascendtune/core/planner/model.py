@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.model import Soc
+
+# The rules vLLM-Ascend's binding applies (its own names), and the better policies' modes
+TOPO_AFFINITY = "topo_affinity"
+GLOBAL_SLICE = "global_slice"
+A5_CLUSTERS = "a5_clusters"  # Ascend 950: one 8-core cluster per NPU, no role split
+NUMA_LOCAL = "numa_local"
+NUMA_SLICE = "numa_slice"
 
 
 @dataclass(frozen=True)
@@ -49,13 +57,15 @@ class RankPlan:
     device_node: int | None  # the NUMA node of the device it runs on
     locality: float | None  # share of its CPUs on device_node (None: node unknown)
 
-    @property
+    @cached_property
     def cpuset(self) -> CpuSet:
         return frozenset(self.cpus)
 
-    def vllm_log_line(self) -> str:
-        """The line vLLM-Ascend logs for this rank (cpu_binding.py `_print_default_plan`)."""
+    def vllm_log_line(self, mode: str = TOPO_AFFINITY) -> str:
+        """The line vLLM-Ascend logs for this rank under `mode` (cpu_binding.py `print_plan`)."""
         main = " ".join(map(str, self.roles.main))
+        if mode == A5_CLUSTERS:
+            return f"Ascend 950 NPU{self.logical_id}: worker=[{main}]"
         acl = " ".join(map(str, self.roles.acl))
         # vLLM-Ascend formats the release list with str(list), hence the doubled brackets
         rel = str(list(self.roles.release)) if self.roles.release else ""
@@ -83,7 +93,9 @@ class Plan:
     notes: tuple[str, ...] = ()  # how the plan was made (fallbacks, assumptions)
     visible: tuple[int, ...] = ()
     total_devices: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    # vllm-ascend: the pools it gives NPUs this job does not use but whose affinity meets the
+    # cpuset (other services'), to show where independent services would compete
+    hidden_pools: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
     def rank(self, r: int) -> RankPlan | None:
         for rp in self.ranks:

@@ -116,43 +116,62 @@ def numa_local_pools(
     return shares
 
 
+def _deal_proportional(ids: list[int], nodes: list[tuple[int, list[Core]]]) -> dict[int, int]:
+    """Deal devices, in id order, to nodes in proportion to their cores (largest remainder), so
+    consecutive ids share a node, as global slicing gives consecutive ids consecutive CPUs."""
+    total_cores = sum(len(c) for _, c in nodes)
+    quotas = [len(c) * len(ids) / total_cores for _, c in nodes]
+    counts = [int(q) for q in quotas]
+    order = sorted(range(len(nodes)), key=lambda i: (-(quotas[i] - counts[i]), i))
+    for i in order[: len(ids) - sum(counts)]:
+        counts[i] += 1
+    dealt: dict[int, int] = {}
+    it = iter(ids)
+    for (nid, _), cnt in zip(nodes, counts, strict=True):
+        for _ in range(cnt):
+            dealt[next(it)] = nid
+    return dealt
+
+
 def numa_slice_pools(
     host: Host, devices: Sequence[Accelerator], ranks: list[int], usable: CpuSet
 ) -> tuple[dict[int, list[Core]], dict[int, int]]:
-    """Global slicing made NUMA-aware: devices are dealt to nodes, never a slice across two.
+    """Global slicing made NUMA-aware: every device is dealt to one node, never a slice across two.
 
-    When every device's node is known and has CPUs here, devices stay on their own node; else
-    the devices (all of them, in id order, so services sharing a cpuset agree) are dealt to the
-    nodes that hold usable CPUs in proportion to their cores (largest remainder).
+    A device whose node holds usable CPUs stays there (hidden ones too, so services sharing a
+    cpuset agree). Devices whose node is unknown are dealt, in id order, to the node with the
+    most cores per device; when no device has a node in the cpuset at all, every device is dealt
+    in proportion to the nodes' cores: global slicing with node boundaries. Hidden devices whose
+    node lies outside the cpuset belong to other cpusets and take nothing, unless a rank's device
+    lies outside too (a container given CPUs far from its NPUs): then all of them are dealt, so
+    the partition still depends on the host and the cpuset only.
     Returns the shares and the node each device was dealt to.
     """
     nodes = [(n.id, cores_of(host, n.cpus & usable)) for n in host.numa_nodes if n.cpus & usable]
     if not nodes:
         raise PlanError(f"no usable CPU ({format_cpulist(usable) or 'empty set'})")
+    cores = dict(nodes)
     ids = sorted(d.logical_id for d in devices)
     homes = {d.logical_id: home_node(host, d) for d in devices}
-    node_ids = {nid for nid, _ in nodes}
-    dealt: dict[int, int] = {}
-    if all(h in node_ids for h in homes.values()):
-        # hidden devices count only when their node meets the cpuset (they are in node_ids here)
-        dealt = {d: h for d, h in homes.items() if h is not None}
+    dealt = {d: h for d in ids if (h := homes[d]) is not None and h in cores}
+    if not dealt:
+        dealt = _deal_proportional(ids, nodes)
     else:
-        total_cores = sum(len(c) for _, c in nodes)
-        quotas = [len(c) * len(ids) / total_cores for _, c in nodes]
-        counts = [int(q) for q in quotas]
-        order = sorted(range(len(nodes)), key=lambda i: (-(quotas[i] - counts[i]), i))
-        for i in order[: len(ids) - sum(counts)]:
-            counts[i] += 1
-        it = iter(ids)
-        for (nid, _), cnt in zip(nodes, counts, strict=True):
-            for _ in range(cnt):
-                dealt[next(it)] = nid
+        unknown = [d for d in ids if homes[d] is None]
+        far = [d for d in ids if d not in dealt and homes[d] is not None]
+        # far hidden devices belong to other cpusets; only a far rank makes them all count
+        homeless = sorted(unknown + far) if any(r in far for r in ranks) else unknown
+        members = {nid: sum(1 for h in dealt.values() if h == nid) for nid in cores}
+        for d in homeless:
+            best = max(cores, key=lambda n: (len(cores[n]) / (members[n] + 1), -n))
+            dealt[d] = best
+            members[best] += 1
     shares: dict[int, list[Core]] = {}
-    for nid, cores in nodes:
-        members = sorted(d for d, n in dealt.items() if n == nid)
-        if not members:
+    for nid, node_cores in nodes:
+        on_node = [d for d in ids if dealt.get(d) == nid]
+        if not on_node:
             continue
-        for d, part in zip(members, split_cores(cores, len(members)), strict=True):
+        for d, part in zip(on_node, split_cores(node_cores, len(on_node)), strict=True):
             if d in ranks:
                 shares[d] = part
     return shares, dealt

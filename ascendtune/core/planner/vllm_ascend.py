@@ -13,11 +13,7 @@ from collections.abc import Mapping
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host, Soc
-from ascendtune.core.planner.model import Roles
-
-TOPO_AFFINITY = "topo_affinity"
-GLOBAL_SLICE = "global_slice"
-A5_CLUSTERS = "a5_clusters"
+from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, Roles
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + >=1 main + 1 acl + 1 release
 A5_PHYSICAL_CPUS_PER_CLUSTER = 8
@@ -71,6 +67,8 @@ def topo_affinity_pools(
     affinity: Mapping[int, CpuSet],
     allowed: CpuSet,
 ) -> dict[int, list[int]]:
+    """The pool of every candidate NPU: the running ones first-class, and the hidden ones whose
+    affinity meets the cpuset (vLLM-Ascend computes theirs too, then keeps the running ones)."""
     numa = _NumaMap(host)
     # every logical NPU that is visible, or whose affinity meets this cpuset (hidden NPUs count,
     # so two services splitting one NUMA pair do not overlap: vLLM-Ascend PR #8792)
@@ -81,9 +79,11 @@ def topo_affinity_pools(
         if not base:
             raise PlanError(
                 "CPUs available in 'Cpus_allowed_list' conflict with NUMA affinity: "
-                f"NPU {npu} has affinity {format_cpulist(affinity.get(npu, frozenset())) or 'none'} "
-                f"but the cpuset is {format_cpulist(allowed)}",
-                "vLLM-Ascend stops binding here; give the container CPUs of the NPU's NUMA node",
+                f"NPU {npu} needs CPUs of its affinity "
+                f"{format_cpulist(affinity.get(npu, frozenset())) or '(none: npu-smi printed none)'}"
+                f", found none in the cpuset {format_cpulist(allowed)}",
+                "vLLM-Ascend raises this and binds nothing; give the process CPUs of the NPU's "
+                "NUMA node, or make the NPU not visible",
             )
         pools[npu] = numa.extend(base, allowed)
     groups: dict[tuple[int, ...], list[int]] = {}
@@ -98,7 +98,7 @@ def topo_affinity_pools(
         for i, npu in enumerate(npus):
             end = (i + 1) * per if i < len(npus) - 1 else len(cpus_t)
             final[npu] = list(cpus_t[i * per : end])
-    return {npu: final[npu] for npu in running}
+    return final
 
 
 def global_slice_pools(
@@ -109,10 +109,10 @@ def global_slice_pools(
     base, extra = divmod(len(cpus), total)
     if base < MIN_CPUS_PER_NPU:
         raise PlanError(
-            "Insufficient CPUs for binding with CPU role reservations: "
-            f"{len(cpus)} allowed CPUs over {total} NPUs gives {base} per NPU; "
-            f"vLLM-Ascend needs at least {MIN_CPUS_PER_NPU} per NPU, "
-            f"{total * MIN_CPUS_PER_NPU} CPUs in the cpuset",
+            "Insufficient CPUs for binding with CPU role reservations: global slicing needs "
+            f"{total * MIN_CPUS_PER_NPU} CPUs ({MIN_CPUS_PER_NPU} for each of the host's {total} "
+            f"NPUs, visible or not), found {len(cpus)} in the cpuset, {base} per NPU",
+            "vLLM-Ascend raises this and binds nothing; widen the cpuset",
         )
     pools: dict[int, list[int]] = {}
     for npu in running:
@@ -159,9 +159,18 @@ def a5_cluster_pools(
         cpus = [c for c in numa.get(node) if c in allowed and c not in uvb]
         clusters = [cpus[i : i + size] for i in range(0, len(cpus) - len(cpus) % size, size)]
         if len(clusters) < len(npus):
+            why = (
+                f"; node 0's CPUs but CPU 0 are kept for uvb_poll_window_thread ({format_cpulist(uvb)})"
+                if node == 0 and uvb
+                else ""
+            )
+            who = ",".join(map(str, sorted(npus)))
             raise PlanError(
-                f"insufficient CPU clusters on node {node}: {len(clusters)} clusters of {size} CPUs "
-                f"for NPUs {','.join(map(str, sorted(npus)))}; vLLM-Ascend skips worker CPU binding"
+                f"insufficient CPU clusters on node {node}: NPU{'s' if len(npus) > 1 else ''} {who} "
+                f"need{'' if len(npus) > 1 else 's'} {len(npus)} cluster(s) of {size} CPUs "
+                f"({len(npus) * size} CPUs), found {len(cpus)} usable CPUs, "
+                f"{len(clusters)} cluster(s){why}",
+                "vLLM-Ascend then skips worker CPU binding on Ascend 950 and only logs a warning",
             )
         for i, npu in enumerate(sorted(npus)):
             final[npu] = clusters[i]
@@ -173,13 +182,16 @@ def a5_cluster_pools(
     return {n: final[n] for n in running}
 
 
-def split_roles(pool: list[int], *, irq: bool = True) -> Roles:
+def split_roles(pool: list[int], *, npu: int | None = None, irq: bool = True) -> Roles:
     """vLLM-Ascend's role split: IRQ = first two, acl = second last, release = last, main = rest."""
     need = MIN_CPUS_PER_NPU if irq else MIN_CPUS_PER_NPU - 2
     if len(pool) < need:
+        whose = f"NPU {npu}'s pool" if npu is not None else "the pool"
         raise PlanError(
-            f"The number of CPUs is insufficient. Each NPU requires at least {need} CPUs "
-            f"(found {len(pool)}: {format_cpulist(pool) or 'none'})"
+            f"The number of CPUs is insufficient. Each NPU requires at least {need} CPUs: "
+            f"{whose} has {len(pool)} ({format_cpulist(pool) or 'none'})",
+            "vLLM-Ascend raises this and binds nothing; widen the cpuset or use fewer NPUs "
+            "per NUMA node",
         )
     return Roles(
         irq=tuple(pool[:2]) if irq else (),
