@@ -72,6 +72,7 @@ def add_cpus(
     package: Callable[[int], int],
     core: Callable[[int], int],
     governor: str,
+    l3: Callable[[int], list[int]] | None = None,
 ) -> None:
     allc = range(n)
     for name in ("online", "possible", "present"):
@@ -82,6 +83,10 @@ def add_cpus(
         t.file(base + "topology/core_id", f"{core(c)}\n")
         t.file(base + "topology/thread_siblings_list", cpulist(siblings(c)) + "\n")
         t.file(base + "cpufreq/scaling_governor", governor + "\n")
+        if l3 is not None:  # the last-level cache, as sysfs describes it (index3 = unified L3)
+            t.file(base + "cache/index3/level", "3\n")
+            t.file(base + "cache/index3/type", "Unified\n")
+            t.file(base + "cache/index3/shared_cpu_list", cpulist(l3(c)) + "\n")
 
 
 def add_nodes(t: Tree, nodes: dict[int, list[int]], mem_kb: dict[int, int]) -> None:
@@ -1008,6 +1013,8 @@ def build_dgx_h100() -> Tree:
         package=lambda c: (c % 112) // 56,
         core=lambda c: (c % 112) % 56,
         governor="performance",
+        # Sapphire Rapids: one L3 per socket, shared by its 56 cores and their siblings
+        l3=lambda c: DGX_NODES[(c % 112) // 56],
     )
     add_nodes(t, DGX_NODES, {n: node_mem_kb(1024, n) for n in DGX_NODES})
     for g, bus in enumerate(DGX_GPU_BUS):

@@ -202,7 +202,18 @@ def test_cpuless_node_and_unknown_home() -> None:
 
 
 def test_policy_registry_is_documented() -> None:
-    assert set(POLICIES) == {"vllm-ascend", "numa-local", "numa-slice"}
+    assert set(POLICIES) == {
+        "vllm-ascend",
+        "numa-local",
+        "numa-slice",
+        "node",
+        "socket",
+        "exclusive",
+        "core-complex",
+    }
+    from ascendtune.cli.planopts import POLICY_NAMES
+
+    assert tuple(POLICIES) == POLICY_NAMES
     assert all(p.summary for p in POLICIES.values())
     with pytest.raises(InvalidInput, match="unknown policy"):
         plan(memory_host([range(8)], npu_nodes=[0]), "fastest")

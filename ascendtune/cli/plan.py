@@ -255,8 +255,14 @@ def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
     base = build_request(host, policy=POLICY_NAMES[0], **kw)
     vendor = (host.npus or host.gpus)[0].vendor if (host.npus or host.gpus) else None
     plans: dict[str, Plan | str] = {}
+    from ascendtune.core.model import Vendor
+
+    # NPUs: vLLM-Ascend's plan and ours; GPUs: ours and torchrun's modes (all stay usable alone)
+    torch_modes = ("node", "socket", "exclusive", "core-complex")
     for name in POLICY_NAMES:
         if vendor is not None and vendor not in POLICIES[name].vendors:
+            continue
+        if vendor is Vendor.HUAWEI and name in torch_modes:
             continue
         try:
             plans[name] = make_plan(host, replace(base, policy=name))

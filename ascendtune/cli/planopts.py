@@ -14,7 +14,16 @@ if TYPE_CHECKING:
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
 
-POLICY_NAMES = ("vllm-ascend", "numa-local", "numa-slice")
+# kept equal to ascendtune.core.planner.POLICIES (a test checks) without importing the planner
+POLICY_NAMES = (
+    "vllm-ascend",
+    "numa-local",
+    "numa-slice",
+    "node",
+    "socket",
+    "exclusive",
+    "core-complex",
+)
 SOC_NAMES = ("A2", "A3", "310P", "A5", "910")
 
 
@@ -26,7 +35,7 @@ PolicyOpt = Annotated[
     str,
     typer.Option(
         "--policy",
-        help="vllm-ascend (what vLLM-Ascend does), numa-local, numa-slice.",
+        help="vllm-ascend (what vLLM-Ascend does), numa-local, numa-slice, or torchrun's node, socket, exclusive, core-complex.",
         autocompletion=_complete_policy,
     ),
 ]

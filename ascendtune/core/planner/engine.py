@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
-from ascendtune.core.planner import numa, vllm_ascend
+from ascendtune.core.planner import numa, torch_modes, vllm_ascend
 from ascendtune.core.planner.findings import explain
 from ascendtune.core.planner.model import (
     A5_CLUSTERS,
@@ -50,6 +50,27 @@ POLICIES: dict[str, PolicyInfo] = {
             "numa-slice",
             "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
             "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
+            (Vendor.HUAWEI, Vendor.NVIDIA),
+        ),
+        # the modes of `torchrun --numa-binding` (torch.numa.binding), for GPU users' habits
+        PolicyInfo(
+            "node",
+            "torchrun's node mode: every CPU of the device's NUMA node (ranks on a node share them)",
+            (Vendor.HUAWEI, Vendor.NVIDIA),
+        ),
+        PolicyInfo(
+            "socket",
+            "torchrun's socket mode: every CPU of the NUMA nodes on the device's socket",
+            (Vendor.HUAWEI, Vendor.NVIDIA),
+        ),
+        PolicyInfo(
+            "exclusive",
+            "torchrun's exclusive mode: the node's physical cores split evenly among its devices",
+            (Vendor.HUAWEI, Vendor.NVIDIA),
+        ),
+        PolicyInfo(
+            "core-complex",
+            "torchrun's core-complex mode: one last-level-cache group of the node per device",
             (Vendor.HUAWEI, Vendor.NVIDIA),
         ),
     )
@@ -172,9 +193,24 @@ def _plan_cores(
     for r, device in enumerate(ctx.visible):
         cores = shares[device]
         cpus = [c for core in cores for c in core]
-        roles = numa.roles_from_cores(cores, irq=req.irq_reserve and ctx.vendor is Vendor.HUAWEI)
+        if ctx.vendor is Vendor.HUAWEI:
+            roles = numa.roles_from_cores(cores, irq=req.irq_reserve)
+        else:
+            roles = Roles(main=tuple(cpus))  # CUDA has no acl/release threads, no NPU IRQs
         ranks.append(_rank_plan(ctx.host, r, device, device, cpus, roles))
     return _Result(mode, ranks, [])
+
+
+def _plan_torch(ctx: _Ctx, mode: str) -> _Result:
+    pools = torch_modes.torch_pools(ctx.host, mode, ctx.devices, list(ctx.visible), ctx.usable)
+    ranks = [
+        _rank_plan(ctx.host, r, device, device, pools[device], Roles(main=tuple(pools[device])))
+        for r, device in enumerate(ctx.visible)
+    ]
+    notes = ["roles are main-only: torchrun binds every thread of a rank to one set"]
+    if mode in ("node", "socket"):
+        notes.append(f"{mode} mode shares CPUs between ranks on one {mode} by design")
+    return _Result(mode.replace("-", "_"), ranks, notes)
 
 
 def _local(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
@@ -199,6 +235,8 @@ def make_plan(host: Host, req: PlanRequest) -> Plan:
         res = _plan_vllm(ctx, req)
     elif req.policy == "numa-local":
         res = _plan_cores(ctx, req, _local, NUMA_LOCAL)
+    elif req.policy in torch_modes.MODES:
+        res = _plan_torch(ctx, req.policy)
     else:
         res = _plan_cores(ctx, req, _slice, NUMA_SLICE)
     ranks = res.ranks

@@ -19,9 +19,17 @@ def explain(host: Host, plan: Plan) -> list[str]:
     out: list[str] = []
     word = "NPU" if plan.vendor == "huawei" else "GPU"
     out += _locality(plan)
-    for ov in plan.overlaps:
-        a, b = ov.ranks
-        out.append(f"ranks {a} and {b} share CPUs {format_cpulist(ov.cpus)}: they will compete")
+    if len(plan.overlaps) > 8:  # torchrun node/socket modes share by design: one line
+        shared = frozenset(c for ov in plan.overlaps for c in ov.cpus)
+        ranks_in = sorted({r for ov in plan.overlaps for r in ov.ranks})
+        out.append(
+            f"{len(plan.overlaps)} pairs of ranks share CPUs (ranks {_ids(ranks_in)}, CPUs "
+            f"{format_cpulist(shared)}): they will compete"
+        )
+    else:
+        for ov in plan.overlaps:
+            a, b = ov.ranks
+            out.append(f"ranks {a} and {b} share CPUs {format_cpulist(ov.cpus)}: they will compete")
     out += _shared_cores(host, plan.ranks)
     out += _other_socket(host, plan, word)
     moved = [r for r in plan.ranks if r.device != r.logical_id]
