@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from ascendtune.cli.app import app
 from tests.builder import SysrootBuilder
