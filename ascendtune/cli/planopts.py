@@ -179,25 +179,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     }
 
 
-def compute_plan_document(
-    *,
-    sysroot: str | None,
-    demo: str | None,
-    policy: str,
-    visible_devices: str | None,
-    ranks: int | None,
-    soc: str | None,
-    reserve: str | None,
-    no_irq_reserve: bool,
-) -> dict[str, Any]:
-    _, plan = compute_plan(
-        sysroot=sysroot,
-        demo=demo,
-        policy=policy,
-        visible_devices=visible_devices,
-        ranks=ranks,
-        soc=soc,
-        reserve=reserve,
-        no_irq_reserve=no_irq_reserve,
-    )
+def compute_plan_document(**options: Any) -> dict[str, Any]:
+    """The plan document for compute_plan's keyword options (what `bind --rank` uses)."""
+    _, plan = compute_plan(**options)
     return {"schema_version": 1, **plan_document(plan)}

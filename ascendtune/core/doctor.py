@@ -15,6 +15,7 @@ from ascendtune.core.bindplan import BindTarget
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.model import Host, Vendor
 from ascendtune.core.planner.model import Plan, RankPlan
+from ascendtune.core.redact import redact_args
 
 Status = Literal["ok", "warn", "fail", "skip"]
 STATUSES: tuple[Status, ...] = ("ok", "warn", "fail", "skip")
@@ -585,27 +586,10 @@ def host_checks(inp: DoctorInput) -> list[Check]:
 
 # ---- workers ------------------------------------------------------------------------------------
 
-_SECRET_FLAG = re.compile(r"^--?[\w-]*(key|token|secret|passw|credential)[\w-]*$", re.IGNORECASE)
-
 
 def redact_command(argv: Sequence[str], limit: int = 160) -> str:
     """A command line fit to print: values of --api-key-like options masked, cut at `limit`."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append("***")
-            hide_next = False
-            continue
-        flag, eq, _ = arg.partition("=")
-        if _SECRET_FLAG.match(flag):
-            if eq:
-                out.append(f"{flag}=***")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(arg)
+    out = redact_args(argv)
     text = " ".join(out)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ascendtune import __version__
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
+from ascendtune.core.redact import redact_args
 from ascendtune.host import pci, reader
 from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, MemRoot, Root, command_file
 
@@ -137,31 +138,9 @@ def _meta(root: Root) -> dict[str, object]:
     }
 
 
-_SECRET = re.compile(
-    r"^--?[\w.-]*(api[-_]?key|token|password|passwd|secret)[\w.-]*$", re.IGNORECASE
-)
-
-
 def redact_cmdline(raw: str) -> str:
     """Mask values of secret-looking flags (`--api-key X`, `--hf-token=X`) in a NUL-separated cmdline."""
-    args = raw.split("\0")
-    out: list[str] = []
-    mask_next = False
-    for a in args:
-        if mask_next and a:
-            out.append("***")
-            mask_next = False
-            continue
-        flag, eq, _ = a.partition("=")
-        if _SECRET.match(flag):
-            if eq:
-                out.append(f"{flag}=***")
-            else:
-                out.append(a)
-                mask_next = True
-            continue
-        out.append(a)
-    return "\0".join(out)
+    return "\0".join(redact_args(raw.split("\0")))
 
 
 def is_archive(dest: str) -> bool:
