@@ -124,3 +124,12 @@ def test_live_machine_runs() -> None:
     table = run("topo")
     if not doc["accelerators"]:
         assert "no accelerator found" in table.stdout and "--demo" in table.stdout
+
+
+@pytest.mark.parametrize("content", [b"hello\n", b"\x1f\x8b\x08\x00garbage", b""])
+def test_bad_archive_is_one_line(tmp_path: Path, content: bytes) -> None:
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(content)
+    res = run("topo", "--sysroot", str(bad))
+    assert res.exit_code == 5
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

@@ -155,17 +155,29 @@ def _strip_top(names: list[str]) -> str:
 
 
 def open_archive(data: bytes, label: str) -> MemRoot:
+    if data[:2] == b"\x1f\x8b":
+        # inflate once up front: tarfile seeking through a gzip stream costs a third more
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InvalidInput(f"{label} is not a readable gzip archive: {e}") from None
     try:
         tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 (closed below)
-    except (tarfile.TarError, EOFError, OSError) as e:
-        raise InvalidInput(f"{label} is not a readable tar archive: {e}") from None
+    except (tarfile.TarError, EOFError, OSError):
+        raise InvalidInput(
+            f"{label} is neither a folder nor a readable .tar/.tar.gz archive",
+            "give a sysroot written by `ascendtune snapshot`",
+        ) from None
     files: dict[str, str] = {}
     links: dict[str, str] = {}
     with tar:
         try:
             members = tar.getmembers()
         except (tarfile.TarError, EOFError, OSError) as e:
-            raise InvalidInput(f"{label} is a damaged archive: {e}") from None
+            raise InvalidInput(f"{label} is a damaged archive: {str(e).splitlines()[0]}") from None
         prefix = _strip_top([m.name.lstrip("./") for m in members])
         for m in members:
             name = m.name.lstrip("./")
