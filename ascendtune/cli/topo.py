@@ -21,6 +21,7 @@ def topo_document(host: Host) -> dict[str, Any]:
         "arch": host.arch,
         "soc": host.soc.value if host.npus else ("gpu" if host.gpus else None),
         "npu_smi": {"found": host.npu_smi_found, "version": host.npu_smi_version},
+        "nvidia_smi": {"found": host.nvidia_smi_found},
         "cpus_online": f(host.cpus_online),
         "cpus_offline": f(host.cpus_offline),
         "cpus_allowed": f(host.cpus_allowed),
@@ -76,16 +77,19 @@ def topo_document(host: Host) -> dict[str, Any]:
 def topo_warnings(host: Host) -> list[str]:
     """What an operator must know, in words."""
     from ascendtune.core.cpulist import format_cpulist as f
+    from ascendtune.core.model import Vendor
 
     out: list[str] = []
+    # GPUs come in fours and eights on one node: one line for all GPUs a warning names
+    gpu_lines: dict[str, list[int]] = {}
     for a in host.accelerators:
-        word = "NPU" if a.vendor.value == "huawei" else "GPU"
         if not a.cpu_affinity:
             continue
+        said: list[str] = []
         inside = a.cpu_affinity & host.cpus_allowed
         if not inside:
-            out.append(
-                f"{word} {a.logical_id}: its CPU affinity {f(a.cpu_affinity)} lies wholly outside "
+            said.append(
+                f"its CPU affinity {f(a.cpu_affinity)} lies wholly outside "
                 f"the cpuset {f(host.cpus_allowed)}; a worker on it runs on remote CPUs"
             )
         elif (
@@ -93,19 +97,29 @@ def topo_warnings(host: Host) -> list[str]:
             and host.allowed_from_status
             and host.cpus_allowed != host.cpus_online
         ):
-            out.append(
-                f"{word} {a.logical_id}: only {f(inside)} of its affinity {f(a.cpu_affinity)} is in the cpuset"
-            )
+            said.append(f"only {f(inside)} of its affinity {f(a.cpu_affinity)} is in the cpuset")
         nodes = host.nodes_of(a.cpu_affinity)
         if len(nodes) > 1:
-            out.append(
-                f"{word} {a.logical_id}: affinity {f(a.cpu_affinity)} spans NUMA nodes {','.join(map(str, nodes))}"
+            said.append(
+                f"affinity {f(a.cpu_affinity)} spans NUMA nodes {','.join(map(str, nodes))}"
             )
+        if a.vendor is Vendor.NVIDIA:
+            for text in said:
+                gpu_lines.setdefault(text, []).append(a.logical_id)
+        else:
+            out.extend(f"NPU {a.logical_id}: {text}" for text in said)
+    out.extend(f"GPU {f(ids)}: {text}" for text, ids in gpu_lines.items())
     cpuless = [n.id for n in host.numa_nodes if not n.cpus]
     if cpuless:
+        why = (
+            "vLLM-Ascend's next-node rule skips them"
+            if host.npus or not host.gpus
+            else "GPU memory of GH200/GB200 shows up so; workers are bound to the nodes with CPUs"
+        )
         out.append(
-            f"NUMA node{'s' if len(cpuless) > 1 else ''} {','.join(map(str, cpuless))} hold{'' if len(cpuless) > 1 else 's'} "
-            "no online CPU (memory-only, or every CPU offline); vLLM-Ascend's next-node rule skips them"
+            f"NUMA node{'s' if len(cpuless) > 1 else ''} {','.join(map(str, cpuless))} "
+            f"hold{'' if len(cpuless) > 1 else 's'} no online CPU (memory-only, or every CPU "
+            f"offline); {why}"
         )
     memless = [n.id for n in host.numa_nodes if n.cpus and n.mem_mib == 0]
     if memless:
@@ -136,32 +150,31 @@ def render_topo(host: Host) -> None:
         doc_head.append(f"SoC {host.soc.value}")
     if host.npu_smi_found:
         doc_head.append(f"npu-smi {host.npu_smi_version or '?'}")
+    if host.gpus:
+        doc_head.append("nvidia-smi" if host.nvidia_smi_found else "no nvidia-smi")
     con.print(", ".join(doc_head))
     con.print(
         f"cpuset (Cpus_allowed_list): {f(host.cpus_allowed)}"
         + ("" if host.allowed_from_status else " (no proc/self/status: every online CPU assumed)")
     )
     if host.accelerators:
+        # a GPU's index is its id: the npu and chip columns only mean something for NPUs
+        npu_cols = bool(host.npus)
         t = Table(title="accelerators", title_justify="left")
-        for col in (
-            "id",
-            "npu",
-            "chip",
-            "name",
-            "bus id",
-            "NUMA",
-            "CPU affinity",
-            "from",
-            "in cpuset",
-        ):
+        head = ["id", "npu", "chip"] if npu_cols else ["GPU"]
+        for col in (*head, "name", "bus id", "NUMA", "CPU affinity", "from", "in cpuset"):
             t.add_column(col)
         for a in host.accelerators:
             inside = a.cpu_affinity & host.cpus_allowed
             mark = f(inside) if inside == a.cpu_affinity else (f"[red]{f(inside) or 'none'}[/red]")
+            cells = [str(a.logical_id)]
+            if npu_cols:
+                cells += [
+                    "" if a.npu_id is None else str(a.npu_id),
+                    "" if a.chip_id is None else str(a.chip_id),
+                ]
             t.add_row(
-                str(a.logical_id),
-                "" if a.npu_id is None else str(a.npu_id),
-                "" if a.chip_id is None else str(a.chip_id),
+                *cells,
                 a.name,
                 a.bus_id or "?",
                 "?" if a.numa_node is None else str(a.numa_node),

@@ -6,6 +6,11 @@ its devices (lowest device ids take the remainder); `core-complex`: one last-lev
 (an L3 "core complex") of the node per device, the biggest groups first, wrapping when devices
 outnumber groups. All are cut to the cpuset. They apply to NPUs and GPUs alike; roles are
 main-only, as torch binds every thread of a rank to one set.
+
+One deliberate difference: the devices sharing a node are every device of the host on it, also
+those the job does not see. torch counts only the GPUs CUDA_VISIBLE_DEVICES shows, so two jobs
+given GPUs 0,1 and 2,3 of one node both take the node's first half; here they do not overlap.
+Without CUDA_VISIBLE_DEVICES the two agree.
 """
 
 from __future__ import annotations
@@ -15,21 +20,35 @@ from collections.abc import Sequence
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Accelerator, Host
-from ascendtune.core.planner.numa import cores_of, home_node
+from ascendtune.core.planner.numa import Core, cores_of, home_node
 
 MODES = ("node", "socket", "exclusive", "core-complex")
 
 
-def _node(host: Host, dev: Accelerator) -> int:
+def _home(host: Host, dev: Accelerator) -> int | None:
     node = home_node(host, dev)
+    if node is None and len(host.cpu_nodes) == 1:
+        return host.cpu_nodes[0].id  # torch reads numa_node -1 as node 0 on one-node hosts
+    return node
+
+
+def _node(host: Host, dev: Accelerator) -> int:
+    node = _home(host, dev)
     if node is None:
-        if len(host.cpu_nodes) == 1:
-            return host.cpu_nodes[0].id  # torch reads numa_node -1 as node 0 on one-node hosts
         raise PlanError(
             f"device {dev.logical_id}'s NUMA node is unknown (sysfs numa_node is -1 and no affinity)",
             "use --policy numa-slice, which needs no topology",
         )
     return node
+
+
+def _physical_cores(host: Host, pool: CpuSet) -> list[Core]:
+    """The pool's cores in torch's order: by the lowest thread of the whole core, so a core
+    whose first thread lies outside the cpuset keeps its place."""
+    return sorted(
+        cores_of(host, pool),
+        key=lambda core: min(host.cpus[core[0]].siblings) if core[0] in host.cpus else core[0],
+    )
 
 
 def _node_cpus(host: Host, node: int, usable: CpuSet) -> CpuSet:
@@ -43,7 +62,8 @@ def torch_pools(
     host: Host, mode: str, devices: Sequence[Accelerator], ranks: list[int], usable: CpuSet
 ) -> dict[int, list[int]]:
     by_id = {d.logical_id: d for d in devices}
-    homes = {d.logical_id: home_node(host, d) for d in devices}
+    # the same node for a device as _node gives it, so a device is always among its peers
+    homes = {d.logical_id: _home(host, d) for d in devices}
     out: dict[int, list[int]] = {}
     for dev_id in ranks:
         node = _node(host, by_id[dev_id])
@@ -65,7 +85,7 @@ def torch_pools(
             )
         elif mode == "exclusive":
             peers = sorted(d for d, h in homes.items() if h == node) or [dev_id]
-            cores = cores_of(host, pool)
+            cores = _physical_cores(host, pool)
             per, extra = divmod(len(cores), len(peers))
             if per < 1:
                 raise PlanError(

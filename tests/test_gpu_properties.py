@@ -1,0 +1,252 @@
+"""Property tests over random GPU hosts built in memory: what every GPU plan must respect, on
+hosts with SMT, interleaved CPU numbering, CPU-less nodes, cut cpusets and L3 groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ascendtune.core.cpulist import CpuSet
+from ascendtune.core.errors import PlanError
+from ascendtune.core.model import Accelerator, Cpu, Host, NumaNode, Source, Vendor
+from ascendtune.core.planner import Plan, PlanRequest, make_plan
+from ascendtune.core.planner.numa import home_node
+
+POLICIES = ("numa-local", "numa-slice", "node", "socket", "exclusive", "core-complex")
+PARTITIONS = ("numa-local", "numa-slice", "exclusive")  # never share a CPU, never cross a node
+
+
+@dataclass(frozen=True)
+class GpuScenario:
+    node_sizes: tuple[int, ...]  # cores per node; 0: a CPU-less node (GH200 GPU memory)
+    smt: int
+    interleaved: bool  # CPU ids dealt round-robin over the nodes (node 0 = even CPUs on two)
+    nodes_per_socket: int
+    llc_cores: int  # cores per L3 group; 0: no cache topology
+    offline: frozenset[int]
+    allowed: frozenset[int] | None
+    # per GPU: (numa_node, node whose CPUs are its affinity); None for unknown / none
+    gpus: tuple[tuple[int | None, int | None], ...]
+    visible: tuple[int, ...]
+    reserve: frozenset[int]
+
+    def host(self) -> Host:
+        # thread t of core k of node n, in node order, then numbered by the chosen rule
+        slots = [
+            (n, k, t)
+            for n, cores in enumerate(self.node_sizes)
+            for k in range(cores)
+            for t in range(self.smt)
+        ]
+        if self.interleaved:  # the i-th CPU of each node before the (i+1)-th of any
+            slots.sort(key=lambda s: (s[2], s[1], s[0]))
+        else:  # upper-half SMT numbering: every node's first threads, then the second ones
+            slots.sort(key=lambda s: (s[2], s[0], s[1]))
+        cpu_id = {slot: i for i, slot in enumerate(slots)}
+        cpus: dict[int, Cpu] = {}
+        node_cpus: dict[int, set[int]] = {n: set() for n in range(len(self.node_sizes))}
+        for (n, k, _t), c in cpu_id.items():
+            if c in self.offline:
+                continue
+            siblings = frozenset(
+                cpu_id[(n, k, u)] for u in range(self.smt) if cpu_id[(n, k, u)] not in self.offline
+            )
+            llc: CpuSet = frozenset()
+            if self.llc_cores:
+                first = k - k % self.llc_cores
+                llc = frozenset(
+                    cpu_id[(n, j, u)]
+                    for j in range(first, min(first + self.llc_cores, self.node_sizes[n]))
+                    for u in range(self.smt)
+                    if cpu_id[(n, j, u)] not in self.offline
+                )
+            cpus[c] = Cpu(c, n // self.nodes_per_socket, k, siblings, n, llc)
+            node_cpus[n].add(c)
+        nodes = tuple(NumaNode(n, frozenset(cs), 65536) for n, cs in node_cpus.items())
+        online = frozenset(cpus)
+        gpus = []
+        for g, (numa, aff_node) in enumerate(self.gpus):
+            aff = nodes[aff_node].cpus if aff_node is not None else frozenset()
+            gpus.append(
+                Accelerator(
+                    vendor=Vendor.NVIDIA,
+                    logical_id=g,
+                    npu_id=g,
+                    chip_id=None,
+                    name="NVIDIA H100 SXM5 80GB",
+                    bus_id=f"0000:{0x18 + g:02x}:00.0",
+                    numa_node=numa,
+                    cpu_affinity=aff,
+                    affinity_source=Source.SYSFS if aff else None,
+                    tool_affinity=aff or None,
+                    numa_source=Source.SYSFS if numa is not None else None,
+                )
+            )
+        return Host(
+            cpus_online=online,
+            cpus=cpus,
+            cpus_allowed=(self.allowed & online) if self.allowed is not None else online,
+            mems_allowed=None,
+            numa_nodes=nodes,
+            accelerators=tuple(gpus),
+            cpus_present=online | self.offline,
+            arch="x86_64",
+        )
+
+    def request(self, policy: str) -> PlanRequest:
+        return PlanRequest(policy=policy, visible=self.visible, reserve=self.reserve)
+
+
+@st.composite
+def gpu_scenarios(draw: st.DrawFn) -> GpuScenario:
+    sizes = tuple(
+        draw(st.lists(st.sampled_from([0, 2, 3, 4, 6, 8]), min_size=1, max_size=6).filter(any))
+    )
+    smt = draw(st.sampled_from([1, 2]))
+    total = sum(sizes) * smt
+    offline = frozenset(draw(st.lists(st.integers(0, total - 1), max_size=2)))
+    if len(offline) == total:  # a host has an online CPU
+        offline = frozenset()
+    kind = draw(st.sampled_from(["all", "mask"]))
+    allowed: frozenset[int] | None = None
+    if kind == "mask":  # a mask, not a set of CPUs: far cheaper to draw and shrink
+        mask = draw(st.integers(1, (1 << total) - 1))
+        allowed = frozenset(c for c in range(total) if mask >> c & 1)
+        if not allowed - offline:
+            allowed = None
+    usable = sorted((allowed if allowed is not None else frozenset(range(total))) - offline)
+    cpu_nodes = [n for n, s in enumerate(sizes) if s]
+    cpuless = [n for n, s in enumerate(sizes) if not s]
+    gpu = st.one_of(
+        st.sampled_from(cpu_nodes).map(lambda n: (n, n)),  # the common case, drawn most
+        st.sampled_from(cpu_nodes).map(lambda n: (n, n)),
+        st.sampled_from(cpu_nodes).map(lambda n: (None, n)),  # numa_node -1, affinity known
+        st.just((None, None)),  # nothing known
+        *(
+            [st.tuples(st.sampled_from(cpuless), st.sampled_from(cpu_nodes))] if cpuless else []
+        ),  # numa_node names a CPU-less node
+    )
+    gpus = tuple(draw(st.lists(gpu, min_size=1, max_size=8)))
+    ids = list(range(len(gpus)))
+    visible = tuple(draw(st.permutations(ids))[: draw(st.integers(1, len(ids)))])
+    reserve = frozenset(draw(st.lists(st.sampled_from(usable), max_size=3))) if usable else None
+    if not reserve or reserve >= set(usable):
+        reserve = frozenset()
+    return GpuScenario(
+        node_sizes=sizes,
+        smt=smt,
+        interleaved=draw(st.booleans()),
+        nodes_per_socket=draw(st.sampled_from([1, 2])),
+        llc_cores=draw(st.sampled_from([0, 2, 4])),
+        offline=offline,
+        allowed=allowed,
+        gpus=gpus,
+        visible=visible,
+        reserve=reserve,
+    )
+
+
+def _plan(s: GpuScenario, policy: str, host: Host | None = None) -> Plan | None:
+    """The plan, or None when the policy refuses this host with a PlanError (nothing else).
+
+    Also None for the one known flaw (tests/test_gpu.py, the xfail test of empty shares):
+    numa-local/numa-slice hand a GPU rank no CPU when its node has fewer cores than GPUs,
+    where they should refuse. Every other property still holds for those plans' other ranks,
+    but skipping them keeps this file about what is not known yet.
+    """
+    try:
+        plan = make_plan(host or s.host(), s.request(policy))
+    except PlanError:
+        return None
+    if policy in ("numa-local", "numa-slice") and any(not r.cpus for r in plan.ranks):
+        return None
+    return plan
+
+
+@settings(max_examples=100, deadline=None)
+@given(gpu_scenarios(), st.sampled_from(POLICIES))
+def test_planned_cpus_are_online_allowed_and_main_only(s: GpuScenario, policy: str) -> None:
+    host = s.host()
+    plan = _plan(s, policy, host)
+    if plan is None:
+        return
+    assert plan.vendor == "nvidia"
+    assert [r.device for r in plan.ranks] == list(s.visible)
+    usable = host.cpus_allowed - s.reserve
+    for r in plan.ranks:
+        assert r.cpus, "a rank with no CPU"
+        assert r.cpuset <= host.cpus_online and r.cpuset <= usable
+        assert r.roles.main == r.cpus and not (r.roles.irq or r.roles.acl or r.roles.release)
+
+
+@settings(max_examples=100, deadline=None)
+@given(gpu_scenarios(), st.sampled_from(PARTITIONS))
+def test_partitions_never_share_a_cpu_nor_cross_a_node(s: GpuScenario, policy: str) -> None:
+    host = s.host()
+    plan = _plan(s, policy, host)
+    if plan is None:
+        return
+    assert not plan.overlaps
+    usable = host.cpus_allowed - s.reserve
+    seen: set[int] = set()
+    for r in plan.ranks:
+        assert not seen & r.cpuset, f"rank {r.rank} shares CPUs"
+        seen |= r.cpuset
+        assert len(r.numa_nodes) == 1, f"rank {r.rank} crosses nodes {r.numa_nodes}"
+        usable_nodes = {n.id for n in host.numa_nodes if n.cpus & usable}
+        if r.device_node in usable_nodes:
+            assert r.numa_nodes == (r.device_node,)
+        elif policy == "exclusive" and r.device_node is None:  # torch: -1 is the one node
+            assert [n.id for n in host.cpu_nodes] == list(r.numa_nodes)
+        else:  # numa-slice deals a GPU of unknown node, or of a node outside the cpuset
+            assert policy == "numa-slice"
+        # whole cores: a CPU's usable siblings come with it
+        for c in r.cpus:
+            assert host.cpus[c].siblings & usable <= r.cpuset
+
+
+@settings(max_examples=100, deadline=None)
+@given(gpu_scenarios())
+def test_node_mode_stays_within_the_device_node(s: GpuScenario) -> None:
+    host = s.host()
+    plan = _plan(s, "node", host)
+    if plan is None:
+        return
+    usable = host.cpus_allowed - s.reserve
+    for r in plan.ranks:
+        dev = host.accelerator(r.device)
+        assert dev is not None
+        node = home_node(host, dev)
+        if node is None:  # unknown node on a one-node host: that node, as torch does
+            [only] = host.cpu_nodes
+            node = only.id
+        [home] = [n for n in host.numa_nodes if n.id == node]
+        assert r.cpuset == home.cpus & usable
+        assert r.numa_nodes == (node,)
+
+
+@settings(max_examples=100, deadline=None)
+@given(gpu_scenarios())
+def test_socket_and_core_complex_stay_on_their_socket_and_cache(s: GpuScenario) -> None:
+    host = s.host()
+    socket_plan, cc_plan = _plan(s, "socket", host), _plan(s, "core-complex", host)
+    if socket_plan is None and cc_plan is None:
+        return
+    node_plan = _plan(s, "node", host)
+    assert node_plan is not None  # socket and core-complex plan from the device's node too
+    for plan in (p for p in (socket_plan, cc_plan) if p is not None):
+        for r in plan.ranks:
+            node_cpus = node_plan.ranks[r.rank].cpuset
+            sockets = {host.cpus[c].socket for c in node_cpus}
+            assert {host.cpus[c].socket for c in r.cpus} == sockets
+            if plan.policy == "core-complex":
+                assert r.cpuset <= node_cpus
+                assert len({min(host.cpus[c].llc) for c in r.cpus}) == 1, "one L3 group"
+
+
+@settings(max_examples=100, deadline=None)
+@given(gpu_scenarios(), st.sampled_from(POLICIES))
+def test_same_inputs_same_plan(s: GpuScenario, policy: str) -> None:
+    assert _plan(s, policy) == _plan(s, policy)
