@@ -559,12 +559,6 @@ def test_exclusive_with_a_gpu_of_unknown_node_on_a_one_node_host(sysroot: Sysroo
     assert cpus_of(plan(host, "exclusive")) == {0: "0-3", 1: "4-7"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known flaw outside this change: engine._plan_cores gives GPU ranks main-only roles "
-    "without the share-size check NPU roles make, so a node with fewer cores than GPUs hands a "
-    "rank no CPU at all instead of refusing",
-)
 @pytest.mark.parametrize("policy", ["numa-local", "numa-slice"])
 def test_a_node_with_fewer_cores_than_gpus_is_refused(sysroot: SysrootBuilder, policy: str) -> None:
     sysroot.cpus("0-1")

@@ -149,19 +149,12 @@ def gpu_scenarios(draw: st.DrawFn) -> GpuScenario:
 
 
 def _plan(s: GpuScenario, policy: str, host: Host | None = None) -> Plan | None:
-    """The plan, or None when the policy refuses this host with a PlanError (nothing else).
-
-    Also None for the one known flaw (tests/test_gpu.py, the xfail test of empty shares):
-    numa-local/numa-slice hand a GPU rank no CPU when its node has fewer cores than GPUs,
-    where they should refuse. Every other property still holds for those plans' other ranks,
-    but skipping them keeps this file about what is not known yet.
-    """
+    """The plan, or None when the policy refuses this host with a PlanError (nothing else)."""
     try:
         plan = make_plan(host or s.host(), s.request(policy))
     except PlanError:
         return None
-    if policy in ("numa-local", "numa-slice") and any(not r.cpus for r in plan.ranks):
-        return None
+    assert all(r.cpus for r in plan.ranks), "a rank got no CPU instead of a PlanError"
     return plan
 
 

@@ -42,7 +42,7 @@ from ascendtune.core.errors import (
 if TYPE_CHECKING:
     from ascendtune.host.affinity import MigrateResult
 
-DEFAULT_POLICY = "vllm-ascend"
+DEFAULT_POLICY = "auto"
 
 
 def register(app: typer.Typer) -> None:

@@ -48,7 +48,7 @@ def _plan(
     no_irq_reserve: bool,
     live: bool,
 ) -> PlanFacts:
-    from ascendtune.cli.planopts import build_request
+    from ascendtune.cli.planopts import build_request, resolve_policy
     from ascendtune.core.doctor import PlanFacts
     from ascendtune.core.errors import InvalidInput, MissingError, PlanError
     from ascendtune.core.planner import make_plan
@@ -64,6 +64,7 @@ def _plan(
         options.append("--no-irq-reserve")
     if host is None:
         return PlanFacts(policy, error=f"host unreadable: {host_error}", options=tuple(options))
+    policy = resolve_policy(host, policy)
     if not host.accelerators:
         return PlanFacts(policy, error="no accelerator on this host", options=tuple(options))
     req = build_request(
@@ -163,7 +164,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--section", help="Run one part only: host or workers."),
         ] = None,
-        policy: PolicyOpt = "vllm-ascend",
+        policy: PolicyOpt = "auto",
         visible_devices: VisibleDevicesOpt = None,
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
@@ -181,8 +182,10 @@ def register(app: typer.Typer) -> None:
 
         if section is not None and section not in SECTION_NAMES:
             raise UsageError(f"--section {section}: expected one of {', '.join(SECTION_NAMES)}")
-        if policy not in POLICY_NAMES:
-            raise UsageError(f"--policy {policy}: expected one of {', '.join(POLICY_NAMES)}")
+        if policy not in ("auto", *POLICY_NAMES):
+            raise UsageError(
+                f"--policy {policy}: expected one of {', '.join(('auto', *POLICY_NAMES))}"
+            )
         sections = [section] if section else list(SECTION_NAMES)
         root = open_root(sysroot, demo)
         host, host_error = _read_host(root)

@@ -166,9 +166,11 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--policy",
-                help="vllm-ascend, numa-local, numa-slice, or compare (all side by side).",
+                help="auto (vllm-ascend on NPU hosts, numa-local on GPU hosts), vllm-ascend, "
+                "numa-local, numa-slice, torchrun's node, socket, exclusive, core-complex, or "
+                "compare (side by side).",
             ),
-        ] = "vllm-ascend",
+        ] = "auto",
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[
             int | None, typer.Option("--ranks", help="Plan only the first N ranks.")
@@ -202,9 +204,9 @@ def register(app: typer.Typer) -> None:
 
         if emit is not None and emit not in EMITS:
             raise UsageError(f"--emit {emit}: expected one of {', '.join(EMITS)}")
-        if policy != "compare" and policy not in POLICY_NAMES:
+        if policy not in ("compare", "auto", *POLICY_NAMES):
             raise UsageError(
-                f"--policy {policy}: expected one of {', '.join((*POLICY_NAMES, 'compare'))}"
+                f"--policy {policy}: expected one of {', '.join(('auto', *POLICY_NAMES, 'compare'))}"
             )
         root = open_root(sysroot, demo)
         host = read_host(root)
@@ -229,7 +231,7 @@ def register(app: typer.Typer) -> None:
                 print(line)
             return
         render_plan(plan, host)
-        if policy == "vllm-ascend":
+        if plan.policy == "vllm-ascend":
             try:
                 better = _better(host, plan, {"request": req})
             except AscendtuneError:

@@ -27,15 +27,24 @@ POLICY_NAMES = (
 SOC_NAMES = ("A2", "A3", "310P", "A5", "910")
 
 
+AUTO = "auto"  # vllm-ascend on Ascend hosts (what will happen), numa-local on GPU hosts
+
+
+def resolve_policy(host: Host, policy: str) -> str:
+    if policy != AUTO:
+        return policy
+    return "vllm-ascend" if host.npus or not host.gpus else "numa-local"
+
+
 def _complete_policy(incomplete: str) -> list[str]:
-    return [p for p in POLICY_NAMES if p.startswith(incomplete)]
+    return [p for p in (AUTO, *POLICY_NAMES) if p.startswith(incomplete)]
 
 
 PolicyOpt = Annotated[
     str,
     typer.Option(
         "--policy",
-        help="vllm-ascend (what vLLM-Ascend does), numa-local, numa-slice, or torchrun's node, socket, exclusive, core-complex.",
+        help="auto (vllm-ascend on NPU hosts, numa-local on GPU hosts), vllm-ascend (what vLLM-Ascend does), numa-local, numa-slice, or torchrun's node, socket, exclusive, core-complex.",
         autocompletion=_complete_policy,
     ),
 ]
@@ -61,6 +70,20 @@ NoIrqReserveOpt = Annotated[
 ]
 
 
+def visible_list(text: str, source: str) -> tuple[int, ...]:
+    """A device list in the order given; UUIDs and repeated ids are refused with a reason."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if any(x.upper().startswith(("GPU-", "MIG-")) for x in items):
+        raise InvalidInput(
+            f"{source} names devices by UUID ({items[0]}); ascendtune plans by index",
+            "give --visible-devices with the indices nvidia-smi prints",
+        )
+    ids = parse_int_list(text, source=source)
+    if len(ids) != len(items) and "-" not in text:
+        raise InvalidInput(f"{source} {text} names a device twice")
+    return ids
+
+
 def build_request(
     host: Host,
     *,
@@ -80,11 +103,11 @@ def build_request(
     source = "every device"
     if visible_devices is not None:
         visible, source = (
-            parse_int_list(visible_devices, source="--visible-devices"),
+            visible_list(visible_devices, "--visible-devices"),
             "--visible-devices",
         )
     elif os.environ.get(env_name, "").strip():
-        visible, source = parse_int_list(os.environ[env_name], source=env_name), env_name
+        visible, source = visible_list(os.environ[env_name], env_name), env_name
     soc_value = None
     if soc is not None:
         by_name = {s.value.upper(): s for s in Soc}
@@ -102,7 +125,7 @@ def build_request(
         except ParseError as e:
             raise InvalidInput(e.message) from None
     return PlanRequest(
-        policy=policy,
+        policy=resolve_policy(host, policy),
         visible=visible,
         ranks=ranks,
         soc=soc_value,

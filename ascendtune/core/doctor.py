@@ -773,8 +773,8 @@ def _audit_worker(w: WorkerFacts, inp: DoctorInput) -> tuple[Check, _Audit | Non
     if len(unbound) == len(threads):
         status = "fail"
         details.append(
-            f"bound to nothing: every thread may run on all of {format_cpulist(cpuset)} "
-            "(vLLM-Ascend only logs a warning when its binding fails)"
+            f"bound to nothing: every thread may run on all of {format_cpulist(cpuset)}"
+            + (" (vLLM-Ascend only logs a warning when its binding fails)" if word == "NPU" else "")
         )
     elif unbound:
         status = "warn"
@@ -899,10 +899,14 @@ def _overlap_check(a: _Audit, b: _Audit, plan: PlanFacts) -> Check | None:
             "other (the failure vLLM-Ascend issue 8600 describes); give each a disjoint cpuset "
             "or bind both from one plan"
         )
-    elif job is True:
+    elif job is True and _dev_word(a.worker) == "NPU":
         detail = (
             "two ranks of one job share CPUs: vLLM-Ascend's topo_affinity extends an NPU alone "
             "on its node onto a node another NPU uses; --policy numa-local does not overlap"
+        )
+    elif job is True:
+        detail = (
+            "two ranks of one job share CPUs; --policy numa-local or exclusive does not overlap"
         )
     else:
         detail = (
@@ -922,7 +926,7 @@ def worker_checks(workers: Sequence[WorkerFacts], inp: DoctorInput, scanned: str
             Check(
                 "workers",
                 "skip",
-                "no NPU worker process found",
+                "no NPU or GPU worker process found",
                 None,
                 None,
                 "workers",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
-from ascendtune.core.errors import InvalidInput, MissingError
+from ascendtune.core.errors import InvalidInput, MissingError, PlanError
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
 from ascendtune.core.planner import numa, torch_modes, vllm_ascend
 from ascendtune.core.planner.findings import explain
@@ -196,6 +196,12 @@ def _plan_cores(
         if ctx.vendor is Vendor.HUAWEI:
             roles = numa.roles_from_cores(cores, irq=req.irq_reserve)
         else:
+            if not cpus:
+                raise PlanError(
+                    f"GPU {device} gets no CPU: its NUMA node has fewer physical cores in the "
+                    "cpuset than devices sharing it",
+                    "widen the cpuset, run fewer ranks, or use --policy node (shared CPUs)",
+                )
             roles = Roles(main=tuple(cpus))  # CUDA has no acl/release threads, no NPU IRQs
         ranks.append(_rank_plan(ctx.host, r, device, device, cpus, roles))
     return _Result(mode, ranks, [])
