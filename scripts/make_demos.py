@@ -24,6 +24,7 @@ if str(REPO) not in sys.path:  # run as `python scripts/make_demos.py` from a ch
     sys.path.insert(0, str(REPO))
 
 from ascendtune.core.cpulist import format_cpulist  # noqa: E402
+from ascendtune.host.demos import DEMOS  # noqa: E402
 
 DEMO_DIR = REPO / "ascendtune" / "demos"
 
@@ -1075,20 +1076,9 @@ def build_dgx_h100() -> Tree:
 
 
 # --------------------------------------------------------------------------------------------
-# The index (ascendtune/host/demos.py keeps a copy of these lines; a test compares them)
+# The index: one list of names and descriptions, in ascendtune/host/demos.py
 
-DESCRIPTIONS: dict[str, str] = {
-    "atlas-800i-a2": "Atlas 800I A2: 8x Ascend 910B3, 4x Kunpeng 920, 192 CPUs in 8 NUMA nodes, "
-    "untuned kernel knobs",
-    "atlas-800i-a3": "Atlas 800I A3: 8 cards x 2 dies = 16 Ascend 910_93 NPUs, 320 CPUs with SMT "
-    "in 8 NUMA nodes, tuned; npu-smi gives no CPU affinity",
-    "atlas-300i-duo": "x86_64 host with 4x Atlas 300I Duo (8 Ascend 310P3 chips, NPU ids 1,2,4,5), "
-    "2x Xeon, 128 CPUs with SMT",
-    "container-a2-half": "The Atlas 800I A2 from inside a container given NPUs 4,5 and cpuset 0-23, "
-    "running two vLLM workers (one bound, one not)",
-    "dgx-h100": "NVIDIA DGX H100: 8x H100 SXM (NV18 mesh), 224 CPUs with SMT in 2 NUMA nodes; "
-    "no npu-smi",
-}
+DESCRIPTIONS: dict[str, str] = DEMOS
 
 BUILDERS: dict[str, Callable[[], Tree]] = {
     "atlas-800i-a2": build_atlas_800i_a2,

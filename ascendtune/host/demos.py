@@ -1,8 +1,8 @@
 """Demo hosts shipped inside the package: captured sysroots (SPEC.md section 2) as .tar.gz files.
 
 `--demo NAME` reads one of them through the same Root API as a live host or `--sysroot`. The
-archives are written by scripts/make_demos.py; the descriptions below are kept equal to theirs
-(and to each archive's meta.json) by tests/test_demos.py.
+archives are written by scripts/make_demos.py, which takes its names and descriptions from
+DEMOS below (tests/test_demos.py checks each archive's meta.json agrees).
 """
 
 from __future__ import annotations
