@@ -33,3 +33,13 @@ def test_help_imports_nothing_heavy() -> None:
 def test_topo_demo_needs_no_psutil_or_torch() -> None:
     mods = imported_after(["topo", "--demo", "atlas-800i-a2", "--json"])
     assert "psutil" not in mods and "torch_npu" not in mods and "torch" not in mods
+
+
+def test_usage_errors_are_one_line() -> None:
+    for args in (["snapshot"], ["plan", "--bogus"], ["plan", "--ranks", "x"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ascendtune", *args], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ascendtune: error: ") and "--help" in lines[0]

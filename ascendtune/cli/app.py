@@ -48,8 +48,25 @@ for _module in (topo, plan, bind, check_config, doctor, snapshot):
 
 
 def main() -> None:
-    # the click entry point with `--demo` allowed to stand alone
-    app(args=demo_flag_default(sys.argv[1:]), prog_name="ascendtune")
+    """The console script: `--demo` may stand alone, and usage errors are one line too."""
+    args = demo_flag_default(sys.argv[1:])
+    try:
+        code = app(args=args, prog_name="ascendtune", standalone_mode=False)
+    except Exception as e:
+        # click's UsageError family (typer vendors click, so match its interface, not its class)
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `ascendtune`: the help itself
+            sys.stderr.write(e.format_message() + "\n")  # type: ignore[attr-defined]
+            sys.exit(2)
+        if hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int):
+            ctx = getattr(e, "ctx", None)
+            where = ctx.command_path if ctx is not None else "ascendtune"
+            sys.stderr.write(f"ascendtune: error: {e.format_message()} (see `{where} --help`)\n")
+            sys.exit(int(getattr(e, "exit_code", 2)))
+        if type(e).__name__ == "Abort":  # Ctrl-C at a prompt
+            sys.stderr.write("ascendtune: interrupted\n")
+            sys.exit(130)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
