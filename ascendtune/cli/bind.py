@@ -40,7 +40,7 @@ from ascendtune.core.errors import (
 )
 
 if TYPE_CHECKING:
-    from ascendtune.host.affinity import MigrateResult
+    from ascendtune.host.affinity import MigrateResult, ProcessIdentity
 
 DEFAULT_POLICY = "auto"
 
@@ -257,6 +257,7 @@ def _bind_pid(
     from ascendtune.host import affinity as aff
 
     aff.require_process(pid)
+    ident = aff.process_identity(pid)
     allowed = aff.cpuset_cpus(pid)
     check_cpus_usable(target, online=aff.online_cpus(), allowed=allowed, whom=f"process {pid}")
     nodes = target.numa_nodes or aff.numa_nodes_of(target.cpus)
@@ -302,16 +303,20 @@ def _bind_pid(
 
     if json_out:
         doc = report.to_json()
+        doc["process"] = ident.to_json() if ident is not None else None
         if migrate_doc is not None:
             doc["migrate_memory"] = migrate_doc
         print_json(doc)
     elif not quiet:
-        _render(report, migrate_doc)
-    _exit_status(report, allowed, migration)
+        _render(report, migrate_doc, ident)
+    _exit_status(report, allowed, migration, ident)
 
 
 def _exit_status(
-    report: BindReport, allowed: frozenset[int] | None, migration: MigrateResult | None
+    report: BindReport,
+    allowed: frozenset[int] | None,
+    migration: MigrateResult | None,
+    ident: ProcessIdentity | None = None,
 ) -> None:
     from ascendtune.host.affinity import EPERM_HINT
 
@@ -333,10 +338,14 @@ def _exit_status(
     names = report.errno_names
     first = report.threads_failed[0] if report.threads_failed else None
     if "EPERM" in names:
-        owner = _owner(pid)
+        if ident is not None and ident.user:
+            owner: str | None = ident.user
+        else:
+            uid = _owner(pid)
+            owner = None if uid is None else f"uid {uid}"
         raise PermissionDenied(
             f"not permitted to change the CPU affinity of process {pid}"
-            + (f" (owned by uid {owner})" if owner is not None else "")
+            + (f" (owned by {owner})" if owner else "")
             + f"; {undo}",
             EPERM_HINT,
         )
@@ -361,6 +370,12 @@ def _exit_status(
         )
 
 
+def _who(ident: ProcessIdentity | None) -> str:
+    if ident is None:
+        return ""
+    return f" ({ident.name}" + (f", user {ident.user})" if ident.user else ")")
+
+
 def _owner(pid: int) -> int | None:
     try:
         return os.stat(f"/proc/{pid}").st_uid
@@ -368,7 +383,9 @@ def _owner(pid: int) -> int | None:
         return None
 
 
-def _render(report: BindReport, migrate_doc: dict[str, Any] | None) -> None:
+def _render(
+    report: BindReport, migrate_doc: dict[str, Any] | None, ident: ProcessIdentity | None = None
+) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -379,7 +396,7 @@ def _render(report: BindReport, migrate_doc: dict[str, Any] | None) -> None:
     if report.dry_run:
         con.print(
             Text(
-                f"Dry run: process {report.pid} → CPUs {format_cpulist(t.cpus)} ({origin}); "
+                f"Dry run: process {report.pid}{_who(ident)} → CPUs {format_cpulist(t.cpus)} ({origin}); "
                 f"{report.threads_total - report.threads_bound} of {report.threads_total} "
                 "threads would change. Nothing was changed."
             )
@@ -401,7 +418,7 @@ def _render(report: BindReport, migrate_doc: dict[str, Any] | None) -> None:
         state = "verified" if report.verified else "NOT verified"
         con.print(
             Text(
-                f"Process {report.pid} → CPUs {format_cpulist(t.cpus)} ({origin}): "
+                f"Process {report.pid}{_who(ident)} → CPUs {format_cpulist(t.cpus)} ({origin}): "
                 f"{report.threads_bound}/{report.threads_total} threads on target, "
                 f"{report.threads_changed} moved, {report.passes} pass(es), {state}."
             )

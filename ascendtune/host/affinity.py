@@ -215,6 +215,47 @@ def numa_nodes_of(cpus: CpuSet) -> tuple[int, ...]:
     return tuple(out) or (0,)
 
 
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """Who a PID is, for the report and the error lines (from psutil)."""
+
+    name: str
+    user: str | None
+    cmdline: tuple[str, ...]
+    status: str
+
+    def to_json(self) -> dict[str, object]:
+        from ascendtune.core.redact import redact_args
+
+        return {
+            "name": self.name,
+            "user": self.user,
+            "cmdline": redact_args(self.cmdline),
+            "status": self.status,
+        }
+
+
+def process_identity(pid: int) -> ProcessIdentity | None:
+    """Name, owner, command line and state of pid; None when psutil cannot see it."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        with p.oneshot():
+            name, status = p.name(), p.status()
+            try:
+                user: str | None = p.username()
+            except (KeyError, psutil.Error):  # a uid with no passwd entry (containers)
+                user = None
+            try:
+                cmd = tuple(p.cmdline())
+            except psutil.Error:
+                cmd = ()
+    except psutil.Error:
+        return None
+    return ProcessIdentity(name=name, user=user, cmdline=cmd, status=status)
+
+
 def require_process(pid: int, tasks: Tasks | None = None) -> None:
     """Raise MissingError (no such process) or InvalidInput (a thread id, not a process id)."""
     tasks = tasks or Tasks()
@@ -225,6 +266,12 @@ def require_process(pid: int, tasks: Tasks | None = None) -> None:
         raise InvalidInput(
             f"{pid} is a thread of process {tgid}, not a process",
             f"bind the whole process with --pid {tgid}",
+        )
+    ident = process_identity(pid)
+    if ident is not None and ident.status == "zombie":
+        raise MissingError(
+            f"process {pid} ({ident.name}) has exited and waits to be reaped (zombie): "
+            "there is nothing left to bind"
         )
 
 
