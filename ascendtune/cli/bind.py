@@ -26,6 +26,7 @@ from ascendtune.cli.planopts import (
     RanksOpt,
     ReserveOpt,
     SocOpt,
+    SpillOpt,
     VisibleDevicesOpt,
 )
 from ascendtune.core.bindplan import BindReport, BindTarget, target_from_cpus, target_from_plan
@@ -136,6 +137,7 @@ def register(app: typer.Typer) -> None:
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
         no_irq_reserve: NoIrqReserveOpt = False,
+        spill: SpillOpt = False,
     ) -> None:
         """Bind every thread of a running process (--pid) to one rank's CPUs, verified, or
         start a command already bound (`ascendtune bind --rank 0 -- vllm serve ...`)."""
@@ -150,6 +152,7 @@ def register(app: typer.Typer) -> None:
                 ("--soc", soc is not None),
                 ("--reserve", reserve is not None),
                 ("--no-irq-reserve", no_irq_reserve),
+                ("--spill", spill),
             )
             if given
         ]
@@ -181,6 +184,7 @@ def register(app: typer.Typer) -> None:
                 soc=soc,
                 reserve=reserve,
                 no_irq_reserve=no_irq_reserve,
+                spill=spill,
             )
             where = f"demo {demo}" if demo else (f"sysroot {sysroot}" if sysroot else "this host")
             target = target_from_plan(doc, rank, source=f"{policy} plan of {where}")

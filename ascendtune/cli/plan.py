@@ -12,6 +12,7 @@ from ascendtune.cli.planopts import (
     NoIrqReserveOpt,
     ReserveOpt,
     SocOpt,
+    SpillOpt,
     VisibleDevicesOpt,
     plan_document,
 )
@@ -178,6 +179,7 @@ def register(app: typer.Typer) -> None:
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
         no_irq_reserve: NoIrqReserveOpt = False,
+        spill: SpillOpt = False,
         emit: Annotated[
             str | None,
             typer.Option(
@@ -217,6 +219,7 @@ def register(app: typer.Typer) -> None:
             reserve=reserve,
             no_irq_reserve=no_irq_reserve,
             live=root.live,
+            spill=spill,
         )
         if policy == "compare":
             _compare(host, kw, json_out)

@@ -65,6 +65,13 @@ ReserveOpt = Annotated[
     str | None,
     typer.Option("--reserve", metavar="CPULIST", help="Housekeeping CPUs no rank may get."),
 ]
+SpillOpt = Annotated[
+    bool,
+    typer.Option(
+        "--spill",
+        help="numa-local: lend nodes without a device to the nearest device node (main threads only).",
+    ),
+]
 NoIrqReserveOpt = Annotated[
     bool, typer.Option("--no-irq-reserve", help="Better policies: keep no CPUs for NPU IRQs.")
 ]
@@ -94,6 +101,7 @@ def build_request(
     reserve: str | None,
     no_irq_reserve: bool,
     live: bool = False,
+    spill: bool = False,
 ) -> PlanRequest:
     from ascendtune.core.model import Soc
     from ascendtune.core.planner import PlanRequest
@@ -131,6 +139,7 @@ def build_request(
         soc=soc_value,
         reserve=reserved,
         irq_reserve=not no_irq_reserve,
+        spill=spill,
         visible_source=source,
     )
 
@@ -145,6 +154,7 @@ def compute_plan(
     soc: str | None,
     reserve: str | None,
     no_irq_reserve: bool,
+    spill: bool = False,
 ) -> tuple[Host, Plan]:
     from ascendtune.cli.common import open_root
     from ascendtune.core.planner import make_plan
@@ -161,6 +171,7 @@ def compute_plan(
         reserve=reserve,
         no_irq_reserve=no_irq_reserve,
         live=root.live,
+        spill=spill,
     )
     return host, make_plan(host, req)
 

@@ -189,13 +189,28 @@ def _plan_cores(
     mode: str,
 ) -> _Result:
     shares = pick(ctx, list(ctx.visible))
+    notes: list[str] = []
+    extra: dict[int, list[numa.Core]] = {}
+    if req.spill and mode == NUMA_LOCAL:
+        extra = numa.spill_cores(ctx.host, ctx.devices, list(ctx.visible), ctx.usable)
+        notes.append(
+            "--spill: cores of nodes without a device go to the nearest device node on the same "
+            "socket, for main threads only; IRQ, acl and release stay on the device's node"
+        )
+    elif req.spill:
+        notes.append(f"--spill applies to numa-local only; {mode} ignores it")
     ranks = []
     for r, device in enumerate(ctx.visible):
         cores = shares[device]
         cpus = [c for core in cores for c in core]
+        spilled = [c for core in extra.get(device, []) for c in core]
         if ctx.vendor is Vendor.HUAWEI:
             roles = numa.roles_from_cores(cores, irq=req.irq_reserve)
+            if spilled:
+                roles = replace(roles, main=tuple(sorted(roles.main + tuple(spilled))))
+            cpus += spilled
         else:
+            cpus += spilled
             if not cpus:
                 raise PlanError(
                     f"GPU {device} gets no CPU: its NUMA node has fewer physical cores in the "
@@ -204,7 +219,7 @@ def _plan_cores(
                 )
             roles = Roles(main=tuple(cpus))  # CUDA has no acl/release threads, no NPU IRQs
         ranks.append(_rank_plan(ctx.host, r, device, device, cpus, roles))
-    return _Result(mode, ranks, [])
+    return _Result(mode, ranks, notes)
 
 
 def _plan_torch(ctx: _Ctx, mode: str) -> _Result:

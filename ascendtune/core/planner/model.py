@@ -25,6 +25,7 @@ class PlanRequest:
     soc: Soc | None = None  # override the SoC family read from the chip names
     reserve: CpuSet = frozenset()  # housekeeping CPUs no rank may get
     irq_reserve: bool = True  # better policies: keep 2 CPUs (or a core) per rank for NPU IRQs
+    spill: bool = False  # numa-local: lend nodes without devices to the nearest device node
     visible_source: str = (
         "all"  # "--visible-devices", "ASCEND_RT_VISIBLE_DEVICES", "--ranks", "all"
     )

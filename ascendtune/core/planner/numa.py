@@ -116,6 +116,38 @@ def numa_local_pools(
     return shares
 
 
+def spill_cores(
+    host: Host, devices: Sequence[Accelerator], ranks: list[int], usable: CpuSet
+) -> dict[int, list[Core]]:
+    """`numa-local --spill`: the cores of nodes that host no device, lent to devices nearby.
+
+    Each such node goes to the nearest node (by id) on the same socket that hosts devices, and
+    is split evenly among that node's devices, hidden ones included, as their own node is; a
+    node never spills across sockets. Returns the extra cores of each rank's device.
+    """
+    homes = {d.logical_id: home_node(host, d) for d in devices}
+    device_nodes = {h for h in homes.values() if h is not None}
+
+    def sockets(node_cpus: CpuSet) -> set[int]:
+        return {host.cpus[c].socket for c in node_cpus if c in host.cpus}
+
+    extra: dict[int, list[Core]] = {}
+    by_id = {n.id: n for n in host.numa_nodes}
+    for node in host.numa_nodes:
+        pool = node.cpus & usable
+        if node.id in device_nodes or not pool:
+            continue
+        near = [d for d in device_nodes if d in by_id and sockets(by_id[d].cpus) & sockets(pool)]
+        if not near:
+            continue
+        target = min(near, key=lambda d: (abs(d - node.id), d))
+        sharers = sorted(d for d, h in homes.items() if h == target)
+        for d, part in zip(sharers, split_cores(cores_of(host, pool), len(sharers)), strict=True):
+            if d in ranks:
+                extra.setdefault(d, []).extend(part)
+    return extra
+
+
 def _deal_proportional(ids: list[int], nodes: list[tuple[int, list[Core]]]) -> dict[int, int]:
     """Deal devices, in id order, to nodes in proportion to their cores (largest remainder), so
     consecutive ids share a node, as global slicing gives consecutive ids consecutive CPUs."""
