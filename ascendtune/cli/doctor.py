@@ -46,7 +46,6 @@ def _plan(
     soc: str | None,
     reserve: str | None,
     no_irq_reserve: bool,
-    live: bool,
 ) -> PlanFacts:
     from ascendtune.cli.planopts import build_request, resolve_policy
     from ascendtune.core.doctor import PlanFacts
@@ -75,7 +74,6 @@ def _plan(
         soc=soc,
         reserve=reserve,
         no_irq_reserve=no_irq_reserve,
-        live=live,
     )
     try:
         plan = make_plan(host, req)
@@ -197,7 +195,6 @@ def register(app: typer.Typer) -> None:
             soc=soc,
             reserve=reserve,
             no_irq_reserve=no_irq_reserve,
-            live=root.live,
         )
         inp = DoctorInput(gather_host_facts(root), host, host_error, plan)
         checks: list[Check] = []

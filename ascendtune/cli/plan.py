@@ -218,7 +218,6 @@ def register(app: typer.Typer) -> None:
             soc=soc,
             reserve=reserve,
             no_irq_reserve=no_irq_reserve,
-            live=root.live,
             spill=spill,
         )
         if policy == "compare":

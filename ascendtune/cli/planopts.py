@@ -100,7 +100,6 @@ def build_request(
     soc: str | None,
     reserve: str | None,
     no_irq_reserve: bool,
-    live: bool = False,
     spill: bool = False,
 ) -> PlanRequest:
     from ascendtune.core.model import Soc
@@ -122,10 +121,6 @@ def build_request(
         soc_value = by_name.get(soc.strip().upper())
         if soc_value is None or soc_value in (Soc.UNKNOWN, Soc.GPU):
             raise UsageError(f"--soc {soc}: expected one of {', '.join(SOC_NAMES)}")
-    elif live and host.npus and host.soc is Soc.UNKNOWN:
-        from ascendtune.host.socinfo import runtime_soc
-
-        soc_value = runtime_soc()
     reserved: frozenset[int] = frozenset()
     if reserve:
         try:
@@ -170,7 +165,6 @@ def compute_plan(
         soc=soc,
         reserve=reserve,
         no_irq_reserve=no_irq_reserve,
-        live=root.live,
         spill=spill,
     )
     return host, make_plan(host, req)

@@ -413,11 +413,11 @@ def _judge_npu_smi(inp: DoctorInput) -> Verdict:
     host = inp.host
     if host is None:
         return "skip", None, f"host unreadable: {inp.host_error}"
-    failed = [n for n in host.notes if n.startswith("`npu-smi") and "failed" in n]
+    failed = [e for e in host.tool_errors if e.startswith("npu-smi")]
     if host.npu_smi_found:
         value = f"npu-smi {host.npu_smi_version}" if host.npu_smi_version else "npu-smi found"
         if failed:
-            return "fail", value, "; ".join(failed)
+            return "fail", value if host.npu_smi_version else "npu-smi fails", "; ".join(failed)
         return "ok", value, None
     if host.npus:
         return (

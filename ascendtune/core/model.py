@@ -175,6 +175,7 @@ class Host:
     hostname: str | None = None
     notes: tuple[str, ...] = ()  # facts an operator must know that arose while reading
     soc_detected: Soc | None = None  # family from every signal (names, PCI ids, chips per card)
+    tool_errors: tuple[str, ...] = ()  # vendor tools that were found but failed, with their error
 
     @property
     def cpus_offline(self) -> CpuSet:

@@ -69,6 +69,15 @@ class Tasks:
             return None
         return pid
 
+    def alive(self, pid: int) -> bool:
+        """False once the process has exited (gone, or a zombie waiting to be reaped)."""
+        try:
+            with open(f"{self.proc}/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X", "x")
+
     def list_tids(self, pid: int) -> list[int] | None:
         """Thread ids of the process, None when it is gone."""
         try:
@@ -341,6 +350,11 @@ def bind_process(
     if run.fatal and not keep_partial:
         rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
     total, bound, placed, off = _survey(pid, target, use, tasks, run)
+    if total == 0 or not tasks.alive(pid):
+        raise MissingError(
+            f"process {pid} exited while it was being bound: nothing left to verify",
+            "start the worker again, then bind it (or launch it bound: ascendtune bind -- CMD)",
+        )
     failures = list(run.failures.values())
     if not run.fatal:
         # no error stopped us, yet threads are off target: the process fights back

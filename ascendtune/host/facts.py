@@ -139,7 +139,7 @@ def _status_int(status: str | None, key: str, base: int = 10) -> int | None:
         return None
 
 
-def _tools(root: Root, meta: Mapping[str, object]) -> dict[str, str | None] | None:
+def tools_of(root: Root, meta: Mapping[str, object]) -> dict[str, str | None] | None:
     recorded = meta.get("tools")
     if isinstance(recorded, dict):
         return {k: (str(v) if v else None) for k, v in recorded.items() if isinstance(k, str)}
@@ -230,7 +230,7 @@ def gather_host_facts(root: Root) -> HostFacts:
         cgroup_version=version,
         cgroup_cpuset=cpuset,
         cap_eff=_status_int(status, "CapEff", 16),
-        tools=_tools(root, meta),
+        tools=tools_of(root, meta),
         arch=_arch(root, meta),
         env=_env(root, meta),
         os_ids=_os_ids(root),

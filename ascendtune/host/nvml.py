@@ -84,3 +84,46 @@ def processes(nvml: Any) -> tuple[AccelProcess, ...] | None:
         return tuple(out)
     except Exception:
         return None
+
+
+def capture(nvml: Any) -> dict[str, Any] | None:
+    """NVML's view as JSON: what the reader uses live and a snapshot stores (commands/nvml.json)."""
+    found = gpus(nvml)
+    if found is None:
+        return None
+    procs = processes(nvml)
+    return {
+        "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id} for g in found],
+        "processes": None
+        if procs is None
+        else [{"gpu": p.npu_id, "pid": p.pid, "mem_mib": p.mem_mib} for p in procs],
+    }
+
+
+def gpus_of(doc: dict[str, Any]) -> tuple[NvmlGpu, ...] | None:
+    try:
+        return tuple(
+            NvmlGpu(int(g["index"]), str(g["name"]), str(g["bus_id"]).lower())
+            for g in doc.get("gpus") or []
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def processes_of(doc: dict[str, Any]) -> tuple[AccelProcess, ...] | None:
+    raw = doc.get("processes")
+    if raw is None:
+        return None
+    try:
+        return tuple(
+            AccelProcess(
+                npu_id=int(p["gpu"]),
+                chip_id=None,
+                pid=int(p["pid"]),
+                name="",
+                mem_mib=None if p.get("mem_mib") is None else float(p["mem_mib"]),
+            )
+            for p in raw
+        )
+    except (KeyError, TypeError, ValueError):
+        return None

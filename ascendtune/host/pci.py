@@ -30,14 +30,18 @@ ASCEND_DEVICE_IDS = {
 }
 
 
+NVIDIA_NOT_GPU = {"0x1af1", "0x22a3", "0x22a4"}  # NVSwitch (A100 / H100 generations)
+
+
 def is_accelerator(vendor: str, device: str, pci_class: str | None) -> bool:
     vendor, device = vendor.lower(), device.lower()
     cls = (pci_class or "").lower()
     if vendor == HUAWEI:
         return cls.startswith("0x12") if cls else device in ASCEND_DEVICE_IDS
     if vendor == NVIDIA:
-        # 3D/VGA controllers; NVSwitches (0x0680) and audio functions (0x0403) are not GPUs
-        return cls.startswith("0x03") if cls else True
+        # 3D/VGA controllers; NVSwitches (0x0680) and audio functions (0x0403) are not GPUs.
+        # Without a class file, leave out the NVSwitch ids at least (HGX boards carry 4-6).
+        return cls.startswith("0x03") if cls else device not in NVIDIA_NOT_GPU
     return False
 
 

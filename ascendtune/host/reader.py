@@ -66,10 +66,8 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
         )
     if not online:
         raise InvalidInput(f"{root.describe()}: {CPU_DIR}/online lists no CPU")
-    present = _cpulist_file(root, f"{CPU_DIR}/present") or _cpulist_file(
-        root, f"{CPU_DIR}/possible"
-    )
-    present = (present or frozenset()) | online
+    # `possible` often lists hotplug slots that never come online: offline means present - online
+    present = (_cpulist_file(root, f"{CPU_DIR}/present") or frozenset()) | online
     cpus: dict[int, Cpu] = {}
     for c in sorted(online):
         base = f"{CPU_DIR}/cpu{c}/topology/"
@@ -155,12 +153,16 @@ def read_allowed(
     if raw is None:
         return online, None, False
     allowed = parse_cpulist(raw, source="proc/self/status Cpus_allowed_list")
-    unknown = allowed - present
-    if unknown:
-        raise InvalidInput(
-            f"{root.describe()}: Cpus_allowed_list names CPUs {format_cpulist(unknown)} "
-            f"that this host does not have (CPUs present: {format_cpulist(present)})"
-        )
+    possible = _cpulist_file(root, f"{CPU_DIR}/possible")
+    if possible is not None or root.read_text(f"{CPU_DIR}/present") is not None:
+        # a task's mask may name offline CPUs, but never CPUs the kernel cannot have
+        known = (possible or frozenset()) | present
+        unknown = allowed - known
+        if unknown:
+            raise InvalidInput(
+                f"{root.describe()}: Cpus_allowed_list names CPUs {format_cpulist(unknown)} "
+                f"that this host does not have (CPUs possible: {format_cpulist(known)})"
+            )
     mems_raw = read_status_list(status, "Mems_allowed_list")
     mems = parse_cpulist(mems_raw, source="Mems_allowed_list") if mems_raw else None
     if not allowed & online:
@@ -190,14 +192,43 @@ def read_pci(root: Root) -> tuple[PciDevice, ...]:
     return pci.pci_from_sysfs(root)
 
 
-def _tool_text(root: Root, argv: list[str], notes: list[str]) -> str | None:
-    out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
-    if out is None:
+class _Tools:
+    """Runs (or replays) the vendor tools once each; a failure is a note, never parsed."""
+
+    def __init__(self, root: Root, notes: list[str]) -> None:
+        self.root = root
+        self.notes = notes
+        self.found: set[str] = set()
+        self.errors: list[str] = []
+        self.hung: set[str] = set()
+
+    def text(self, argv: list[str]) -> str | None:
+        tool = argv[0]
+        if tool in self.hung:
+            return None  # one timeout is enough: do not wait out the others
+        out = self.root.command(argv, NPU_SMI_FALLBACKS if tool == "npu-smi" else ())
+        if out is None:
+            return None
+        self.found.add(tool)
+        if out.ok:
+            return out.text
+        cmd = " ".join(argv)
+        first = (out.error or "failed").splitlines()[0].removeprefix(f"{cmd}: ")
+        self.errors.append(f"{cmd}: {first}")
+        same = [
+            n
+            for n in self.notes
+            if n.startswith(f"`{tool}") and n.endswith(f"({first}); left out")
+        ]
+        if same:  # the same failure for every subcommand: one note names them all
+            self.notes[self.notes.index(same[0])] = same[0].replace(
+                "` failed", f"`, `{cmd}` failed", 1
+            )
+        else:
+            self.notes.append(f"`{cmd}` failed ({first}); left out")
+        if out.timed_out:
+            self.hung.add(tool)
         return None
-    if not out.ok:
-        notes.append(f"`{' '.join(argv)}` failed: {out.error}")
-        return out.text or None
-    return out.text
 
 
 def read_host(root: Root) -> Host:
@@ -223,10 +254,11 @@ def read_host(root: Root) -> Host:
     pci_devices = read_pci(root)
 
     # --- Ascend, through npu-smi
-    info_text = _tool_text(root, NPU_SMI_INFO, notes)
-    map_text = _tool_text(root, NPU_SMI_MAP, notes)
-    topo_text = _tool_text(root, NPU_SMI_TOPO, notes)
-    npu_smi_found = any(t is not None for t in (info_text, map_text, topo_text))
+    tools = _Tools(root, notes)
+    info_text = tools.text(NPU_SMI_INFO)
+    map_text = tools.text(NPU_SMI_MAP)
+    topo_text = tools.text(NPU_SMI_TOPO)
+    npu_smi_found = "npu-smi" in tools.found
     info = npu_smi.parse_info(info_text) if info_text else None
     chips = npu_smi.parse_info_m(map_text) if map_text else ()
     topo = npu_smi.parse_topo(topo_text) if topo_text else None
@@ -234,18 +266,23 @@ def read_host(root: Root) -> Host:
         topo = phy_to_logical(topo, chips, notes)
     huawei_pci = [d for d in pci_devices if d.vendor_id == pci.HUAWEI]
     npus = build_npus(info, chips, topo, huawei_pci, nodes, notes)
-    if not npu_smi_found and huawei_pci:
+    if not (info_text or map_text or topo_text) and huawei_pci:
         notes.append(
-            "no Ascend driver tools found (npu-smi); NPUs shown from the PCI bus only, "
-            "with logical ids in bus order"
+            (
+                "npu-smi gave no usable output"
+                if npu_smi_found
+                else "no Ascend driver tools found (npu-smi)"
+            )
+            + "; NPUs shown from the PCI bus only, with logical ids in bus order"
         )
 
     # --- NVIDIA, through nvidia-smi topo -m
-    nv_text = _tool_text(root, NVIDIA_SMI_TOPO, notes)
+    nv_text = tools.text(NVIDIA_SMI_TOPO)
     nv_details = _nvidia_topo(nv_text, notes) if nv_text else None
     nv_topo = nv_details.matrix if nv_details else None
     nvidia_pci = [d for d in pci_devices if d.vendor_id == pci.NVIDIA]
-    nvml_lib, nvml_gpus = _nvml() if root.live and nvidia_pci else (None, None)
+    nvml_doc = read_nvml(root) if nvidia_pci else None
+    nvml_gpus = _nvml_gpus(nvml_doc)
     gpus = build_gpus(
         nv_topo,
         nvidia_pci,
@@ -257,9 +294,11 @@ def read_host(root: Root) -> Host:
     )
 
     soc = detect_soc(npus, chips, huawei_pci)
+    if npus and soc in (None, Soc.UNKNOWN):
+        soc = runtime_soc(root, meta) or soc
     processes = info.processes if info else ()
-    if nvml_lib is not None:
-        gpus, processes = _with_nvml(nvml_lib, nvml_gpus or (), gpus, processes, notes)
+    if nvml_doc is not None:
+        gpus, processes = _with_nvml(nvml_doc, nvml_gpus or (), gpus, processes, notes)
     links: dict[int, dict[int, str]] = {}
     if topo is not None:
         links.update({a: dict(row) for a, row in topo.links.items()})
@@ -289,12 +328,13 @@ def read_host(root: Root) -> Host:
         allowed_from_status=from_status,
         npu_smi_found=npu_smi_found,
         npu_smi_version=(info.version if info else None) or _str(meta.get("npu_smi_version")),
-        nvidia_smi_found=nv_text is not None,
+        nvidia_smi_found="nvidia-smi" in tools.found,
         topo_supported=None if topo is None else topo.supported,
         arch=_str(arch),
         hostname=_str(hostname),
         notes=tuple(notes),
         soc_detected=soc,
+        tool_errors=tuple(tools.errors),
     )
 
 
@@ -350,16 +390,34 @@ def detect_soc(
     return by_name
 
 
-def _nvml() -> tuple[Any, tuple[NvmlGpu, ...] | None]:
-    """NVML and its GPUs (index, name, bus id) on a live host with nvidia-ml-py, else None."""
+NVML_FILE = "commands/nvml.json"
+
+
+def read_nvml(root: Root) -> dict[str, Any] | None:
+    """NVML's view (GPU index, name, bus id; processes): asked live, replayed from a snapshot."""
     from ascendtune.host import nvml
 
-    lib = nvml.load()
-    return (lib, nvml.gpus(lib)) if lib is not None else (None, None)
+    if root.live:
+        lib = nvml.load()
+        return nvml.capture(lib) if lib is not None else None
+    text = root.read_text(NVML_FILE)
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"not JSON: {e.msg}", source=NVML_FILE, line=e.lineno) from None
+    return doc if isinstance(doc, dict) else None
+
+
+def _nvml_gpus(doc: dict[str, Any] | None) -> tuple[NvmlGpu, ...] | None:
+    from ascendtune.host import nvml
+
+    return nvml.gpus_of(doc) if doc is not None else None
 
 
 def _with_nvml(
-    lib: Any,
+    doc: dict[str, Any],
     nvml_gpus: tuple[NvmlGpu, ...],
     gpus: list[Accelerator],
     processes: tuple[AccelProcess, ...],
@@ -372,11 +430,21 @@ def _with_nvml(
 
     by_bus = {g.bus_id: g for g in nvml_gpus}
     named = [replace(a, name=by_bus[a.bus_id].name) if a.bus_id in by_bus else a for a in gpus]
-    procs = nvml.processes(lib)
+    procs = nvml.processes_of(doc)
     if procs is None:
         notes.append("NVML is installed but could not list GPU processes")
         return named, processes
     return named, processes + procs
+
+
+def runtime_soc(root: Root, meta: Mapping[str, object]) -> Soc | None:
+    """torch_npu's SoC family when chip names do not tell (live), or what a snapshot recorded."""
+    if not root.live:
+        value = meta.get("soc_runtime")
+        return next((s for s in Soc if s.value == value), None)
+    from ascendtune.host.socinfo import runtime_soc as ask
+
+    return ask()
 
 
 def _str(v: object) -> str | None:

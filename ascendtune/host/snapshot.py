@@ -17,13 +17,15 @@ from pathlib import Path
 
 from ascendtune import __version__
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
+from ascendtune.core.model import Soc
 from ascendtune.core.redact import redact_args
 from ascendtune.host import pci, reader
-from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, MemRoot, Root, command_file
+from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, MemRoot, Root, command_file, error_file
 
 COMMANDS = (reader.NPU_SMI_INFO, reader.NPU_SMI_MAP, reader.NPU_SMI_TOPO, reader.NVIDIA_SMI_TOPO)
 TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
 ENV_KEYS = (
+    "LC_MESSAGES",
     "LANG",
     "LC_ALL",
     "ASCEND_RT_VISIBLE_DEVICES",
@@ -91,10 +93,26 @@ def capture(root: Root) -> Capture:
     for bdf in root.listdir(pci.PCI_DIR) or []:
         if f"{pci.PCI_DIR}/{bdf}/vendor" in cap.files:
             cap.take_link(root, f"{pci.PCI_DIR}/{bdf}/driver")
+    hung: set[str] = set()
     for argv in COMMANDS:
+        if argv[0] in hung:
+            continue
         out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
-        if out is not None and (out.ok or out.text):
+        if out is None:
+            continue
+        if out.ok:
             cap.files[command_file(argv)] = out.text
+        else:
+            # a failure replays as a failure (commands/<name>.err), never as output to parse
+            cap.files[error_file(argv)] = (out.error or "failed").splitlines()[0] + "\n"
+            if out.timed_out:
+                hung.add(argv[0])
+    nvml_doc = reader.read_nvml(root) if root.live else None
+    if nvml_doc is not None:
+        cap.files[reader.NVML_FILE] = json.dumps(nvml_doc, indent=2, sort_keys=True) + "\n"
+    elif not root.live:
+        cap.take(root, reader.NVML_FILE)
+        cap.missing = [m for m in cap.missing if m != reader.NVML_FILE]
     from ascendtune.host import facts
 
     try:
@@ -111,7 +129,15 @@ def capture(root: Root) -> Capture:
             text = root.read_text(rel)
             if text is not None:
                 cap.files[rel] = redact_cmdline(text) if rel.endswith("/cmdline") else text
-    cap.files["meta.json"] = json.dumps(_meta(root), indent=2, sort_keys=True) + "\n"
+    meta = _meta(root)
+    if root.live and host is not None and host.npus and host.soc is Soc.UNKNOWN:
+        # names do not tell the family: keep torch_npu's answer so the replay plans the same
+        from ascendtune.host.socinfo import runtime_soc
+
+        soc = runtime_soc()
+        if soc is not None:
+            meta["soc_runtime"] = soc.value
+    cap.files["meta.json"] = json.dumps(meta, indent=2, sort_keys=True) + "\n"
     return cap
 
 
@@ -122,7 +148,7 @@ def _meta(root: Root) -> dict[str, object]:
     import platform
     import socket
 
-    from ascendtune.host import runner
+    from ascendtune.host import facts, runner
 
     return {
         "hostname": socket.gethostname(),
@@ -130,7 +156,7 @@ def _meta(root: Root) -> dict[str, object]:
         "kernel": platform.release(),
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "captured_by": f"ascendtune {__version__}",
-        "tools": {t: runner.which(t, NPU_SMI_FALLBACKS if t == "npu-smi" else ()) for t in TOOLS},
+        "tools": {**{t: runner.which(t) for t in TOOLS}, **(facts.tools_of(root, {}) or {})},
         "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
         "uid": os.getuid(),
         # doctor_paths() was captured: a process absent here was absent on the host
@@ -162,7 +188,7 @@ def write(cap: Capture, dest: str) -> Path:
         for rel, text in sorted(cap.files.items()):
             p = path / rel
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
+            p.write_text(text, encoding="utf-8")
         for rel, target in sorted(cap.links.items()):
             p = path / rel
             p.parent.mkdir(parents=True, exist_ok=True)
@@ -172,6 +198,8 @@ def write(cap: Capture, dest: str) -> Path:
         raise PermissionDenied(f"cannot write {e.filename or dest}: permission denied") from None
     except FileNotFoundError as e:
         raise MissingError(f"cannot write {e.filename or dest}: no such folder") from None
+    except OSError as e:  # a file where a folder should be, a full disk, a read-only mount
+        raise InvalidInput(f"cannot write {e.filename or dest}: {e.strerror or e}") from None
     return path
 
 

@@ -14,7 +14,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ascendtune.core.errors import InvalidInput, MissingError
+from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.host import runner
 
 # npu-smi lives outside PATH on many hosts (the driver installs it here).
@@ -28,6 +28,12 @@ class CommandOutput:
     text: str
     ok: bool
     error: str | None = None
+    timed_out: bool = False
+
+
+def error_file(argv: list[str]) -> str:
+    """Where a snapshot records that a tool failed: commands/<name>.err holds its error line."""
+    return command_file(argv)[: -len(".txt")] + ".err"
 
 
 def command_file(argv: list[str]) -> str:
@@ -54,9 +60,15 @@ class Root:
         return self.read_text(rel) is not None or self.listdir(rel) is not None
 
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
-        """Output of a tool; None when the tool is absent on this host."""
+        """Output of a tool; None when the tool is absent on this host.
+
+        A captured host replays `commands/<name>.txt`, or the failure recorded in `<name>.err`.
+        """
         text = self.read_text(command_file(argv))
-        return None if text is None else CommandOutput(text, True)
+        if text is not None:
+            return CommandOutput(text, True)
+        err = self.read_text(error_file(argv))
+        return None if err is None else CommandOutput("", False, err.strip() or "failed")
 
     def describe(self) -> str:
         return self.label
@@ -77,7 +89,12 @@ class DirRoot(Root):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except PermissionError:
-            return None
+            if self.live:
+                return None  # another user's /proc/PID files: as good as absent
+            raise PermissionDenied(
+                f"cannot read {self._p(rel)}: permission denied",
+                "read the sysroot as its owner, or fix its permissions",
+            ) from None
         except OSError:
             # sysfs files that refuse a read (EINVAL, EIO) are as good as absent
             return None
@@ -104,7 +121,9 @@ class DirRoot(Root):
             done = runner.run([exe, *argv[1:]])
         except FileNotFoundError:
             return None
-        except (runner.CommandTimeout, OSError) as e:
+        except runner.CommandTimeout as e:
+            return CommandOutput("", False, str(e), timed_out=True)
+        except OSError as e:
             return CommandOutput("", False, str(e))
         if done.returncode != 0:
             err = (done.stderr.strip() or done.stdout.strip()).splitlines()

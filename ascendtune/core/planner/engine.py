@@ -91,8 +91,9 @@ class _Ctx:
 def _context(host: Host, req: PlanRequest) -> _Ctx:
     devices = host.npus or host.gpus
     if not devices:
+        failing = f" ({host.tool_errors[0]})" if host.tool_errors else ""
         raise MissingError(
-            "no accelerator found on this host: nothing to plan",
+            f"no accelerator found on this host: nothing to plan{failing}",
             "on a machine without NPUs try `--demo atlas-800i-a2`",
         )
     vendor = devices[0].vendor
