@@ -178,6 +178,9 @@ def register(app: typer.Typer) -> None:
 
         if env_file is not None:
             env, env_source = inputs.parse_env_file(_read(env_file, "--env-file")), "file"
+        if env is None and root is not None and not root.live:
+            # a captured host: this machine's environment says nothing about that server's
+            env, env_source = {}, "unknown"
         if env is None:
             import os
 
