@@ -114,11 +114,31 @@ CASES = [
         miss_facts={"env": {"VLLM_ASCEND_ENABLE_NZ": "0"}},
     ),
     Case(
+        "unread-while-disabled",
+        "info",
+        {"sparse_kv_offload_config": {"topk_buffer_size": "big"}},
+        miss_config={"sparse_kv_offload_config": {"topk_buffer_size": 8192}},
+    ),
+    Case(
         "removed-env",
         "warning",
         {},
         {"env": {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "1"}},
         miss_facts={"env": {"VLLM_ASCEND_ENABLE_NZ": "1"}},
+    ),
+    # --- EPLB and the model runner (platform._validate_eplb_config) ---
+    Case(
+        "eplb-model-runner",
+        "error",
+        {"eplb_config": {"load_collection_phase": "all"}},
+        {"env": {}, "env_source": "file"},
+        miss_config={"eplb_config": {"eplb_heat_collection_stage": "decode"}},
+    ),
+    Case(
+        "eplb-model-runner",
+        "info",
+        {"eplb_config": {"dynamic_eplb": False}},
+        miss_config={},
     ),
     # --- xlite ---
     Case(
@@ -527,6 +547,7 @@ SCHEMA_CODES = {
     "env-fallback",
     "env-invalid",
     "removed-env",
+    "unread-while-disabled",
 }
 
 

@@ -216,9 +216,7 @@ class _Tools:
         first = (out.error or "failed").splitlines()[0].removeprefix(f"{cmd}: ")
         self.errors.append(f"{cmd}: {first}")
         same = [
-            n
-            for n in self.notes
-            if n.startswith(f"`{tool}") and n.endswith(f"({first}); left out")
+            n for n in self.notes if n.startswith(f"`{tool}") and n.endswith(f"({first}); left out")
         ]
         if same:  # the same failure for every subcommand: one note names them all
             self.notes[self.notes.index(same[0])] = same[0].replace(

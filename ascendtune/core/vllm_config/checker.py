@@ -102,7 +102,12 @@ class _Table:
         return cfg
 
     def section(
-        self, keys: tuple[Key, ...], raw: Mapping[str, Any], prefix: str, extra: str
+        self,
+        keys: tuple[Key, ...],
+        raw: Mapping[str, Any],
+        prefix: str,
+        extra: str,
+        gate: str | None = None,
     ) -> dict[str, Any]:
         known = {k.name for k in keys}
         for name in raw:
@@ -115,10 +120,19 @@ class _Table:
             else:
                 self._unknown(path, name, keys, extra)
         out: dict[str, Any] = {}
+        closed = gate is not None and not self._gate_open(keys, raw, gate)
         for k in keys:
             path = prefix + k.name
+            if closed and k.name != gate:
+                # not read while the gate is off: no check, the value stays as written
+                out[k.name] = raw[k.name] if k.name in raw else k.default_value()
+                if k.name in raw:
+                    self._unread(k, raw[k.name], path, prefix + str(gate))
+                continue
             if k.name in raw:
                 out[k.name] = self.value(k, raw[k.name], path)
+                if k.env and k.env in self.facts.env and self.ver.eager_env:
+                    self._eager_env(k, path)
             elif k.env and k.env in self.facts.env:
                 out[k.name] = self._from_env(k, path)
             elif k.is_section:  # absent: its defaults, and the env fallbacks inside it
@@ -153,7 +167,7 @@ class _Table:
                     f"write {path} as a JSON object",
                 )
                 return v
-            return self.section(k.children, v, path + ".", k.extra)
+            return self.section(k.children, v, path + ".", k.extra, k.gate)
         if v is None and k.optional:
             return None
         want = TYPE_WORDS[k.type]
@@ -238,6 +252,18 @@ class _Table:
                     (path,),
                     f"{path} must be {want}, got {json_type(v)} {show(v)}: vLLM-Ascend {how}",
                     f"write {path} as {want}",
+                )
+                return v
+            elif k.type == "int" and isinstance(v, float) and check == "isinstance":
+                # isinstance(1024.0, int) is false: the explicit check refuses it
+                whole = f"write {int(v)}" if v.is_integer() else "write an integer"
+                self.add(
+                    "wrong-type",
+                    "error",
+                    (path,),
+                    f"{path} must be an integer, got number {show(v)}: vLLM-Ascend checks it "
+                    "with isinstance(..., int) and refuses to start",
+                    f"{whole} (no decimal point)",
                 )
                 return v
             elif k.type == "int" and isinstance(v, float):
@@ -335,6 +361,45 @@ class _Table:
         )
         self._range(k, value, path)
         return value
+
+    def _eager_env(self, k: Key, path: str) -> None:
+        """The key is set, but this version parses its env variable anyway."""
+        assert k.env is not None
+        raw = self.facts.env[k.env]
+        try:
+            int(raw)
+        except ValueError:
+            self.add(
+                "env-invalid",
+                "error",
+                (path,),
+                f"{k.env}={raw} (from the {self.facts.env_label}) is not an integer: "
+                f"vLLM-Ascend parses it at start-up even though {path} is set in the config, "
+                "and fails",
+                f"unset {k.env} (the config value is the one used), or set it to an integer",
+            )
+
+    def _gate_open(self, keys: tuple[Key, ...], raw: Mapping[str, Any], gate: str) -> bool:
+        """bool() of the gate child, the way the sub-config tests it before reading the rest."""
+        key = next((k for k in keys if k.name == gate), None)
+        if key is None:
+            return True
+        return bool(raw[gate]) if gate in raw else bool(key.default_value())
+
+    def _unread(self, k: Key, v: Any, path: str, gate_path: str) -> None:
+        """A value behind a closed gate: say what would be refused once the gate opens."""
+        scratch = _Table(self.ver, self.facts)
+        scratch.value(k, v, path)
+        refused = [f for f in scratch.findings if f.severity == "error"]
+        if refused:
+            self.add(
+                "unread-while-disabled",
+                "info",
+                (path, gate_path),
+                f"{path} is not read while {gate_path} is off, so vLLM-Ascend starts; once "
+                f"it is on: {refused[0].message}",
+                refused[0].hint,
+            )
 
     def removed_env(self) -> None:
         for name, what in self.ver.removed_env.items():

@@ -12,6 +12,8 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 # vLLM's --kv-transfer-config kv_role values, plus "none" for "no KV transfer configured".
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both", "none")
+# vLLM's switch between Model Runner V1 and V2 (the only one on Ascend)
+RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 
 
 def show(value: Any) -> str:
@@ -108,19 +110,38 @@ class Facts:
     arch: str | None = None  # platform.machine() of the serving host
     model: ModelFacts | None = None
     env: Mapping[str, str] = field(default_factory=dict)
-    # "file" (--env-file), "pid" (the process's own environment) or "environment" (this shell's)
+    # "file" (--env-file), "pid" (the process's own environment), "environment" (this shell's),
+    # or "unknown" (a captured host without the server's environment)
     env_source: str = "environment"
 
     @property
     def env_explicit(self) -> bool:
         """The server's own environment was given (not guessed from this shell's)."""
-        return self.env_source != "environment"
+        return self.env_source in ("file", "pid")
+
+    @property
+    def v2_model_runner(self) -> bool | None:
+        """Whether vLLM runs Model Runner V2. vLLM-Ascend's patch_use_v2_model_runner makes
+        `VllmConfig.use_v2_model_runner` read VLLM_USE_V2_MODEL_RUNNER alone (vLLM parses it with
+        bool(int(...)); unset means V1). None when the server's environment was not given (this
+        shell's is only a guess) or the value does not parse."""
+        if not self.env_explicit:
+            return None
+        raw = self.env.get(RUNNER_ENV)
+        if raw is None:
+            return False
+        try:
+            return bool(int(raw))
+        except ValueError:
+            return None
 
     @property
     def env_label(self) -> str:
-        return {"file": "--env-file", "pid": "process's environment"}.get(
-            self.env_source, "current environment"
-        )
+        return {
+            "file": "--env-file",
+            "pid": "process's environment",
+            "unknown": "unrecorded environment",
+        }.get(self.env_source, "current environment")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ascendtune.core.vllm_config.model import Facts, Finding, ModelFacts, Rewrite, Severity, show
+from ascendtune.core.vllm_config.model import (
+    RUNNER_ENV,
+    Facts,
+    Finding,
+    ModelFacts,
+    Rewrite,
+    Severity,
+    show,
+)
 from ascendtune.core.vllm_config.schema import Version, get_path, set_path
 
 ARM_ARCHES = ("aarch64", "arm64")
@@ -253,29 +261,67 @@ def _static_kernel(ctx: Context) -> None:
         )
 
 
+XLITE_FULL = "xlite_graph_config.full_mode"
+
+
+@dataclass(frozen=True)
+class Eager:
+    """Whether the model runs eagerly (cudagraph mode NONE), and why; `on` None = unknown."""
+
+    on: bool | None
+    why: str  # what makes it eager (when on), or what would (when unknown)
+    needs: tuple[str, ...] = ()
+    by_xlite: bool = False  # set by platform after AscendConfig was built (workers see it)
+
+
+def eager(ctx: Context) -> Eager:
+    """--enforce-eager, or what platform._update_compilation_modes derives: xlite enabled with
+    full_mode and no speculative decoding sets model_config.enforce_eager and cudagraph NONE."""
+    forced = ctx.facts.enforce_eager
+    if forced:
+        return Eager(True, "--enforce-eager is set")
+    xlite_full = ctx.on(XLITE) and ctx.on(XLITE_FULL)
+    spec = ctx.facts.num_speculative_tokens
+    if xlite_full and spec == 0:
+        return Eager(
+            True,
+            "xlite_graph_config.full_mode without speculative decoding makes vLLM-Ascend set "
+            "enforce_eager (ACL graph off)",
+            by_xlite=True,
+        )
+    if forced is None or (xlite_full and spec is None):
+        what = ["--enforce-eager"]
+        if xlite_full and spec is None:
+            what.append("--speculative-config")
+        why = "--enforce-eager" + (
+            " (or xlite full_mode without speculative decoding)" if xlite_full else ""
+        )
+        return Eager(None, why, (f"--cmdline (its {', '.join(what)})",))
+    return Eager(False, "")
+
+
 @rule("compilation-eager")
 def _compilation_eager(ctx: Context) -> None:
-    """platform._setup_compile_backend: with cudagraph mode NONE (--enforce-eager) both are forced off."""
+    """platform._setup_compile_backend: with cudagraph mode NONE (--enforce-eager, or xlite
+    full_mode without speculative decoding) both are forced off."""
     keys = [k for k in (NPUGRAPH, STATIC_KERNEL) if ctx.on(k)]
     if not keys:
         return
-    eager = ctx.facts.enforce_eager
-    if eager is None:
+    e = eager(ctx)
+    if e.on is None:
         if any(ctx.given(k) for k in keys):
-            ctx.needs(
-                tuple(keys),
-                "with --enforce-eager vLLM-Ascend switches these off",
-                ("--cmdline (its --enforce-eager)",),
-            )
+            ctx.needs(tuple(keys), f"with {e.why} vLLM-Ascend switches these off", e.needs)
         return
-    if eager:
+    if e.on:
         for k in keys:
             ctx.rewrite(
                 k,
                 False,
-                "--enforce-eager is set",
-                f"{k} needs graph capture; under --enforce-eager vLLM-Ascend turns it off",
-                "drop --enforce-eager to use graph mode",
+                e.why,
+                f"{k} needs graph capture; in eager mode (cudagraph NONE) vLLM-Ascend turns it off",
+                "turn xlite full_mode off (or use speculative decoding) to keep ACL graph"
+                if e.by_xlite
+                else "drop --enforce-eager to use graph mode",
             )
 
 
@@ -309,18 +355,23 @@ def _ftp_oproj_tp(ctx: Context) -> None:
 
 @rule("finegrained-graph-mode")
 def _ftp_graph(ctx: Context) -> None:
-    """FinegrainedTPConfig: oproj / olora TP only in graph mode (not with --enforce-eager)."""
+    """FinegrainedTPConfig: oproj / olora TP only in graph mode (not with --enforce-eager, nor
+    with xlite full_mode without speculation, which the workers' AscendConfig sees as eager)."""
     keys = tuple(FTP + f"{w}_tensor_parallel_size" for w in ("oproj", "olora") if _ftp(ctx, w) > 0)
     if not keys:
         return
-    eager = ctx.facts.enforce_eager
-    if eager is None:
-        ctx.needs(
-            keys,
-            "oproj/olora tensor parallel refuses --enforce-eager",
-            ("--cmdline (its --enforce-eager)",),
+    e = eager(ctx)
+    if e.on is None:
+        ctx.needs(keys, f"oproj/olora tensor parallel refuses {e.why}", e.needs)
+    elif e.on and e.by_xlite:
+        ctx.error(
+            (*keys, XLITE_FULL),
+            f"oproj/olora tensor parallel is only supported in graph mode: {e.why} after "
+            "AscendConfig was built, and the workers, which rebuild AscendConfig from that "
+            "config, fail its graph-mode assertion",
+            "turn xlite_graph_config.full_mode off, or use speculative decoding",
         )
-    elif eager:
+    elif e.on:
         ctx.error(
             keys,
             "oproj/olora tensor parallel is only supported in graph mode, and "
@@ -457,6 +508,98 @@ def _eplb_env(ctx: Context) -> None:
         )
     else:
         ctx.needs((EPLB + "dynamic_eplb",), what + " (this shell has neither)", ("--env-file",))
+
+
+V1_EPLB_ENV = ("DYNAMIC_EPLB", "EXPERT_MAP_RECORD")
+PHASE = "load_collection_phase"
+
+
+@rule("eplb-model-runner")
+def _eplb_runner(ctx: Context) -> None:
+    """platform._validate_eplb_config (main): Model Runner V1 refuses eplb_config.
+    load_collection_phase and --enable-eplb; V2 refuses every other eplb_config key, env
+    DYNAMIC_EPLB / EXPERT_MAP_RECORD, and load_collection_phase != "all" without --enable-eplb.
+    The runner is VLLM_USE_V2_MODEL_RUNNER alone (patch_use_v2_model_runner; unset = V1)."""
+    user = ctx.user.get("eplb_config")
+    given = sorted(user) if isinstance(user, dict) else []
+    enable_eplb = ctx.facts.enable_eplb
+    env = ctx.facts.env
+    raw = env.get(RUNNER_ENV)
+    if raw is not None:
+        try:
+            int(raw)
+        except ValueError:
+            ctx.error(
+                (),
+                f"{RUNNER_ENV}={raw} (from the {ctx.facts.env_label}) is not an integer: "
+                "vLLM fails reading it when vLLM-Ascend checks the EPLB config at start-up",
+                f"set {RUNNER_ENV} to 0 (Model Runner V1) or 1 (V2), or unset it",
+            )
+            return
+    v2 = ctx.facts.v2_model_runner
+    if v2 is None:
+        refused = []
+        if any(g != PHASE for g in given):
+            refused.append("Model Runner V2 refuses eplb_config keys other than " + PHASE)
+        if PHASE in given:
+            refused.append(f"Model Runner V1 refuses eplb_config.{PHASE}")
+        if enable_eplb:
+            refused.append("Model Runner V1 refuses --enable-eplb")
+        if refused:
+            ctx.needs(
+                tuple(EPLB + g for g in given),
+                "; ".join(refused) + f" ({RUNNER_ENV} picks the runner, unset means V1)",
+                (f"--env-file (its {RUNNER_ENV})",),
+            )
+        return
+    if not v2:
+        if PHASE in given:
+            ctx.error(
+                (EPLB + PHASE,),
+                "eplb_config.load_collection_phase is only supported by Model Runner V2 "
+                f"({RUNNER_ENV}=1); vLLM-Ascend refuses it on V1",
+                "use eplb_config.eplb_heat_collection_stage with Model Runner V1",
+            )
+        if enable_eplb:
+            ctx.error(
+                (),
+                "vLLM's --enable-eplb (upstream EPLB) is only supported by Model Runner V2 on "
+                f"Ascend, and {RUNNER_ENV} is not set to 1",
+                f"drop --enable-eplb (use eplb_config.dynamic_eplb on V1), or set {RUNNER_ENV}=1",
+            )
+        return
+    legacy = [g for g in given if g != PHASE]
+    if legacy:
+        ctx.error(
+            tuple(EPLB + g for g in legacy),
+            "Model Runner V2 accepts only load_collection_phase in eplb_config; "
+            f"vLLM-Ascend refuses {', '.join(legacy)}",
+            f"remove {'it' if len(legacy) == 1 else 'them'} and use --enable-eplb "
+            "on Model Runner V2",
+        )
+    v1_env = [f"{n}={env[n]}" for n in V1_EPLB_ENV if env.get(n, "false").lower() in ("true", "1")]
+    if v1_env:
+        ctx.error(
+            (),
+            f"{' and '.join(v1_env)} (from the {ctx.facts.env_label}): these are Model Runner V1 "
+            "EPLB controls and vLLM-Ascend refuses them on V2",
+            f"unset {', '.join(n.split('=')[0] for n in v1_env)} and use --enable-eplb",
+        )
+    phase = user.get(PHASE, "all") if isinstance(user, dict) else "all"
+    if phase == "all":
+        return
+    if enable_eplb is None:
+        ctx.needs(
+            (EPLB + PHASE,),
+            'load_collection_phase other than "all" requires --enable-eplb',
+            ("--cmdline (its --enable-eplb)",),
+        )
+    elif not enable_eplb:
+        ctx.error(
+            (EPLB + PHASE,),
+            f"eplb_config.load_collection_phase = {show(phase)} requires --enable-eplb",
+            "add --enable-eplb, or drop load_collection_phase",
+        )
 
 
 # --- scheduler (SchedulerConfig and friends; main nests them under scheduler_config) ------------
@@ -1142,16 +1285,37 @@ def _dyntra_prof(ctx: Context) -> None:
 
 @rule("recompute-off-on-producer")
 def _recompute_producer(ctx: Context) -> None:
-    """platform: recompute_scheduler_enable on a prefill node (kv_producer) is set to false."""
+    """platform: recompute_scheduler_enable on a prefill node (kv_producer) is set to false and
+    written back into additional_config; the workers rebuild AscendConfig from it, so oproj /
+    embedding finegrained TP, which asserts the recompute scheduler, then fails there."""
     key = ctx.sched("recompute_scheduler_enable")
-    if ctx.on(key) and ctx.role == "kv_producer":
+    if not (ctx.on(key) and ctx.role == "kv_producer"):
+        return
+    ftp = tuple(
+        FTP + f"{w}_tensor_parallel_size" for w in ("oproj", "embedding") if _ftp(ctx, w) > 0
+    )
+    if ftp:
         ctx.rewrite(
             key,
             False,
             "kv_role = kv_producer",
-            "the recompute scheduler is ignored on prefill nodes",
-            "keep it only in the decode node's config",
+            "on a prefill node vLLM-Ascend writes recompute_scheduler_enable = false back into "
+            "the additional config; the worker processes rebuild AscendConfig from it, and "
+            "oproj/embedding tensor parallel then fail its assertion that the recompute "
+            "scheduler is on (AssertionError at worker start)",
+            "drop oproj/embedding tensor parallel from the prefill node's config "
+            "(they need the recompute scheduler, which runs only on kv_consumer)",
+            keys=(key, *ftp),
+            severity="error",
         )
+        return
+    ctx.rewrite(
+        key,
+        False,
+        "kv_role = kv_producer",
+        "the recompute scheduler is ignored on prefill nodes",
+        "keep it only in the decode node's config",
+    )
 
 
 @rule("recompute-decode-only")

@@ -44,6 +44,8 @@ class Key:
     null_ok: bool = False  # sections: null means {}
     default_from: str | None = None  # the default is this sibling's value (need_timing <- enabled)
     no_bool: bool = False  # an explicit check refuses true/false where a number is expected
+    # sections: the other children are read (and validated) only when this child is truthy
+    gate: str | None = None
     note: str = ""
 
     @property
@@ -93,6 +95,9 @@ class Version:
     scheduler: str = ""
     # environment variables this version no longer reads: name -> what to do instead
     removed_env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # AscendConfig parses the env fallbacks (`int(os.getenv(...))`) even when the key is set, so
+    # a value that does not parse fails start-up whatever the config says
+    eager_env: bool = False
 
     def key(self, path: str) -> Key | None:
         parts = path.split(".")
@@ -185,7 +190,12 @@ def typed(keys: tuple[Key, ...]) -> tuple[Key, ...]:
         if k.is_section:
             out.append(
                 dataclasses.replace(
-                    k, children=typed(k.children), extra="error", non_object="error", null_ok=False
+                    k,
+                    children=typed(k.children),
+                    extra="error",
+                    non_object="error",
+                    null_ok=False,
+                    gate=None,  # pydantic validates every field, enabled or not
                 )
             )
         elif k.type == "any":

@@ -161,6 +161,8 @@ MAIN_2026_08_KEYS: tuple[Key, ...] = (
         Int("topk_buffer_size", 4096, "cast", gt=0),
         Int("dram_size_per_dp_GB", 128, "cast"),
         Bool("keep_device_kv_cache", check="cast"),
+        # SparseKVOffloadConfig.__init__ returns right after `enabled` is false
+        gate="enabled",
     ),
     Section(
         "rl_config",  # RlConfig: unknown keys and non-bool values raise
@@ -227,11 +229,14 @@ _AFTER_V0_23: tuple[Removed, ...] = (
     _gone("enable_async_exponential", None, "removed after v0.23.0"),
     _gone("dp_allreduce_on_npu", None, "removed after v0.23.0"),
     _gone("hamming_sparse", None, "removed after v0.23.0"),
+    _gone("enable_hamming_sparse", None, "removed after v0.23.0"),
     _gone("ascend_compilation_config.fuse_allreduce_rms", None, "removed after v0.23.0"),
 )
 
 # Rules in the order vLLM-Ascend applies them: AscendConfig.__init__, then platform.py.
 _MAIN_RULES: tuple[str, ...] = (
+    # platform._fix_incompatible_config runs _validate_eplb_config before AscendConfig is built
+    "eplb-model-runner",
     "xlite-speculative",
     "xlite-pipeline-parallel",
     "xlite-block-size",
@@ -311,6 +316,7 @@ MAIN_2026_08 = Version(
         _gone("enable_flashcomm1", None, "FlashComm is deprecated and no longer read"),
     ),
     rules=_MAIN_RULES,
+    eager_env=True,
     legacy={
         # SchedulerConfig._get_config_value: nested wins, top-level still read with a warning
         "enable_balance_scheduling": "scheduler_config.enable_balance_scheduling",
@@ -365,6 +371,7 @@ _V0_23_KEYS = add(
         # v0.23.0 keeps need_timing as given (main forces it false when not enabled)
         Bool("need_timing", None, optional=True, default_from="enabled"),
         Int("max_fit_chunk", 30, "cast", gt=5),
+        null_ok=True,  # ProfilingChunkConfig(None) means {}
     ),
     Bool("enable_flashcomm1", env="VLLM_ASCEND_ENABLE_FLASHCOMM1", env_bool=True),
     Bool("enable_matmul_allreduce", env="VLLM_ASCEND_ENABLE_MATMUL_ALLREDUCE", env_bool=True),
@@ -376,6 +383,9 @@ _V0_23_KEYS = add(
     Bool("enable_async_exponential", check="cast"),
     Bool("dp_allreduce_on_npu"),
     Section("hamming_sparse", Bool("enabled"), Str("sparse_json_location", "")),
+    # read on its own by attention/kvcomp_attn/attention_utils.is_enable_hamming_sparse (ANDed
+    # with "no speculative decoding"); the model runner reads hamming_sparse.enabled instead
+    Bool("enable_hamming_sparse"),
     Section(
         "weight_prefetch_config",
         Bool("enabled"),
@@ -392,6 +402,7 @@ _V0_23_KEYS = add(
 
 # main's rules that v0.23.0 does not have
 _NOT_IN_V0_23 = {
+    "eplb-model-runner",  # platform._validate_eplb_config came after v0.23.0
     "fused-mc2-minimax",  # the MiniMax M3 assert came after v0.23.0
     "fused-mc2-megamoe-fallback",  # the MegaMoE auto-disable came after v0.23.0
     "mc2-hierarchy-soc",  # _validate_mc2_hierarchy_comm came after v0.23.0
@@ -430,6 +441,7 @@ V0_23_0 = Version(
     removed=_ANCIENT,
     rules=(*(r for r in _MAIN_RULES if r not in _NOT_IN_V0_23), *_V0_23_ONLY),
     scheduler="",
+    eager_env=True,
 )
 
 # --- main-2026-09 (a71b766ce): main-2026-08 as pydantic @config dataclasses ---------------------
