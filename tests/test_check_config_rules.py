@@ -249,6 +249,13 @@ CASES = [
     ),
     # --- dump, shared-expert DP, fused MC2 ---
     Case(
+        "hamming-sparse-keys",
+        "error",
+        {"hamming_sparse": {"enabled": False}},
+        miss_config={"hamming_sparse": {"enabled": False, "sparse_json_location": ""}},
+        target="v0.23.0",
+    ),
+    Case(
         "dump-config-conflict",
         "error",
         {"dump_config": {"task": "x"}, "dump_config_path": "d.json"},

@@ -693,6 +693,27 @@ def _prof_balance(ctx: Context) -> None:
         )
 
 
+# --- hamming sparse (v0.23.0 AscendConfig.__init__) -------------------------------------------
+
+
+@rule("hamming-sparse-keys")
+def _hamming_keys(ctx: Context) -> None:
+    """v0.23.0 reads hamming_sparse["enabled"] and ["sparse_json_location"] directly: a section
+    given without either key stops start-up with a KeyError."""
+    if not ctx.given("hamming_sparse") or not isinstance(ctx.user.get("hamming_sparse"), dict):
+        return
+    missing = [
+        k for k in ("enabled", "sparse_json_location") if not ctx.given(f"hamming_sparse.{k}")
+    ]
+    if missing:
+        ctx.error(
+            tuple(f"hamming_sparse.{k}" for k in missing),
+            f"hamming_sparse without {' and '.join(missing)}: vLLM-Ascend v0.23.0 reads both keys "
+            "directly and stops with a KeyError",
+            'write both: {"hamming_sparse": {"enabled": false, "sparse_json_location": ""}}',
+        )
+
+
 # --- dump, shared expert DP, fused MC2 (AscendConfig.__init__) ---------------------------------
 
 

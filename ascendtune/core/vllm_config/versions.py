@@ -432,6 +432,7 @@ _V0_23_ONLY = (
     "flashcomm1-needs-tp",  # platform.check_and_update_config asserts
     "flashcomm1-moe-needs-ep",
     "dsa-cp-needs-flashcomm1",  # utils.enable_dsa_cp
+    "hamming-sparse-keys",  # AscendConfig.__init__ indexes hamming_sparse directly
 )
 
 V0_23_0 = Version(
