@@ -3,7 +3,7 @@ per session (the `hosts` fixture), and Host objects built in memory for property
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,16 +286,20 @@ HOSTS: dict[str, Callable[[SysrootBuilder], object]] = {
 
 
 class Hosts:
-    """Sysroots of HOSTS, built on first use under one session folder, and their Host models."""
+    """Sysroots of a host table (HOSTS by default), built on first use under one session
+    folder, and their Host models."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(
+        self, base: Path, table: Mapping[str, Callable[[SysrootBuilder], object]] | None = None
+    ) -> None:
         self.base = base
+        self.table = HOSTS if table is None else table
         self._hosts: dict[str, Host] = {}
 
     def root(self, name: str) -> str:
         path = self.base / name
         if not path.exists():
-            HOSTS[name](SysrootBuilder(path))
+            self.table[name](SysrootBuilder(path))
         return str(path)
 
     def host(self, name: str) -> Host:

@@ -22,6 +22,7 @@ from ascendtune.host.reader import build_gpus
 from ascendtune.host.sysroot import DirRoot
 from tests.builder import SysrootBuilder
 from tests.conftest import sample
+from tests.planner_hosts import Hosts
 from tests.test_gpu_hosts import (
     AMD_CCX,
     DGX_BUSES,
@@ -374,22 +375,11 @@ HOSTS: dict[str, Callable[[SysrootBuilder], object]] = {
 }
 
 
-class GpuHosts:
+class GpuHosts(Hosts):
+    """The planner's lazily built host folders, over the GPU host table."""
+
     def __init__(self, base: Path) -> None:
-        self.base = base
-        self._hosts: dict[str, Host] = {}
-
-    def root(self, name: str) -> str:
-        path = self.base / name
-        if not path.exists():
-            HOSTS[name](SysrootBuilder(path))
-        return str(path)
-
-    def host(self, name: str) -> Host:
-        if name not in self._hosts:
-            self.root(name)
-            self._hosts[name] = read(SysrootBuilder(self.base / name))
-        return self._hosts[name]
+        super().__init__(base, HOSTS)
 
 
 @pytest.fixture(scope="module")
