@@ -73,7 +73,7 @@ def test_json_keys_and_values(a2: str) -> None:
         "72-95",
     ]
     assert doc["overlaps"] == [] and doc["idle_cpus"] == ""
-    assert any("ranks 1,3,5,7 run wholly off" in f for f in doc["findings"])
+    assert any("ranks 1,3,5,7 run wholly off" in f["message"] for f in doc["findings"])
 
 
 def test_json_better_policy_has_no_log_line(a2: str) -> None:
@@ -186,7 +186,9 @@ def test_visible_devices_from_environment(a2: str) -> None:
         (0, 6, 4, "0-23"),
         (1, 4, 6, "48-71"),
     ]
-    assert any("rank 0 runs on NPU 6 but is bound to NPU 4's CPUs" in f for f in doc["findings"])
+    assert any(
+        "rank 0 runs on NPU 6 but is bound to NPU 4's CPUs" in f["message"] for f in doc["findings"]
+    )
     # the option wins over the environment
     doc = plan_json(
         "--sysroot", a2, "--visible-devices", "2", env={"ASCEND_RT_VISIBLE_DEVICES": "6,4"}

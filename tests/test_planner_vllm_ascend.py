@@ -242,7 +242,7 @@ def test_vllm_ascend_pools(hosts: Hosts, case: Case) -> None:
     assert p.mode == case.mode
     assert pools(p) == case.pools
     for fragment in case.findings:
-        assert any(fragment in f for f in p.findings), (fragment, p.findings)
+        assert any(fragment in f.message for f in p.findings), (fragment, p.findings)
     for npu, nodes in case.nodes.items():
         rank = next(r for r in p.ranks if r.logical_id == npu)
         assert list(rank.numa_nodes) == nodes
@@ -305,7 +305,8 @@ def test_hidden_npu_pool_overlap_is_reported(hosts: Hosts) -> None:
     assert pools(p) == {0: "0-23", 1: "24-47"}
     assert p.hidden_pools[2] == tuple(range(24, 48))
     assert any(
-        "rank 1's CPUs 24-47 are also in the pool vLLM-Ascend gives NPU 2" in f for f in p.findings
+        "rank 1's CPUs 24-47 are also in the pool vLLM-Ascend gives NPU 2" in f.message
+        for f in p.findings
     )
 
 
@@ -316,7 +317,7 @@ def test_visible_not_ascending_binds_rank_to_another_npus_pool(hosts: Hosts) -> 
     assert [r.locality for r in p.ranks] == [0.0, 0.0]
     assert p.ranks[0].vllm_log_line(p.mode) == log_line(0, 23, 4)
     assert any(
-        "rank 0 runs on NPU 6 but is bound to NPU 4's CPUs (2 ranks affected)" in f
+        "rank 0 runs on NPU 6 but is bound to NPU 4's CPUs (2 ranks affected)" in f.message
         for f in p.findings
     )
 
@@ -349,7 +350,7 @@ def test_no_topology_note_and_unknown_locality(hosts: Hosts) -> None:
 
 def test_x86_host_finding(hosts: Hosts) -> None:
     p = plan(hosts.host("a2-x86"))
-    assert any("binds CPUs only on ARM" in f for f in p.findings)
+    assert any("binds CPUs only on ARM" in f.message for f in p.findings)
 
 
 def test_soc_override_switches_rule(hosts: Hosts) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from ascendtune.app.plan import visible_list
 from ascendtune.cli.app import app
-from ascendtune.cli.planopts import visible_list
 from ascendtune.core.errors import InvalidInput
 
 runner = CliRunner()

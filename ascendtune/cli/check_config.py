@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,9 +11,7 @@ from ascendtune.cli.common import JsonOpt, SysrootOpt, handle_errors
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ascendtune.core.vllm_config.inputs import Cmdline
-    from ascendtune.core.vllm_config.model import Facts, Report
-    from ascendtune.host.sysroot import Root
+    from ascendtune.core.vllm_config.model import Report
 
 HELP = """Validate a vLLM-Ascend --additional-config JSON against the rules of one vLLM-Ascend
 version: what makes it refuse to start (error), what it silently changes or ignores (warning), what
@@ -125,198 +123,45 @@ def register(app: typer.Typer) -> None:
         ] = None,
         sysroot: SysrootOpt = None,
     ) -> None:
-        from ascendtune.core.errors import UsageError
-        from ascendtune.core.vllm_config import checker, inputs
-        from ascendtune.core.vllm_config.model import KV_ROLES
+        from ascendtune.app.check_config import CheckConfigOptions, check_config
 
-        ver = checker.version(target)  # an unknown --target fails before anything is read
-        given = [
-            n
-            for n, v in (
-                ("CONFIG", config),
-                ("--file", file),
-                ("--cmdline", cmdline),
-                ("--pid", pid),
-            )
-            if v is not None
-        ]
-        if len(given) != 1:
-            raise UsageError(
-                "give the config once: " + (" or ".join(given) if given else "none given"),
-                "use one of CONFIG ('-' for stdin), --file, --cmdline or --pid",
-            )
-        if kv_role is not None and kv_role not in KV_ROLES:
-            raise UsageError(f"unknown --kv-role {kv_role!r}", "use " + ", ".join(KV_ROLES))
-        soc_name = inputs.parse_soc(soc) if soc is not None else None
-
-        root = _root(sysroot) if (sysroot is not None or pid is not None) else None
-        env, env_source = None, "environment"
-        parsed: Cmdline | None = None
-        if config is not None:
-            text, source = (_stdin(), "stdin") if config == "-" else (config, "the config")
-        elif file is not None:
-            text, source = _read(file, "--file"), file
-        else:
-            if cmdline is not None:
-                argv, source = inputs.split_cmdline(cmdline), "--cmdline"
-            else:
-                assert pid is not None and root is not None
-                argv, source = _pid_argv(root, pid), f"PID {pid}"
-                environ = root.read_text(f"proc/{pid}/environ")
-                if environ is not None and env_file is None:
-                    env, env_source = inputs.parse_environ(environ), "pid"
-            parsed = inputs.parse_cmdline(argv, source)
-            if parsed.config_text is None:
-                from ascendtune.core.errors import InvalidInput
-
-                raise InvalidInput(
-                    f"{source} has no --additional-config",
-                    "vLLM-Ascend then runs with its defaults; check '{}' to see them",
-                )
-            text, source = parsed.config_text, f"--additional-config of {source}"
-        cfg = inputs.parse_config(text, source)
-
-        if env_file is not None:
-            env, env_source = inputs.parse_env_file(_read(env_file, "--env-file")), "file"
-        if env is None and root is not None and not root.live:
-            # a captured host: this machine's environment says nothing about that server's
-            env, env_source = {}, "unknown"
-        if env is None:
-            import os
-
-            env = dict(os.environ)
-        facts = _facts(
-            parsed,
+        opts = CheckConfigOptions(
+            config=_stdin() if config == "-" else config,
+            config_source="stdin" if config == "-" else "the config",
+            file=file,
+            cmdline=cmdline,
+            pid=pid,
+            target=target,
             tp=tp,
             dp=dp,
             pp=pp,
-            ep=expert_parallel,
+            expert_parallel=expert_parallel,
             kv_role=kv_role,
-            soc=soc_name,
-            arch=arch or _arch(root),
-            model=(
-                inputs.parse_hf_config(_read(hf_config, "--hf-config"), hf_config)
-                if hf_config is not None
-                else None
-            ),
-            env=env,
-            env_source=env_source,
+            soc=soc,
+            hf_config=hf_config,
+            env_file=env_file,
+            arch=arch,
+            sysroot=sysroot,
         )
-        report = checker.check(cfg, ver.name, facts)
-
+        result = check_config(opts)
+        report = result.report
         if json_out:
+            from ascendtune.app.check_config import check_config_document
             from ascendtune.cli.common import print_json
 
-            print_json(report.to_json())
+            print_json(check_config_document(result))
         else:
             from ascendtune.cli.common import stdout_console
 
-            render(stdout_console(), report, ver.source, show_effective)
+            render(stdout_console(), report, result.rules_source, show_effective)
         if report.has_errors or (strict and report.has_warnings):
             raise typer.Exit(1)
-
-
-def _root(sysroot: str | None) -> Root:
-    from ascendtune.cli.common import open_root
-
-    return open_root(sysroot, None)
 
 
 def _stdin() -> str:
     import sys
 
     return sys.stdin.read()
-
-
-def _read(path: str, option: str) -> str:
-    from pathlib import Path
-
-    from ascendtune.core.errors import InvalidInput, MissingError
-
-    p = Path(path)
-    try:
-        return p.read_text()
-    except FileNotFoundError:
-        raise MissingError(f"{option} {path} does not exist", "check the path") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"{option} {path} cannot be read: {e}") from None
-
-
-def _pid_argv(root: Root, pid: int) -> list[str]:
-    from ascendtune.core.errors import MissingError
-    from ascendtune.core.vllm_config import inputs
-
-    text = root.read_text(f"proc/{pid}/cmdline")
-    if text is None:
-        raise MissingError(
-            f"no process with PID {pid} (on {root.describe()})",
-            "check the PID with `ps`, or give --cmdline",
-        )
-    argv = [a for a in text.split("\0") if a]
-    if not inputs.is_vllm(argv):
-        shown = " ".join(argv)[:80] or "(empty command line)"
-        raise MissingError(
-            f"PID {pid} is not vLLM: {shown}",
-            "give the PID of a `vllm serve` process (the API server)",
-        )
-    return argv
-
-
-def _arch(root: Root | None) -> str:
-    """meta.json's arch on a captured host, else this machine's."""
-    if root is not None and not root.live:
-        import json
-
-        text = root.read_text("meta.json")
-        if text:
-            try:
-                meta = json.loads(text)
-            except ValueError:
-                meta = None
-            if isinstance(meta, dict) and isinstance(meta.get("arch"), str):
-                return str(meta["arch"])
-    import platform
-
-    return platform.machine()
-
-
-def _facts(
-    parsed: Cmdline | None,
-    *,
-    tp: int | None,
-    dp: int | None,
-    pp: int | None,
-    ep: bool | None,
-    kv_role: str | None,
-    soc: str | None,
-    arch: str,
-    model: Any,
-    env: dict[str, str],
-    env_source: str,
-) -> Facts:
-    """Explicit options win over what the command line says; absent both, a fact is unknown."""
-    from ascendtune.core.vllm_config.model import Facts
-
-    c = parsed
-    return Facts(
-        tp=tp if tp is not None else c.tp if c else None,
-        dp=dp if dp is not None else c.dp if c else None,
-        pp=pp if pp is not None else c.pp if c else None,
-        enable_expert_parallel=ep if ep is not None else c.enable_expert_parallel if c else None,
-        kv_role=kv_role if kv_role is not None else c.kv_role if c else None,
-        enforce_eager=c.enforce_eager if c else None,
-        num_speculative_tokens=c.num_speculative_tokens if c else None,
-        max_num_batched_tokens=c.max_num_batched_tokens if c else None,
-        block_size=c.block_size if c else None,
-        scheduling_policy=c.scheduling_policy if c else None,
-        enable_eplb=c.enable_eplb if c else None,
-        numa_bind=c.numa_bind if c else None,
-        soc=soc,
-        arch=arch,
-        model=model,
-        env=env,
-        env_source=env_source,
-    )
 
 
 _STYLE = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}

@@ -86,25 +86,20 @@ def print_json(doc: dict[str, Any]) -> None:
 
 
 def open_root(sysroot: str | None, demo: str | None) -> Root:
-    """The root a read command looks through: a demo, a sysroot, or the live host."""
-    from ascendtune.core.errors import UsageError
-    from ascendtune.host import sysroot as sr
+    """The root a read command looks through; `--demo list` prints the demos and exits."""
+    from ascendtune.app.hosts import demo_names
+    from ascendtune.app.hosts import open_root as _open
+    from ascendtune.app.options import HostSource
 
-    if demo is not None and sysroot is not None:
-        raise UsageError("give --demo or --sysroot, not both")
-    if demo is None:
-        return sr.open_root(sysroot)
-    from ascendtune.host import demos
-
-    if demo == "list":
-        for name, about in demos.list_demos():
+    if demo == "list" and sysroot is None:
+        for name, about in demo_names():
             print(f"{name:20} {about}")
         raise typer.Exit(0)
-    return demos.open_demo(demo)
+    return _open(HostSource(sysroot=sysroot, demo=demo))
 
 
 def load_host(sysroot: str | None, demo: str | None) -> Host:
-    from ascendtune.host.reader import read_host
+    from ascendtune.app.hosts import read_host
 
     return read_host(open_root(sysroot, demo))
 

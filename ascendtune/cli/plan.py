@@ -6,22 +6,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ascendtune.app.emit import EMITS
 from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
 from ascendtune.cli.planopts import (
-    POLICY_NAMES,
     NoIrqReserveOpt,
     ReserveOpt,
     SocOpt,
     SpillOpt,
     VisibleDevicesOpt,
-    plan_document,
+    plan_options,
+    policy_help,
 )
 
 if TYPE_CHECKING:
+    from ascendtune.app.plan import CompareReport
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan
-
-EMITS = ("taskset", "numactl", "env", "cpu-affinity-conf")
 
 
 def _fmt(cpus: Any) -> str:
@@ -77,100 +77,13 @@ def render_plan(plan: Plan, host: Host) -> None:
         con.print(f"[yellow]![/yellow] {f}")
 
 
-def _better(host: Host, plan: Plan, request_kw: dict[str, Any]) -> str | None:
-    """A short line when another policy beats vLLM-Ascend's plan on locality or overlap."""
-    from dataclasses import replace
-
-    from ascendtune.core.errors import AscendtuneError
-    from ascendtune.core.planner import PlanRequest, make_plan
-
-    base: PlanRequest = request_kw["request"]
-    mean = _mean_locality(plan)
-    for name in ("numa-local", "numa-slice"):
-        try:
-            other = make_plan(host, replace(base, policy=name))
-        except AscendtuneError:
-            continue
-        om = _mean_locality(other)
-        if (om is not None and mean is not None and om > mean + 1e-9) or (
-            plan.overlaps and not other.overlaps
-        ):
-            parts = []
-            if om is not None and mean is not None:
-                parts.append(f"mean locality {om:.0%} vs {mean:.0%}")
-            if plan.overlaps and not other.overlaps:
-                parts.append("no overlapping ranks")
-            return f"better: --policy {name} ({', '.join(parts)})"
-    return None
-
-
-def _mean_locality(plan: Plan) -> float | None:
-    vals = [r.locality for r in plan.ranks if r.locality is not None]
-    return sum(vals) / len(vals) if vals else None
-
-
-def emit_lines(plan: Plan, kind: str) -> list[str]:
-    """Ready-to-paste lines: one per rank (one line in all for cpu-affinity-conf)."""
-    word = "NPU" if plan.vendor == "huawei" else "GPU"
-    env_name = "ASCEND_RT_VISIBLE_DEVICES" if plan.vendor == "huawei" else "CUDA_VISIBLE_DEVICES"
-    out: list[str] = []
-    if kind == "cpu-affinity-conf":
-        # torch_npu: CPU_AFFINITY_CONF=<mode>,npu<device index>:<a>-<b>; one range per device,
-        # the device index as the process sees it (its position in the visible list)
-        items = []
-        for r in plan.ranks:
-            runs = _runs(r.cpus)
-            lo, hi = max(runs, key=lambda ab: ab[1] - ab[0])
-            items.append(f"npu{r.rank}:{lo}-{hi}")
-            if len(runs) > 1:
-                out.append(
-                    f"# rank {r.rank}: CPUs {_fmt(r.cpus)} are not one range; torch_npu takes a "
-                    f"single a-b range, so only {lo}-{hi} is given"
-                )
-        out.append("export CPU_AFFINITY_CONF=1," + ",".join(items))
-        return out
-    for r in plan.ranks:
-        tag = f"# rank {r.rank}, {word} {r.device}"
-        nodes = (
-            (r.device_node,)
-            if r.device_node is not None and r.device_node in r.numa_nodes
-            else r.numa_nodes
-        )
-        if kind == "taskset":
-            out.append(f"taskset -c {_fmt(r.cpus)}  {tag}")
-        elif kind == "numactl":
-            out.append(
-                f"numactl --physcpubind={_fmt(r.cpus)} --membind={','.join(map(str, nodes))}  {tag}"
-            )
-        elif kind == "env":
-            out.append(
-                f"{env_name}={r.device} ASCENDTUNE_CPUS={_fmt(r.cpus)} ASCENDTUNE_MEMBIND={','.join(map(str, nodes))}  {tag}"
-            )
-    return out
-
-
-def _runs(cpus: tuple[int, ...]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for c in sorted(cpus):
-        if runs and c == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], c)
-        else:
-            runs.append((c, c))
-    return runs
-
-
 def register(app: typer.Typer) -> None:
     @app.command("plan")
     @handle_errors
     def plan_cmd(
         policy: Annotated[
             str,
-            typer.Option(
-                "--policy",
-                help="auto (vllm-ascend on NPU hosts, numa-local on GPU hosts), vllm-ascend, "
-                "numa-local, numa-slice, torchrun's node, socket, exclusive, core-complex, or "
-                "compare (side by side).",
-            ),
+            typer.Option("--policy", help=policy_help(compare=True)),
         ] = "auto",
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[
@@ -198,21 +111,17 @@ def register(app: typer.Typer) -> None:
         a node. numa-slice is vLLM-Ascend's global slicing made NUMA-aware (for A3, or hosts
         without topology affinity): the same partition for every process sharing the cpuset.
         """
-        from ascendtune.cli.common import open_root
-        from ascendtune.cli.planopts import build_request
-        from ascendtune.core.errors import AscendtuneError, UsageError
-        from ascendtune.core.planner import make_plan
-        from ascendtune.host.reader import read_host
+        from ascendtune.app import plan as app_plan
+        from ascendtune.app.emit import emit_lines
+        from ascendtune.cli.common import load_host
+        from ascendtune.core.errors import UsageError
 
         if emit is not None and emit not in EMITS:
             raise UsageError(f"--emit {emit}: expected one of {', '.join(EMITS)}")
-        if policy not in ("compare", "auto", *POLICY_NAMES):
-            raise UsageError(
-                f"--policy {policy}: expected one of {', '.join(('auto', *POLICY_NAMES, 'compare'))}"
-            )
-        root = open_root(sysroot, demo)
-        host = read_host(root)
-        kw: dict[str, Any] = dict(
+        app_plan.check_policy(policy, compare=True)
+        host = load_host(sysroot, demo)
+        opts = plan_options(
+            policy=policy,
             visible_devices=visible_devices,
             ranks=ranks,
             soc=soc,
@@ -220,74 +129,37 @@ def register(app: typer.Typer) -> None:
             no_irq_reserve=no_irq_reserve,
             spill=spill,
         )
-        if policy == "compare":
-            _compare(host, kw, json_out)
+        if policy == app_plan.COMPARE:
+            report = app_plan.compare(host, opts)
+            if json_out:
+                print_json(app_plan.compare_document(report))
+            app_plan.require_some_plan(report)
+            if not json_out:
+                _render_compare(report)
             return
-        req = build_request(host, policy=policy, **kw)
-        plan = make_plan(host, req)
+        result = app_plan.plan(host, opts)
         if json_out:
-            print_json(plan_document(plan))
+            print_json(app_plan.plan_document(result.plan))
             return
         if emit:
-            for line in emit_lines(plan, emit):
+            for line in emit_lines(result.plan, emit):
                 print(line)
             return
-        render_plan(plan, host)
-        if plan.policy == "vllm-ascend":
-            try:
-                better = _better(host, plan, {"request": req})
-            except AscendtuneError:
-                better = None
-            if better:
-                from ascendtune.cli.common import stdout_console
+        render_plan(result.plan, host)
+        if result.better:
+            from ascendtune.cli.common import stdout_console
 
-                stdout_console().print(better)
+            stdout_console().print(result.better)
 
 
-def _compare(host: Host, kw: dict[str, Any], json_out: bool) -> None:
+def _render_compare(report: CompareReport) -> None:
     """Every policy side by side; a policy that cannot plan this host shows its error."""
-    from dataclasses import replace
-
     from rich.table import Table
 
     from ascendtune.cli.common import stdout_console
-    from ascendtune.cli.planopts import build_request
-    from ascendtune.core.errors import PlanError
-    from ascendtune.core.planner import POLICIES, make_plan
 
-    # options are checked once: a bad device list is the user's error, not a policy's
-    base = build_request(host, policy=POLICY_NAMES[0], **kw)
-    vendor = (host.npus or host.gpus)[0].vendor if (host.npus or host.gpus) else None
-    plans: dict[str, Plan | str] = {}
-    from ascendtune.core.model import Vendor
-
-    # NPUs: vLLM-Ascend's plan and ours; GPUs: ours and torchrun's modes (all stay usable alone)
-    torch_modes = ("node", "socket", "exclusive", "core-complex")
-    for name in POLICY_NAMES:
-        if vendor is not None and vendor not in POLICIES[name].vendors:
-            continue
-        if vendor is Vendor.HUAWEI and name in torch_modes:
-            continue
-        try:
-            plans[name] = make_plan(host, replace(base, policy=name))
-        except PlanError as e:
-            plans[name] = e.message
-    ok = [p for p in plans.values() if not isinstance(p, str)]
-    if json_out:
-        print_json(
-            {
-                "policies": {
-                    n: (plan_document(p) if not isinstance(p, str) else {"error": p})
-                    for n, p in plans.items()
-                }
-            }
-        )
-    if not ok:
-        raise PlanError(
-            "no policy can plan this host: " + "; ".join(f"{n}: {p}" for n, p in plans.items())
-        )
-    if json_out:
-        return
+    plans = report.plans
+    ok = report.ok
     con = stdout_console()
     t = Table(title="plan: every policy side by side (CPUs, locality)", title_justify="left")
     t.add_column("rank", justify="right")

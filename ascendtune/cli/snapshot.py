@@ -21,31 +21,17 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         """Capture everything ascendtune reads from this host into DIR (or DIR.tar.gz)."""
+        from ascendtune.app.snapshot import snapshot
         from ascendtune.cli.common import open_root, stderr_console
-        from ascendtune.host import snapshot
-        from ascendtune.host.reader import read_host
 
-        root = open_root(sysroot, demo)
-        cap = snapshot.capture(root)
-        path = snapshot.write(cap, dest)
-        # read it back: a snapshot that does not replay is worse than none
-        from ascendtune.host.sysroot import open_root as open_sysroot
-
-        host = read_host(open_sysroot(str(path)))
-        summary = {
-            "path": str(path),
-            "files": len(cap.files),
-            "links": len(cap.links),
-            "missing": cap.missing,
-            "accelerators": len(host.accelerators),
-            "cpus_online": len(host.cpus_online),
-        }
+        summary = snapshot(open_root(sysroot, demo), dest)
         if json_out:
             print_json(summary)
             return
+        missing = summary["missing"]
         stderr_console().print(
-            f"snapshot: {len(cap.files)} files, {len(cap.links)} links, {len(host.accelerators)} "
-            f"accelerators, {len(host.cpus_online)} CPUs -> {path}"
-            + (f" ({len(cap.missing)} paths absent on this host)" if cap.missing else "")
+            f"snapshot: {summary['files']} files, {summary['links']} links, "
+            f"{summary['accelerators']} accelerators, {summary['cpus_online']} CPUs -> "
+            f"{summary['path']}" + (f" ({len(missing)} paths absent on this host)" if missing else "")
         )
-        print(path)
+        print(summary["path"])

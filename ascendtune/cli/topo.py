@@ -2,134 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
+from ascendtune.app.topo import topo_document, topo_warnings
 from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
 
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
-
-
-def topo_document(host: Host) -> dict[str, Any]:
-    from ascendtune.core.cpulist import format_cpulist as f
-    from ascendtune.host.reader import links_json
-
-    return {
-        "hostname": host.hostname,
-        "arch": host.arch,
-        "soc": host.soc.value if host.npus else ("gpu" if host.gpus else None),
-        "npu_smi": {"found": host.npu_smi_found, "version": host.npu_smi_version},
-        "nvidia_smi": {"found": host.nvidia_smi_found},
-        "cpus_online": f(host.cpus_online),
-        "cpus_offline": f(host.cpus_offline),
-        "cpus_allowed": f(host.cpus_allowed),
-        "cpus_allowed_source": "proc/self/status"
-        if host.allowed_from_status
-        else "assumed: every online CPU",
-        "mems_allowed": None if host.mems_allowed is None else f(host.mems_allowed),
-        "smt_threads_per_core": max((len(c.siblings) for c in host.cpus.values()), default=1),
-        "sockets": len({c.socket for c in host.cpus.values()}),
-        "numa_nodes": [
-            {
-                "id": n.id,
-                "cpus": f(n.cpus),
-                "mem_mib": n.mem_mib,
-                "accelerators": [a.logical_id for a in host.accelerators if a.numa_node == n.id],
-            }
-            for n in host.numa_nodes
-        ],
-        "accelerators": [
-            {
-                "vendor": a.vendor.value,
-                "logical_id": a.logical_id,
-                "npu_id": a.npu_id,
-                "chip_id": a.chip_id,
-                "name": a.name,
-                "bus_id": a.bus_id,
-                "numa_node": a.numa_node,
-                "cpu_affinity": f(a.cpu_affinity),
-                "cpu_affinity_source": a.affinity_source.value if a.affinity_source else None,
-                "tool_cpu_affinity": None if a.tool_affinity is None else f(a.tool_affinity),
-                "numa_node_source": a.numa_source.value if a.numa_source else None,
-                "cpus_allowed_in_affinity": f(a.cpu_affinity & host.cpus_allowed),
-                "health": a.health,
-                "driver": a.driver,
-            }
-            for a in host.accelerators
-        ],
-        "links": links_json(host.links),
-        "processes": [
-            {
-                "npu_id": p.npu_id,
-                "chip_id": p.chip_id,
-                "pid": p.pid,
-                "name": p.name,
-                "mem_mib": p.mem_mib,
-            }
-            for p in host.processes
-        ],
-        "warnings": topo_warnings(host),
-    }
-
-
-def topo_warnings(host: Host) -> list[str]:
-    """What an operator must know, in words."""
-    from ascendtune.core.cpulist import format_cpulist as f
-    from ascendtune.core.model import Vendor
-
-    out: list[str] = []
-    # GPUs come in fours and eights on one node: one line for all GPUs a warning names
-    gpu_lines: dict[str, list[int]] = {}
-    for a in host.accelerators:
-        if not a.cpu_affinity:
-            continue
-        said: list[str] = []
-        inside = a.cpu_affinity & host.cpus_allowed
-        if not inside:
-            said.append(
-                f"its CPU affinity {f(a.cpu_affinity)} lies wholly outside "
-                f"the cpuset {f(host.cpus_allowed)}; a worker on it runs on remote CPUs"
-            )
-        elif (
-            inside != a.cpu_affinity
-            and host.allowed_from_status
-            and host.cpus_allowed != host.cpus_online
-        ):
-            said.append(f"only {f(inside)} of its affinity {f(a.cpu_affinity)} is in the cpuset")
-        nodes = host.nodes_of(a.cpu_affinity)
-        if len(nodes) > 1:
-            said.append(
-                f"affinity {f(a.cpu_affinity)} spans NUMA nodes {','.join(map(str, nodes))}"
-            )
-        if a.vendor is Vendor.NVIDIA:
-            for text in said:
-                gpu_lines.setdefault(text, []).append(a.logical_id)
-        else:
-            out.extend(f"NPU {a.logical_id}: {text}" for text in said)
-    out.extend(f"GPU {f(ids)}: {text}" for text, ids in gpu_lines.items())
-    cpuless = [n.id for n in host.numa_nodes if not n.cpus]
-    if cpuless:
-        why = (
-            "vLLM-Ascend's next-node rule skips them"
-            if host.npus or not host.gpus
-            else "GPU memory of GH200/GB200 shows up so; workers are bound to the nodes with CPUs"
-        )
-        out.append(
-            f"NUMA node{'s' if len(cpuless) > 1 else ''} {','.join(map(str, cpuless))} "
-            f"hold{'' if len(cpuless) > 1 else 's'} no online CPU (memory-only, or every CPU "
-            f"offline); {why}"
-        )
-    memless = [n.id for n in host.numa_nodes if n.cpus and n.mem_mib == 0]
-    if memless:
-        out.append(
-            f"NUMA nodes {','.join(map(str, memless))} have CPUs but no memory: `numactl --membind` to them fails"
-        )
-    if host.cpus_offline:
-        out.append(f"CPUs {f(host.cpus_offline)} are offline")
-    out.extend(host.notes)
-    return out
 
 
 def render_topo(host: Host) -> None:

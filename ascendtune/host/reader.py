@@ -787,7 +787,3 @@ def build_gpus(
         )
     pending.flush(notes)
     return out
-
-
-def links_json(links: Mapping[int, Mapping[int, str]]) -> dict[str, dict[str, str]]:
-    return {str(a): {str(b): t for b, t in sorted(row.items())} for a, row in sorted(links.items())}

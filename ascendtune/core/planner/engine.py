@@ -25,59 +25,6 @@ from ascendtune.core.planner.model import (
 
 
 @dataclass(frozen=True)
-class PolicyInfo:
-    name: str
-    summary: str
-    vendors: tuple[Vendor, ...]
-
-
-POLICIES: dict[str, PolicyInfo] = {
-    p.name: p
-    for p in (
-        PolicyInfo(
-            "vllm-ascend",
-            "exactly what vLLM-Ascend's enable_cpu_binding does (topo_affinity / global_slice / "
-            "Ascend 950 clusters), flaws included, to predict or reproduce it",
-            (Vendor.HUAWEI,),
-        ),
-        PolicyInfo(
-            "numa-local",
-            "each rank on its own device's NUMA node; devices on one node split it evenly in whole "
-            "physical cores; never crosses a node",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
-        ),
-        PolicyInfo(
-            "numa-slice",
-            "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
-            "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
-        ),
-        # the modes of `torchrun --numa-binding` (torch.numa.binding), for GPU users' habits
-        PolicyInfo(
-            "node",
-            "torchrun's node mode: every CPU of the device's NUMA node (ranks on a node share them)",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
-        ),
-        PolicyInfo(
-            "socket",
-            "torchrun's socket mode: every CPU of the NUMA nodes on the device's socket",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
-        ),
-        PolicyInfo(
-            "exclusive",
-            "torchrun's exclusive mode: the node's physical cores split evenly among its devices",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
-        ),
-        PolicyInfo(
-            "core-complex",
-            "torchrun's core-complex mode: one last-level-cache group of the node per device",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
-        ),
-    )
-}
-
-
-@dataclass(frozen=True)
 class _Ctx:
     host: Host
     vendor: Vendor
@@ -243,24 +190,108 @@ def _slice(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
     return numa.numa_slice_pools(ctx.host, ctx.devices, ranks, ctx.usable)[0]
 
 
+@dataclass(frozen=True)
+class PolicyInfo:
+    """A binding policy: its name, what it does, the vendors it plans, how it runs.
+
+    Everything that lists policies (the CLI's choices, help and completion, `--policy compare`)
+    reads this registry; adding a policy is adding an entry here.
+    """
+
+    name: str
+    summary: str
+    vendors: tuple[Vendor, ...]
+    run: Callable[[_Ctx, PlanRequest], _Result]
+    # the vendors whose `--policy compare` shows it (NPUs: vLLM-Ascend's plan and ours;
+    # GPUs: ours and torchrun's modes); every policy stays usable alone
+    compare: tuple[Vendor, ...] = (Vendor.HUAWEI, Vendor.NVIDIA)
+
+
+def _torch(mode: str) -> Callable[[_Ctx, PlanRequest], _Result]:
+    return lambda ctx, _req: _plan_torch(ctx, mode)
+
+
+_BOTH = (Vendor.HUAWEI, Vendor.NVIDIA)
+_GPU = (Vendor.NVIDIA,)
+
+POLICIES: dict[str, PolicyInfo] = {
+    p.name: p
+    for p in (
+        PolicyInfo(
+            "vllm-ascend",
+            "exactly what vLLM-Ascend's enable_cpu_binding does (topo_affinity / global_slice / "
+            "Ascend 950 clusters), flaws included, to predict or reproduce it",
+            (Vendor.HUAWEI,),
+            lambda ctx, req: _plan_vllm(ctx, req),
+        ),
+        PolicyInfo(
+            "numa-local",
+            "each rank on its own device's NUMA node; devices on one node split it evenly in whole "
+            "physical cores; never crosses a node",
+            _BOTH,
+            lambda ctx, req: _plan_cores(ctx, req, _local, NUMA_LOCAL),
+        ),
+        PolicyInfo(
+            "numa-slice",
+            "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
+            "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
+            _BOTH,
+            lambda ctx, req: _plan_cores(ctx, req, _slice, NUMA_SLICE),
+        ),
+        # the modes of `torchrun --numa-binding` (torch.numa.binding), for GPU users' habits
+        PolicyInfo(
+            "node",
+            "torchrun's node mode: every CPU of the device's NUMA node (ranks on a node share them)",
+            _BOTH,
+            _torch("node"),
+            _GPU,
+        ),
+        PolicyInfo(
+            "socket",
+            "torchrun's socket mode: every CPU of the NUMA nodes on the device's socket",
+            _BOTH,
+            _torch("socket"),
+            _GPU,
+        ),
+        PolicyInfo(
+            "exclusive",
+            "torchrun's exclusive mode: the node's physical cores split evenly among its devices",
+            _BOTH,
+            _torch("exclusive"),
+            _GPU,
+        ),
+        PolicyInfo(
+            "core-complex",
+            "torchrun's core-complex mode: one last-level-cache group of the node per device",
+            _BOTH,
+            _torch("core-complex"),
+            _GPU,
+        ),
+    )
+}
+POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
+
+
+def compare_policies(vendor: Vendor | None) -> tuple[str, ...]:
+    """The policies `--policy compare` puts side by side for a host of this vendor."""
+    return tuple(p.name for p in POLICIES.values() if vendor is None or vendor in p.compare)
+
+
 def make_plan(host: Host, req: PlanRequest) -> Plan:
     """Plan req's ranks on host under req.policy; raises PlanError when no plan is possible."""
     if req.policy not in POLICIES:
         raise InvalidInput(f"unknown policy {req.policy!r} (known: {', '.join(POLICIES)})")
     ctx = _context(host, req)
     if ctx.vendor not in POLICIES[req.policy].vendors:
+        kinds = {Vendor.HUAWEI: "Ascend NPUs", Vendor.NVIDIA: "NVIDIA GPUs"}
+        fits = [p.name for p in POLICIES.values() if ctx.vendor in p.vendors]
         raise InvalidInput(
-            f"policy {req.policy} plans Ascend NPUs; this host has {ctx.vendor.value} devices",
-            "use --policy numa-local or numa-slice",
+            f"policy {req.policy} plans "
+            + " and ".join(kinds[v] for v in POLICIES[req.policy].vendors)
+            + f"; this host has {ctx.vendor.value} devices",
+            "use --policy " + " or ".join(fits[:2]),
         )
-    if req.policy == "vllm-ascend":
-        res = _plan_vllm(ctx, req)
-    elif req.policy == "numa-local":
-        res = _plan_cores(ctx, req, _local, NUMA_LOCAL)
-    elif req.policy in torch_modes.MODES:
-        res = _plan_torch(ctx, req.policy)
-    else:
-        res = _plan_cores(ctx, req, _slice, NUMA_SLICE)
+    res = POLICIES[req.policy].run(ctx, req)
     ranks = res.ranks
     overlaps = tuple(
         Overlap((a.rank, b.rank), a.cpuset & b.cpuset)

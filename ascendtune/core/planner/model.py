@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.findings import Finding
 from ascendtune.core.model import Soc
 
 # The rules vLLM-Ascend's binding applies (its own names), and the better policies' modes
@@ -90,7 +91,7 @@ class Plan:
     reserved: CpuSet
     overlaps: tuple[Overlap, ...] = ()
     idle_cpus: CpuSet = frozenset()
-    findings: tuple[str, ...] = ()  # what an operator must know, in words
+    findings: tuple[Finding, ...] = ()  # what an operator must know
     notes: tuple[str, ...] = ()  # how the plan was made (fallbacks, assumptions)
     visible: tuple[int, ...] = ()
     total_devices: int = 0

@@ -1,0 +1,300 @@
+"""`bind`: what to bind to (a rank of a plan, a plan file, or CPUs), binding every thread of a
+running process, verified, or preparing a command to start already bound."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.app.options import HostSource, PlanOptions
+from ascendtune.core.bindplan import BindReport, BindTarget, target_from_cpus, target_from_plan
+from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.errors import (
+    InvalidInput,
+    MissingError,
+    ParseError,
+    PermissionDenied,
+    ProblemsFound,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from ascendtune.host.affinity import MigrateResult, ProcessIdentity
+
+
+def resolve_target(
+    *,
+    cpus: str | None,
+    rank: int | None,
+    plan_file: Path | None,
+    source: HostSource,
+    plan: PlanOptions,
+    plan_opts_given: list[str],
+) -> BindTarget:
+    """The CPUs (and roles) to bind to, from exactly one of --cpus, --plan FILE or a computed plan."""
+    if cpus is not None:
+        if rank is not None or plan_file is not None:
+            raise UsageError("give --cpus LIST, or --rank R (with --plan FILE), not both")
+        if plan_opts_given:
+            raise UsageError(f"{', '.join(plan_opts_given)} only apply to --rank R")
+        return target_from_cpus(cpus)
+    if rank is None:
+        raise UsageError(
+            "say what to bind to: --rank R (a plan of this host, or --plan FILE) or --cpus LIST"
+        )
+    if plan_file is not None:
+        if plan_opts_given:
+            raise UsageError(
+                f"{', '.join(plan_opts_given)} compute a plan; --plan FILE already is one"
+            )
+        return target_from_plan(read_plan_file(plan_file), rank, source=str(plan_file))
+    from ascendtune.app import plan as app_plan
+    from ascendtune.app.hosts import load_host
+
+    _, host = load_host(source)
+    doc = {"schema_version": 1, **app_plan.plan_document(app_plan.plan(host, plan).plan)}
+    return target_from_plan(doc, rank, source=f"{plan.policy} plan of {source.describe()}")
+
+
+def read_plan_file(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise MissingError(f"cannot read plan {path}: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(
+            f"not JSON: {e.msg}",
+            source=str(path),
+            line=e.lineno,
+            hint="write it with `ascendtune plan --json > FILE`",
+        ) from None
+
+
+# ---- a running process ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PidOutcome:
+    report: BindReport
+    ident: ProcessIdentity | None
+    allowed: frozenset[int] | None
+    migration: MigrateResult | None = None
+    migrate_doc: dict[str, Any] | None = field(default=None)
+
+
+def bind_pid(
+    pid: int,
+    target: BindTarget,
+    *,
+    use_roles: bool,
+    keep_partial: bool,
+    dry_run: bool,
+    migrate_memory: bool,
+    max_passes: int,
+) -> PidOutcome:
+    from ascendtune.core.bindplan import check_cpus_usable
+    from ascendtune.host import affinity as aff
+
+    aff.require_process(pid)
+    ident = aff.process_identity(pid)
+    allowed = aff.cpuset_cpus(pid)
+    check_cpus_usable(target, online=aff.online_cpus(), allowed=allowed, whom=f"process {pid}")
+    nodes = target.numa_nodes or aff.numa_nodes_of(target.cpus)
+    migrate_exe: str | None = None
+    if migrate_memory:
+        migrate_exe = aff.migratepages_path()
+        if migrate_exe is None:
+            raise MissingError(
+                "migratepages is not installed, so --migrate-memory cannot move the pages "
+                "(nothing was changed)",
+                "install numactl, which ships migratepages, or drop --migrate-memory",
+            )
+
+    if dry_run:
+        report = aff.survey_process(pid, target, use_roles=use_roles)
+    else:
+        report = aff.bind_process(
+            pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
+        )
+
+    migration: MigrateResult | None = None
+    migrate_doc: dict[str, Any] | None = None
+    if migrate_exe is not None:
+        argv = [migrate_exe, str(pid), "all", aff.nodes_text(nodes)]
+        if dry_run:
+            migrate_doc = {"nodes": aff.nodes_text(nodes), "argv": argv, "ran": False}
+        elif report.verified:
+            migration = aff.migrate_memory(pid, nodes, migrate_exe)
+            migrate_doc = {
+                "nodes": aff.nodes_text(nodes),
+                "argv": list(migration.argv),
+                "ran": True,
+                "ok": migration.ok,
+                "error": migration.error,
+            }
+        else:
+            migrate_doc = {
+                "nodes": aff.nodes_text(nodes),
+                "argv": argv,
+                "ran": False,
+                "error": "binding failed, pages not moved",
+            }
+    return PidOutcome(report, ident, allowed, migration, migrate_doc)
+
+
+def pid_document(outcome: PidOutcome) -> dict[str, Any]:
+    doc = outcome.report.to_json()
+    doc["process"] = outcome.ident.to_json() if outcome.ident is not None else None
+    if outcome.migrate_doc is not None:
+        doc["migrate_memory"] = outcome.migrate_doc
+    return doc
+
+
+def check_outcome(outcome: PidOutcome) -> None:
+    """Raise the error the outcome amounts to (SPEC exit codes); nothing when all went well."""
+    from ascendtune.host.affinity import EPERM_HINT
+    from ascendtune.host.system import process_owner
+
+    report, allowed, migration, ident = (
+        outcome.report,
+        outcome.allowed,
+        outcome.migration,
+        outcome.ident,
+    )
+    if report.dry_run:
+        return
+    pid = report.pid
+    if report.rolled_back:
+        undo = f"the {len(report.rolled_back)} threads changed were put back"
+    elif report.threads_changed:
+        undo = f"{report.threads_changed} threads keep their new masks (--keep-partial)"
+    else:
+        undo = "no mask was changed"
+    if report.restore_failed:
+        tids = ", ".join(str(f.tid) for f in report.restore_failed)
+        raise ProblemsFound(
+            f"binding process {pid} failed and threads {tids} could not be put back",
+            "see threads_failed and restore_failed in --json",
+        )
+    names = report.errno_names
+    first = report.threads_failed[0] if report.threads_failed else None
+    if "EPERM" in names:
+        if ident is not None and ident.user:
+            owner: str | None = ident.user
+        else:
+            uid = process_owner(pid)
+            owner = None if uid is None else f"uid {uid}"
+        raise PermissionDenied(
+            f"not permitted to change the CPU affinity of process {pid}"
+            + (f" (owned by {owner})" if owner else "")
+            + f"; {undo}",
+            EPERM_HINT,
+        )
+    if "EINVAL" in names and first is not None:
+        may = format_cpulist(allowed) if allowed is not None else "those of its cpuset"
+        raise InvalidInput(
+            f"thread {first.tid} of process {pid} refused CPUs "
+            f"{format_cpulist(report.target.all_cpus)}: {first.error}; {undo}",
+            f"process {pid} may use CPUs {may}",
+        )
+    if report.threads_failed or not report.verified:
+        n = len(report.threads_failed) or report.threads_total - report.threads_bound
+        detail = f": thread {first.tid}: {first.error}" if first is not None else ""
+        raise ProblemsFound(
+            f"{n} thread(s) of process {pid} are not on their target CPUs{detail}",
+            "the process may set its own affinity; see threads_failed in --json",
+        )
+    if migration is not None and not migration.ok:
+        raise ProblemsFound(
+            f"threads bound, but migratepages failed: {migration.error}",
+            "the CPU binding stands; move memory later or restart the process with --membind",
+        )
+
+
+# ---- a command being started ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    doc: dict[str, Any]
+    line: str  # what the front end says before it starts the command
+    verified: bool
+    cpus: frozenset[int]
+    got: frozenset[int]
+
+
+def prepare_launch(
+    command: list[str], target: BindTarget, *, membind: bool, dry_run: bool
+) -> Launch:
+    """Check the target, bind this process (unless dry_run) and build the argv to exec."""
+    import shlex
+
+    from ascendtune.core.bindplan import check_cpus_usable
+    from ascendtune.host import affinity as aff
+    from ascendtune.host.system import own_affinity, own_pid
+
+    # roles name threads of a running worker; a command not yet started gets the whole pool
+    pool = BindTarget(
+        cpus=target.cpus, numa_nodes=target.numa_nodes, rank=target.rank, source=target.source
+    )
+    check_cpus_usable(
+        pool, online=aff.online_cpus(), allowed=aff.cpuset_cpus(own_pid()), whom="this process"
+    )
+    if aff.resolve_command(command[0]) is None:
+        raise MissingError(f"command not found: {command[0]}", "check PATH or give its full path")
+    argv = list(command)
+    nodes = target.numa_nodes or aff.numa_nodes_of(target.cpus)
+    if membind:
+        numactl = aff.numactl_path()
+        if numactl is None:
+            raise MissingError(
+                "numactl is not installed, so --membind cannot bind memory (nothing was started)",
+                "install numactl, or drop --membind",
+            )
+        argv = [numactl, f"--membind={aff.nodes_text(nodes)}", "--", *command]
+
+    if not dry_run:
+        aff.set_own_affinity(pool.cpus)
+    got = own_affinity()
+    verified = got == pool.cpus
+    origin = f"rank {target.rank} of {target.source}" if target.rank is not None else target.source
+    doc: dict[str, Any] = {
+        "command": command,
+        "argv": argv,
+        "cpus": format_cpulist(pool.cpus),
+        "threads_total": 1,
+        "threads_bound": 1 if verified else 0,
+        "threads_failed": [],
+        "passes": 0 if dry_run else 1,
+        "verified": verified,
+        "dry_run": dry_run,
+        "rank": target.rank,
+        "source": target.source,
+        "membind": aff.nodes_text(nodes) if membind else None,
+    }
+    mem = f", memory on node(s) {aff.nodes_text(nodes)}" if membind else ""
+    line = (
+        f"ascendtune: {'would run' if dry_run else 'running'} `{shlex.join(command)}` "
+        f"on CPUs {format_cpulist(pool.cpus)} ({origin}){mem}"
+    )
+    return Launch(argv, doc, line, verified, pool.cpus, got)
+
+
+def check_launch(launch: Launch) -> None:
+    if not launch.verified:
+        raise ProblemsFound(
+            f"this process's mask reads {format_cpulist(launch.got)}, not "
+            f"{format_cpulist(launch.cpus)}; nothing was started"
+        )
+
+
+def start(launch: Launch) -> None:
+    """Replace this process with the launched command (never returns on success)."""
+    from ascendtune.host.affinity import exec_command
+
+    exec_command(launch.argv)

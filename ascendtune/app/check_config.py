@@ -1,0 +1,224 @@
+"""`check-config`: where the config comes from (text, file, command line, PID), the deployment
+facts around it, and the checker's report."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.core.errors import InvalidInput, MissingError, UsageError
+
+if TYPE_CHECKING:
+    from ascendtune.core.vllm_config.inputs import Cmdline
+    from ascendtune.core.vllm_config.model import Facts, Report
+    from ascendtune.host.sysroot import Root
+
+
+@dataclass(frozen=True)
+class CheckConfigOptions:
+    """Exactly one of config (the JSON text), file, cmdline or pid."""
+
+    config: str | None = None
+    config_source: str = "the config"  # "stdin" when the front end read it from there
+    file: str | None = None
+    cmdline: str | None = None
+    pid: int | None = None
+    target: str | None = None
+    tp: int | None = None
+    dp: int | None = None
+    pp: int | None = None
+    expert_parallel: bool | None = None
+    kv_role: str | None = None
+    soc: str | None = None
+    hf_config: str | None = None
+    env_file: str | None = None
+    arch: str | None = None
+    sysroot: str | None = None
+    env: Mapping[str, str] | None = None  # this process's environment when None
+
+
+@dataclass(frozen=True)
+class CheckConfigReport:
+    report: Report
+    rules_source: str  # where the version's rules come from, for the header
+
+    @property
+    def has_errors(self) -> bool:
+        return self.report.has_errors
+
+    @property
+    def has_warnings(self) -> bool:
+        return self.report.has_warnings
+
+
+def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
+    from ascendtune.core.vllm_config import checker, inputs
+    from ascendtune.core.vllm_config.model import KV_ROLES
+
+    ver = checker.version(opts.target)  # an unknown --target fails before anything is read
+    given = [
+        n
+        for n, v in (
+            ("CONFIG", opts.config),
+            ("--file", opts.file),
+            ("--cmdline", opts.cmdline),
+            ("--pid", opts.pid),
+        )
+        if v is not None
+    ]
+    if len(given) != 1:
+        raise UsageError(
+            "give the config once: " + (" or ".join(given) if given else "none given"),
+            "use one of CONFIG ('-' for stdin), --file, --cmdline or --pid",
+        )
+    if opts.kv_role is not None and opts.kv_role not in KV_ROLES:
+        raise UsageError(f"unknown --kv-role {opts.kv_role!r}", "use " + ", ".join(KV_ROLES))
+    soc_name = inputs.parse_soc(opts.soc) if opts.soc is not None else None
+
+    root = _root(opts.sysroot) if (opts.sysroot is not None or opts.pid is not None) else None
+    env: dict[str, str] | None = None
+    env_source = "environment"
+    parsed: Cmdline | None = None
+    if opts.config is not None:
+        text, source = opts.config, opts.config_source
+    elif opts.file is not None:
+        text, source = read_text_file(opts.file, "--file"), opts.file
+    else:
+        if opts.cmdline is not None:
+            argv, source = inputs.split_cmdline(opts.cmdline), "--cmdline"
+        else:
+            assert opts.pid is not None and root is not None
+            argv, source = _pid_argv(root, opts.pid), f"PID {opts.pid}"
+            environ = root.read_text(f"proc/{opts.pid}/environ")
+            if environ is not None and opts.env_file is None:
+                env, env_source = inputs.parse_environ(environ), "pid"
+        parsed = inputs.parse_cmdline(argv, source)
+        if parsed.config_text is None:
+            raise InvalidInput(
+                f"{source} has no --additional-config",
+                "vLLM-Ascend then runs with its defaults; check '{}' to see them",
+            )
+        text, source = parsed.config_text, f"--additional-config of {source}"
+    cfg = inputs.parse_config(text, source)
+
+    if opts.env_file is not None:
+        env = inputs.parse_env_file(read_text_file(opts.env_file, "--env-file"))
+        env_source = "file"
+    if env is None and root is not None and not root.live:
+        # a captured host: this machine's environment says nothing about that server's
+        env, env_source = {}, "unknown"
+    if env is None:
+        env = dict(os.environ if opts.env is None else opts.env)
+    facts = _facts(
+        parsed,
+        opts,
+        soc=soc_name,
+        arch=opts.arch or _arch(root),
+        model=(
+            inputs.parse_hf_config(read_text_file(opts.hf_config, "--hf-config"), opts.hf_config)
+            if opts.hf_config is not None
+            else None
+        ),
+        env=env,
+        env_source=env_source,
+    )
+    return CheckConfigReport(checker.check(cfg, ver.name, facts), ver.source)
+
+
+def check_config_document(result: CheckConfigReport) -> dict[str, Any]:
+    return result.report.to_json()
+
+
+def _root(sysroot: str | None) -> Root:
+    from ascendtune.app.hosts import open_root
+    from ascendtune.app.options import HostSource
+
+    return open_root(HostSource(sysroot=sysroot))
+
+
+def read_text_file(path: str, option: str) -> str:
+    """A file the user named (--file, --env-file, --hf-config), as text."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        return p.read_text()
+    except FileNotFoundError:
+        raise MissingError(f"{option} {path} does not exist", "check the path") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{option} {path} cannot be read: {e}") from None
+
+
+def _pid_argv(root: Root, pid: int) -> list[str]:
+    from ascendtune.core.vllm_config import inputs
+
+    text = root.read_text(f"proc/{pid}/cmdline")
+    if text is None:
+        raise MissingError(
+            f"no process with PID {pid} (on {root.describe()})",
+            "check the PID with `ps`, or give --cmdline",
+        )
+    argv = [a for a in text.split("\0") if a]
+    if not inputs.is_vllm(argv):
+        shown = " ".join(argv)[:80] or "(empty command line)"
+        raise MissingError(
+            f"PID {pid} is not vLLM: {shown}",
+            "give the PID of a `vllm serve` process (the API server)",
+        )
+    return argv
+
+
+def _arch(root: Root | None) -> str:
+    """meta.json's arch on a captured host, else this machine's."""
+    if root is not None and not root.live:
+        import json
+
+        text = root.read_text("meta.json")
+        if text:
+            try:
+                meta = json.loads(text)
+            except ValueError:
+                meta = None
+            if isinstance(meta, dict) and isinstance(meta.get("arch"), str):
+                return str(meta["arch"])
+    from ascendtune.host.system import machine_arch
+
+    return machine_arch()
+
+
+def _facts(
+    parsed: Cmdline | None,
+    opts: CheckConfigOptions,
+    *,
+    soc: str | None,
+    arch: str,
+    model: Any,
+    env: dict[str, str],
+    env_source: str,
+) -> Facts:
+    """Explicit options win over what the command line says; absent both, a fact is unknown."""
+    from ascendtune.core.vllm_config.model import Facts
+
+    c = parsed
+    ep = opts.expert_parallel
+    return Facts(
+        tp=opts.tp if opts.tp is not None else c.tp if c else None,
+        dp=opts.dp if opts.dp is not None else c.dp if c else None,
+        pp=opts.pp if opts.pp is not None else c.pp if c else None,
+        enable_expert_parallel=ep if ep is not None else c.enable_expert_parallel if c else None,
+        kv_role=opts.kv_role if opts.kv_role is not None else c.kv_role if c else None,
+        enforce_eager=c.enforce_eager if c else None,
+        num_speculative_tokens=c.num_speculative_tokens if c else None,
+        max_num_batched_tokens=c.max_num_batched_tokens if c else None,
+        block_size=c.block_size if c else None,
+        scheduling_policy=c.scheduling_policy if c else None,
+        enable_eplb=c.enable_eplb if c else None,
+        numa_bind=c.numa_bind if c else None,
+        soc=soc,
+        arch=arch,
+        model=model,
+        env=env,
+        env_source=env_source,
+    )

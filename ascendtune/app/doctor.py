@@ -1,0 +1,115 @@
+"""`doctor`: host checks and the worker audit against a plan, as a report and its document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.app.options import DoctorOptions, PlanOptions
+from ascendtune.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from ascendtune.core.doctor import Check, PlanFacts
+    from ascendtune.core.model import Host
+    from ascendtune.host.sysroot import Root
+
+SECTION_NAMES = ("host", "workers")
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    checks: list[Check]
+    root: Root
+    host: Host | None
+    plan: PlanFacts
+    sections: tuple[str, ...]
+
+    @property
+    def exit_code(self) -> int:
+        from ascendtune.core.doctor import exit_code
+
+        return exit_code(self.checks)
+
+
+def sections_of(section: str | None) -> tuple[str, ...]:
+    if section is None:
+        return SECTION_NAMES
+    if section not in SECTION_NAMES:
+        raise UsageError(f"--section {section}: expected one of {', '.join(SECTION_NAMES)}")
+    return (section,)
+
+
+def _read_host(root: Root) -> tuple[Host | None, str | None]:
+    """The host model, or why it could not be read (doctor still runs the checks it can)."""
+    from ascendtune.core.errors import AscendtuneError
+    from ascendtune.host.reader import read_host
+
+    try:
+        return read_host(root), None
+    except AscendtuneError as e:
+        return None, str(e)
+
+
+def plan_facts(host: Host | None, host_error: str | None, opts: PlanOptions) -> PlanFacts:
+    """The plan the workers are compared with, or why there is none."""
+    from ascendtune.app.plan import build_request, resolve_policy
+    from ascendtune.core.doctor import PlanFacts
+    from ascendtune.core.errors import InvalidInput, MissingError, PlanError
+    from ascendtune.core.planner import make_plan
+
+    options = tuple(opts.given())
+    policy = opts.policy
+    if host is None:
+        return PlanFacts(policy, error=f"host unreadable: {host_error}", options=options)
+    policy = resolve_policy(host, policy)
+    if not host.accelerators:
+        return PlanFacts(policy, error="no accelerator on this host", options=options)
+    from dataclasses import replace
+
+    req = build_request(host, replace(opts, ranks=None, spill=False))
+    try:
+        plan = make_plan(host, req)
+    except PlanError as e:
+        return PlanFacts(policy, error=e.message, cpus_problem=True, options=options)
+    except (MissingError, InvalidInput) as e:
+        if opts.visible_devices is not None or opts.reserve is not None:
+            raise  # the options given are wrong: say so, do not bury it in a row
+        return PlanFacts(policy, error=e.message, options=options)
+    return PlanFacts(policy, plan=plan, options=options)
+
+
+def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
+    from ascendtune.app.plan import check_policy
+    from ascendtune.core.doctor import DoctorInput, host_checks, worker_checks
+    from ascendtune.host.facts import find_workers, gather_host_facts, scanned_note
+
+    check_policy(opts.plan.policy)
+    for s in opts.sections:
+        sections_of(s)
+    host, host_error = _read_host(root)
+    plan = plan_facts(host, host_error, opts.plan)
+    inp = DoctorInput(gather_host_facts(root), host, host_error, plan)
+    checks: list[Check] = []
+    if "host" in opts.sections:
+        checks += host_checks(inp)
+    if "workers" in opts.sections:
+        checks += worker_checks(find_workers(root, host), inp, scanned_note(root, host))
+    return DoctorReport(checks, root, host, plan, tuple(opts.sections))
+
+
+def doctor_document(report: DoctorReport) -> dict[str, Any]:
+    from ascendtune.core.doctor import summary
+
+    plan, host, root = report.plan, report.host, report.root
+    return {
+        "root": root.describe(),
+        "live": root.live,
+        "hostname": host.hostname if host else None,
+        "sections": list(report.sections),
+        "policy": plan.policy,
+        "plan_mode": plan.plan.mode if plan.plan else None,
+        "plan_error": plan.error,
+        "checks": [c.to_json() for c in report.checks],
+        "summary": summary(report.checks),
+        "notes": list(host.notes) if host else [],
+    }

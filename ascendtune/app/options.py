@@ -1,0 +1,56 @@
+"""The options each command takes, as typed frozen values (front ends build them, the app reads
+them): where the host comes from, and how to plan it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HostSource:
+    """Where a host is read from: an embedded demo, a captured sysroot, or (neither) this host."""
+
+    sysroot: str | None = None
+    demo: str | None = None
+
+    def describe(self) -> str:
+        if self.demo is not None:
+            return f"demo {self.demo}"
+        if self.sysroot is not None:
+            return f"sysroot {self.sysroot}"
+        return "this host"
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What `plan`, `bind --rank`, `doctor` and the API take to compute a plan."""
+
+    policy: str = "auto"
+    visible_devices: str | None = None  # as typed: "6,4"; None: the environment, else all
+    ranks: int | None = None
+    soc: str | None = None
+    reserve: str | None = None  # a cpulist as typed
+    no_irq_reserve: bool = False
+    spill: bool = False
+    # the environment the visible-devices variable is read from (None: this process's)
+    env: Mapping[str, str] | None = None
+
+    def given(self) -> list[str]:
+        """The command-line spelling of what was given (doctor repeats it in its fixes)."""
+        out: list[str] = []
+        if self.visible_devices is not None:
+            out += ["--visible-devices", self.visible_devices]
+        if self.soc is not None:
+            out += ["--soc", self.soc]
+        if self.reserve is not None:
+            out += ["--reserve", self.reserve]
+        if self.no_irq_reserve:
+            out.append("--no-irq-reserve")
+        return out
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    sections: tuple[str, ...] = ("host", "workers")
+    plan: PlanOptions = PlanOptions()

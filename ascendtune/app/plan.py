@@ -1,0 +1,219 @@
+"""`plan`: from plan options and a host to a plan, every policy side by side, and their documents."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.app.options import PlanOptions
+from ascendtune.core.cpulist import format_cpulist, parse_cpulist, parse_int_list
+from ascendtune.core.errors import AscendtuneError, InvalidInput, ParseError, PlanError, UsageError
+from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, make_plan
+
+if TYPE_CHECKING:
+    from ascendtune.core.model import Host
+    from ascendtune.core.planner import Plan, PlanRequest
+
+AUTO = "auto"  # vllm-ascend on Ascend hosts (what will happen), numa-local on GPU hosts
+COMPARE = "compare"
+SOC_NAMES = ("A2", "A3", "310P", "A5", "910")
+
+
+def policy_choices(*, compare: bool = False) -> tuple[str, ...]:
+    """What `--policy` accepts, from the registry."""
+    return (AUTO, *POLICY_NAMES, *((COMPARE,) if compare else ()))
+
+
+def check_policy(policy: str, *, compare: bool = False) -> None:
+    if policy not in policy_choices(compare=compare):
+        raise UsageError(
+            f"--policy {policy}: expected one of {', '.join(policy_choices(compare=compare))}"
+        )
+
+
+def resolve_policy(host: Host, policy: str) -> str:
+    if policy != AUTO:
+        return policy
+    return "vllm-ascend" if host.npus or not host.gpus else "numa-local"
+
+
+def visible_list(text: str, source: str) -> tuple[int, ...]:
+    """A device list in the order given; UUIDs and repeated ids are refused with a reason."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if any(x.upper().startswith(("GPU-", "MIG-")) for x in items):
+        raise InvalidInput(
+            f"{source} names devices by UUID ({items[0]}); ascendtune plans by index",
+            "give --visible-devices with the indices nvidia-smi prints",
+        )
+    ids = parse_int_list(text, source=source)
+    if len(ids) != len(items) and "-" not in text:
+        raise InvalidInput(f"{source} {text} names a device twice")
+    return ids
+
+
+def build_request(host: Host, opts: PlanOptions) -> PlanRequest:
+    """The planner's request for opts on host (policy resolved, lists parsed, SoC checked)."""
+    from ascendtune.core.model import Soc
+    from ascendtune.core.planner import PlanRequest
+
+    env = os.environ if opts.env is None else opts.env
+    env_name = "ASCEND_RT_VISIBLE_DEVICES" if host.npus or not host.gpus else "CUDA_VISIBLE_DEVICES"
+    visible = None
+    source = "every device"
+    if opts.visible_devices is not None:
+        visible = visible_list(opts.visible_devices, "--visible-devices")
+        source = "--visible-devices"
+    elif env.get(env_name, "").strip():
+        visible, source = visible_list(env[env_name], env_name), env_name
+    soc_value = None
+    if opts.soc is not None:
+        by_name = {s.value.upper(): s for s in Soc}
+        soc_value = by_name.get(opts.soc.strip().upper())
+        if soc_value is None or soc_value in (Soc.UNKNOWN, Soc.GPU):
+            raise UsageError(f"--soc {opts.soc}: expected one of {', '.join(SOC_NAMES)}")
+    reserved: frozenset[int] = frozenset()
+    if opts.reserve:
+        try:
+            reserved = parse_cpulist(opts.reserve, source="--reserve")
+        except ParseError as e:
+            raise InvalidInput(e.message) from None
+    return PlanRequest(
+        policy=resolve_policy(host, opts.policy),
+        visible=visible,
+        ranks=opts.ranks,
+        soc=soc_value,
+        reserve=reserved,
+        irq_reserve=not opts.no_irq_reserve,
+        spill=opts.spill,
+        visible_source=source,
+    )
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    host: Host
+    request: PlanRequest
+    plan: Plan
+    better: str | None = None  # vllm-ascend plans: the policy that beats it, in words
+
+
+def plan(host: Host, opts: PlanOptions) -> PlanReport:
+    """One policy's plan of host; raises the planner's errors."""
+    check_policy(opts.policy)
+    req = build_request(host, opts)
+    p = make_plan(host, req)
+    better = None
+    if p.policy == "vllm-ascend":
+        try:
+            better = _better(host, p, req)
+        except AscendtuneError:
+            better = None
+    return PlanReport(host, req, p, better)
+
+
+def _better(host: Host, plan: Plan, base: PlanRequest) -> str | None:
+    """A short line when another policy beats vLLM-Ascend's plan on locality or overlap."""
+    mean = _mean_locality(plan)
+    for name in ("numa-local", "numa-slice"):
+        try:
+            other = make_plan(host, replace(base, policy=name))
+        except AscendtuneError:
+            continue
+        om = _mean_locality(other)
+        if (om is not None and mean is not None and om > mean + 1e-9) or (
+            plan.overlaps and not other.overlaps
+        ):
+            parts = []
+            if om is not None and mean is not None:
+                parts.append(f"mean locality {om:.0%} vs {mean:.0%}")
+            if plan.overlaps and not other.overlaps:
+                parts.append("no overlapping ranks")
+            return f"better: --policy {name} ({', '.join(parts)})"
+    return None
+
+
+def _mean_locality(plan: Plan) -> float | None:
+    vals = [r.locality for r in plan.ranks if r.locality is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    host: Host
+    plans: dict[str, Plan | str]  # policy -> its plan, or why it cannot plan this host
+
+    @property
+    def ok(self) -> list[Plan]:
+        return [p for p in self.plans.values() if not isinstance(p, str)]
+
+
+def compare(host: Host, opts: PlanOptions) -> CompareReport:
+    """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
+    # options are checked once: a bad device list is the user's error, not a policy's
+    base = build_request(host, replace(opts, policy=POLICY_NAMES[0]))
+    devices = host.npus or host.gpus
+    vendor = devices[0].vendor if devices else None
+    plans: dict[str, Plan | str] = {}
+    for name in compare_policies(vendor):
+        if vendor is not None and vendor not in POLICIES[name].vendors:
+            continue
+        try:
+            plans[name] = make_plan(host, replace(base, policy=name))
+        except PlanError as e:
+            plans[name] = e.message
+    return CompareReport(host, plans)
+
+
+def compare_document(report: CompareReport) -> dict[str, Any]:
+    return {
+        "policies": {
+            n: (plan_document(p) if not isinstance(p, str) else {"error": p})
+            for n, p in report.plans.items()
+        }
+    }
+
+
+def require_some_plan(report: CompareReport) -> None:
+    if not report.ok:
+        raise PlanError(
+            "no policy can plan this host: "
+            + "; ".join(f"{n}: {p}" for n, p in report.plans.items())
+        )
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back."""
+    return {
+        "policy": plan.policy,
+        "mode": plan.mode,
+        "soc": plan.soc.value,
+        "vendor": plan.vendor,
+        "visible_devices": list(plan.visible),
+        "cpus_allowed": format_cpulist(plan.cpus_allowed),
+        "reserved": format_cpulist(plan.reserved),
+        "ranks": [
+            {
+                "rank": r.rank,
+                "device": r.device,
+                "logical_id": r.logical_id,
+                "cpus": format_cpulist(r.cpus),
+                "numa_nodes": list(r.numa_nodes),
+                "device_numa_node": r.device_node,
+                "locality": None if r.locality is None else round(r.locality, 4),
+                "roles": r.roles.to_json(),
+                **(
+                    {"vllm_log_line": r.vllm_log_line(plan.mode)}
+                    if plan.policy == "vllm-ascend"
+                    else {}
+                ),
+            }
+            for r in plan.ranks
+        ],
+        "overlaps": [
+            {"ranks": list(o.ranks), "cpus": format_cpulist(o.cpus)} for o in plan.overlaps
+        ],
+        "idle_cpus": format_cpulist(plan.idle_cpus),
+        "findings": [f.to_json() for f in plan.findings],
+        "notes": list(plan.notes),
+    }
