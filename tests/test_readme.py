@@ -24,3 +24,13 @@ def test_two_quick_start_commands() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci = (TOP / ".ci" / "run").read_text().splitlines()
     assert quick_start_commands()[1] in ci
+
+
+def test_library_example_runs(capsys: object) -> None:
+    text = (TOP / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.+?)\n```", text, flags=re.S)
+    assert blocks, "the README shows the API"
+    for code in blocks:
+        exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert out.splitlines()[0].startswith("0 4 ")
