@@ -26,11 +26,11 @@ def _doc(body: dict[str, Any]) -> dict[str, Any]:
 
 def topo(sysroot: str | None = None, demo: str | None = None) -> dict[str, Any]:
     """`ascendtune topo --json`."""
-    from ascendtune.app.hosts import load_host
+    from ascendtune.app.hosts import load
     from ascendtune.app.topo import topo_document
 
-    _, host = load_host(HostSource(sysroot, demo))
-    return _doc(topo_document(host))
+    got = load(HostSource(sysroot, demo))
+    return _doc(topo_document(got.host, got.identity))
 
 
 def plan(
@@ -42,16 +42,16 @@ def plan(
     """`ascendtune plan --json`; plan_options are PlanOptions' fields (visible_devices="6,4",
     ranks, soc, reserve, no_irq_reserve, spill, env); policy="compare" gives every policy."""
     from ascendtune.app import plan as app_plan
-    from ascendtune.app.hosts import load_host
+    from ascendtune.app.hosts import load
 
     opts = PlanOptions(policy=policy, **plan_options)
     app_plan.check_policy(policy, compare=True)
-    _, host = load_host(HostSource(sysroot, demo))
+    got = load(HostSource(sysroot, demo))
     if policy == app_plan.COMPARE:
-        report = app_plan.compare(host, opts)
+        report = app_plan.compare(got.host, opts)
         app_plan.require_some_plan(report)
-        return _doc(app_plan.compare_document(report))
-    return _doc(app_plan.plan_document(app_plan.plan(host, opts).plan))
+        return _doc(app_plan.compare_document(report, got.identity))
+    return _doc(app_plan.plan_document(app_plan.plan(got.host, opts).plan, got.identity))
 
 
 def doctor(

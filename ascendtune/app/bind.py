@@ -51,10 +51,10 @@ def resolve_target(
             )
         return target_from_plan(read_plan_file(plan_file), rank, source=str(plan_file))
     from ascendtune.app import plan as app_plan
-    from ascendtune.app.hosts import load_host
+    from ascendtune.app.hosts import load
 
-    _, host = load_host(source)
-    doc = {"schema_version": 1, **app_plan.plan_document(app_plan.plan(host, plan).plan)}
+    got = load(source)
+    doc = {"schema_version": 1, **app_plan.plan_document(app_plan.plan(got.host, plan).plan)}
     return target_from_plan(doc, rank, source=f"{plan.policy} plan of {source.describe()}")
 
 

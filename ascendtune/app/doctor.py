@@ -23,6 +23,7 @@ class DoctorReport:
     host: Host | None
     plan: PlanFacts
     sections: tuple[str, ...]
+    identity: dict[str, Any]
 
     @property
     def exit_code(self) -> int:
@@ -94,7 +95,9 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
         checks += host_checks(inp)
     if "workers" in opts.sections:
         checks += worker_checks(find_workers(root, host), inp, scanned_note(root, host))
-    return DoctorReport(checks, root, host, plan, tuple(opts.sections))
+    from ascendtune.app.hosts import identity
+
+    return DoctorReport(checks, root, host, plan, tuple(opts.sections), identity(root))
 
 
 def doctor_document(report: DoctorReport) -> dict[str, Any]:
@@ -102,6 +105,7 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
 
     plan, host, root = report.plan, report.host, report.root
     return {
+        "host": report.identity,
         "root": root.describe(),
         "live": root.live,
         "hostname": host.hostname if host else None,

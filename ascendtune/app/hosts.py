@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ascendtune.app.options import HostSource
 from ascendtune.core.errors import UsageError
@@ -31,9 +32,24 @@ def read_host(root: Root) -> Host:
     return _read(root)
 
 
-def load_host(source: HostSource) -> tuple[Root, Host]:
+@dataclass(frozen=True)
+class Loaded:
+    """A host as a command reads it: the root, the model, and which host it is."""
+
+    root: Root
+    host: Host
+    identity: dict[str, Any]
+
+
+def identity(root: Root) -> dict[str, Any]:
+    from ascendtune.host.identity import host_identity
+
+    return host_identity(root)
+
+
+def load(source: HostSource) -> Loaded:
     root = open_root(source)
-    return root, read_host(root)
+    return Loaded(root, read_host(root), identity(root))
 
 
 def demo_names() -> list[tuple[str, str]]:

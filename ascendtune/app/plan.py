@@ -165,12 +165,13 @@ def compare(host: Host, opts: PlanOptions) -> CompareReport:
     return CompareReport(host, plans)
 
 
-def compare_document(report: CompareReport) -> dict[str, Any]:
+def compare_document(report: CompareReport, identity: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
+        **({"host": identity} if identity is not None else {}),
         "policies": {
             n: (plan_document(p) if not isinstance(p, str) else {"error": p})
             for n, p in report.plans.items()
-        }
+        },
     }
 
 
@@ -182,9 +183,11 @@ def require_some_plan(report: CompareReport) -> None:
         )
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
-    """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back."""
+def plan_document(plan: Plan, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back; identity is
+    the host it was made for (`bind --plan` refuses a plan of another host)."""
     return {
+        **({"host": identity} if identity is not None else {}),
         "policy": plan.policy,
         "mode": plan.mode,
         "soc": plan.soc.value,

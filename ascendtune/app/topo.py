@@ -13,11 +13,12 @@ def links_json(links: Mapping[int, Mapping[int, str]]) -> dict[str, dict[str, st
     return {str(a): {str(b): t for b, t in sorted(row.items())} for a, row in sorted(links.items())}
 
 
-def topo_document(host: Host) -> dict[str, Any]:
-    """`topo --json` (SPEC section 3) from the host model."""
+def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`topo --json` (SPEC section 3) from the host model, and which host it is."""
     from ascendtune.core.cpulist import format_cpulist as f
 
     return {
+        **({"host": identity} if identity is not None else {}),
         "hostname": host.hostname,
         "arch": host.arch,
         "soc": host.soc.value if host.npus else ("gpu" if host.gpus else None),

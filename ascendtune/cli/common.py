@@ -16,7 +16,7 @@ from ascendtune.core.errors import AscendtuneError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ascendtune.core.model import Host
+    from ascendtune.app.hosts import Loaded
     from ascendtune.host.sysroot import Root
 
 SCHEMA_VERSION = 1
@@ -98,10 +98,12 @@ def open_root(sysroot: str | None, demo: str | None) -> Root:
     return _open(HostSource(sysroot=sysroot, demo=demo))
 
 
-def load_host(sysroot: str | None, demo: str | None) -> Host:
-    from ascendtune.app.hosts import read_host
+def load_host(sysroot: str | None, demo: str | None) -> Loaded:
+    """The host a read command shows: root, model and identity."""
+    from ascendtune.app.hosts import Loaded, identity, read_host
 
-    return read_host(open_root(sysroot, demo))
+    root = open_root(sysroot, demo)
+    return Loaded(root, read_host(root), identity(root))
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -119,7 +119,8 @@ def register(app: typer.Typer) -> None:
         if emit is not None and emit not in EMITS:
             raise UsageError(f"--emit {emit}: expected one of {', '.join(EMITS)}")
         app_plan.check_policy(policy, compare=True)
-        host = load_host(sysroot, demo)
+        got = load_host(sysroot, demo)
+        host = got.host
         opts = plan_options(
             policy=policy,
             visible_devices=visible_devices,
@@ -132,14 +133,14 @@ def register(app: typer.Typer) -> None:
         if policy == app_plan.COMPARE:
             report = app_plan.compare(host, opts)
             if json_out:
-                print_json(app_plan.compare_document(report))
+                print_json(app_plan.compare_document(report, got.identity))
             app_plan.require_some_plan(report)
             if not json_out:
                 _render_compare(report)
             return
         result = app_plan.plan(host, opts)
         if json_out:
-            print_json(app_plan.plan_document(result.plan))
+            print_json(app_plan.plan_document(result.plan, got.identity))
             return
         if emit:
             for line in emit_lines(result.plan, emit):

@@ -123,8 +123,8 @@ def register(app: typer.Typer) -> None:
         """Show accelerators, links, NUMA nodes, and the cpuset beside each device's CPU affinity."""
         from ascendtune.cli.common import load_host
 
-        host = load_host(sysroot, demo)
+        got = load_host(sysroot, demo)
         if json_out:
-            print_json(topo_document(host))
+            print_json(topo_document(got.host, got.identity))
         else:
-            render_topo(host)
+            render_topo(got.host)

@@ -85,7 +85,9 @@ def host_paths(root: Root) -> list[str]:
 
 def capture(root: Root) -> Capture:
     cap = Capture()
-    for rel in host_paths(root):
+    from ascendtune.host.identity import IDENTITY_PATHS
+
+    for rel in (*host_paths(root), *IDENTITY_PATHS):
         cap.take(root, rel)
     cap.missing = [
         m for m in cap.missing if not m.endswith(("/online", "/class", "/possible", "/present"))

@@ -1,0 +1,63 @@
+"""Which host a document was made for: hostname, a digest of its machine-id and boot-id, and
+whether it was read live, from a sysroot or from a demo. `bind --plan` compares the identity a
+plan carries with this host's, so a plan of another host is not applied here by mistake."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+from typing import Any
+
+from ascendtune.host.sysroot import Root
+
+MACHINE_ID = "etc/machine-id"
+BOOT_ID = "proc/sys/kernel/random/boot_id"
+IDENTITY_PATHS = (MACHINE_ID, BOOT_ID)
+
+
+def _digest(text: str | None) -> str | None:
+    value = (text or "").strip()
+    if not value:
+        return None
+    # a digest, not the id: a plan file travels, and machine-id is meant to stay private
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def _meta_hostname(root: Root) -> str | None:
+    text = root.read_text("meta.json")
+    try:
+        meta = json.loads(text) if text else None
+    except ValueError:
+        return None
+    name = meta.get("hostname") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def host_identity(root: Root) -> dict[str, Any]:
+    label = root.describe()
+    if root.live:
+        source = "live"
+        hostname: str | None = socket.gethostname()
+    else:
+        source = "demo" if label.startswith("demo:") else "sysroot"
+        hostname = _meta_hostname(root)
+    return {
+        "source": source,
+        "root": label,
+        "hostname": hostname,
+        "machine_id_sha256": _digest(root.read_text(MACHINE_ID)),
+        "boot_id_sha256": _digest(root.read_text(BOOT_ID)),
+    }
+
+
+def same_host(plan_id: dict[str, Any], here: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a plan's identity names this host, and in words why not."""
+    if plan_id.get("source") != "live":
+        where = plan_id.get("root") or plan_id.get("source")
+        return False, f"it was computed from {plan_id.get('source')} {where}, not from a live host"
+    for key, what in (("machine_id_sha256", "machine-id"), ("hostname", "hostname")):
+        theirs, ours = plan_id.get(key), here.get(key)
+        if theirs and ours and theirs != ours:
+            return False, f"its {what} differs from this host's ({plan_id.get('hostname')})"
+    return True, ""
