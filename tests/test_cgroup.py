@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
@@ -183,6 +185,28 @@ def test_v1_cpuset_comes_before_the_unified_hierarchy() -> None:
     assert version_of(entries, mounts) == 1
     assert version_of(parse_proc_cgroup("0::/x\n"), parse_mountinfo(V2_MOUNT)) == 2
     assert version_of(entries, ()) is None
+
+
+_SEGMENT = st.sampled_from(["a", "b", "kubepods", "pod1", "..", ".", "", "x y"])
+_PATH = st.lists(_SEGMENT, max_size=5).map(lambda parts: "/" + "/".join(parts))
+
+
+@given(text=st.text(max_size=300))
+def test_parsers_never_raise_on_any_text(text: str) -> None:
+    for e in parse_proc_cgroup(text):
+        assert e.path.startswith("/")
+    for m in parse_mountinfo(text):
+        assert m.fstype in ("cgroup", "cgroup2") and m.mountpoint.startswith("/")
+
+
+@given(path=_PATH, mount_root=_PATH)
+def test_a_cgroup_folder_never_leaves_its_mount(path: str, mount_root: str) -> None:
+    m = CgroupMount(mount_root, "/sys/fs/cgroup", "cgroup2")
+    d = directory_of(path, m)
+    if d is not None:
+        assert d == "sys/fs/cgroup" or d.startswith("sys/fs/cgroup/")
+        assert ".." not in d.split("/")
+        assert walk_up(d, m)[-1] == "sys/fs/cgroup"
 
 
 # ---- the resolver on small roots ----------------------------------------------------------------

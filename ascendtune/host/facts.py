@@ -388,10 +388,10 @@ def _existing(root: Root, paths: Iterable[str | None]) -> list[str]:
 def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     """Every path, relative to root, that `doctor` reads on this host and that exists.
 
-    Files (knobs, per-CPU governors, proc/self/{status,cgroup}, etc/os-release, the cgroup
-    cpuset files, irqbalance's proc/PID/comm) and, for each worker, proc/PID/{status,comm,
-    cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents' proc/PPID/{stat,comm}
-    and its cgroup's cpuset file. Entries under proc/PID/fd/ are symbolic links (to
+    Files (knobs, per-CPU governors, proc/self/{status,cgroup,mountinfo}, etc/os-release, the
+    cpuset files the cgroup resolver used, irqbalance's proc/PID/comm) and, for each worker,
+    proc/PID/{status,comm,cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents'
+    proc/PPID/{stat,comm} and the cpuset files its cgroup resolved to. Entries under proc/PID/fd/ are symbolic links (to
     /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
     repeated here. Workers come from open device files and from the npu-smi process table of
     `host`; without `host` it is read here (on a live root that runs npu-smi again).
