@@ -19,6 +19,7 @@ from ascendtune.core.bindplan import (
 )
 from ascendtune.core.errors import InvalidInput, ParseError
 from ascendtune.host.affinity import cpuset_cpus
+from ascendtune.host.sysroot import DirRoot
 
 PLAN = {
     "schema_version": 1,
@@ -176,43 +177,44 @@ def test_every_thread_target_is_one_of_the_target_masks(
         assert mask <= t.all_cpus
 
 
-# ---- the cgroup cpuset of a process (a fake /proc and cgroup tree under tmp_path) -------------
+# ---- the cgroup cpuset of a process (a sysroot with proc and a cgroup tree under tmp_path) ---
+# (the resolver itself is tested table by table in test_cgroup.py)
 
 
-def _fake_proc(tmp_path: Path, cgroup: str, mountinfo: str) -> str:
+def _fake_proc(tmp_path: Path, cgroup: str, mountinfo: str) -> DirRoot:
     proc = tmp_path / "proc"
     (proc / "self").mkdir(parents=True)
     (proc / "42").mkdir()
     (proc / "42" / "cgroup").write_text(cgroup)
     (proc / "self" / "mountinfo").write_text(mountinfo)
-    return str(proc)
+    return DirRoot(tmp_path)
 
 
 def test_cpuset_v2_walks_up_to_the_nearest_cgroup_with_the_controller(tmp_path: Path) -> None:
-    cg = tmp_path / "cg"
+    cg = tmp_path / "sys/fs/cgroup"
     (cg / "kubepods" / "pod1").mkdir(parents=True)
     (cg / "kubepods" / "cpuset.cpus.effective").write_text("4-7,12\n")
-    proc = _fake_proc(
+    root = _fake_proc(
         tmp_path,
         "0::/kubepods/pod1\n",
-        f"30 1 0:26 / {cg} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",
+        "30 1 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",
     )
-    assert cpuset_cpus(42, proc=proc) == {4, 5, 6, 7, 12}
+    assert cpuset_cpus(42, root=root) == {4, 5, 6, 7, 12}
 
 
 def test_cpuset_v1_is_read_from_the_cpuset_hierarchy(tmp_path: Path) -> None:
-    cg = tmp_path / "cpuset"
+    cg = tmp_path / "sys/fs/cgroup/cpuset"
     (cg / "docker" / "abc").mkdir(parents=True)
     (cg / "docker" / "abc" / "cpuset.effective_cpus").write_text("2-3\n")
-    proc = _fake_proc(
+    root = _fake_proc(
         tmp_path,
         "4:memory:/docker/abc\n3:cpuset:/docker/abc\n0::/\n",
-        f"35 25 0:30 / {cg} rw,nosuid - cgroup cgroup rw,cpuset\n",
+        "35 25 0:30 / /sys/fs/cgroup/cpuset rw,nosuid - cgroup cgroup rw,cpuset\n",
     )
-    assert cpuset_cpus(42, proc=proc) == {2, 3}
+    assert cpuset_cpus(42, root=root) == {2, 3}
 
 
 def test_cpuset_unknown_is_none(tmp_path: Path) -> None:
-    proc = _fake_proc(tmp_path, "0::/\n", "")
-    assert cpuset_cpus(42, proc=proc) is None
-    assert cpuset_cpus(43, proc=proc) is None
+    root = _fake_proc(tmp_path, "0::/\n", "")
+    assert cpuset_cpus(42, root=root) is None
+    assert cpuset_cpus(43, root=root) is None

@@ -108,6 +108,7 @@ class HostFacts:
     env: Mapping[str, str] | None  # locale variables that are set; None: not recorded
     os_ids: tuple[str, ...] = ()  # ID and ID_LIKE of etc/os-release
     uid: int | None = None  # this process's uid
+    cgroup_cpuset_file: str | None = None  # the file cgroup_cpuset came from
 
 
 @dataclass(frozen=True)
@@ -376,7 +377,8 @@ def _judge_cpuset(inp: DoctorInput) -> Verdict:
     if allowed != online:
         value += f" ({len(allowed)} of {len(online)} online CPUs)"
     if facts.cgroup_cpuset is not None and facts.cgroup_cpuset != allowed:
-        value += f"; cgroup cpuset.cpus.effective {format_cpulist(facts.cgroup_cpuset)}"
+        name = (facts.cgroup_cpuset_file or "cpuset.cpus.effective").rpartition("/")[2]
+        value += f"; cgroup {name} {format_cpulist(facts.cgroup_cpuset)}"
     plan = inp.plan
     if plan.error and plan.cpus_problem:
         return "fail", value, f"{plan.policy} cannot bind under this cpuset: {plan.error}"

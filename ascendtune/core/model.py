@@ -176,6 +176,10 @@ class Host:
     notes: tuple[str, ...] = ()  # facts an operator must know that arose while reading
     soc_detected: Soc | None = None  # family from every signal (names, PCI ids, chips per card)
     tool_errors: tuple[str, ...] = ()  # vendor tools that were found but failed, with their error
+    # the cgroup cpuset of this process (None: unknown) and the file it came from; cpus_allowed
+    # is already narrowed to it
+    cgroup_cpuset: CpuSet | None = None
+    cgroup_cpuset_file: str | None = None
 
     @property
     def cpus_offline(self) -> CpuSet:

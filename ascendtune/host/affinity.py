@@ -29,6 +29,8 @@ from ascendtune.core.errors import (
     PermissionDenied,
 )
 from ascendtune.host import runner
+from ascendtune.host.cgroup import resolve_cpuset
+from ascendtune.host.sysroot import DirRoot, Root
 
 PROC = "/proc"
 SYS_CPU_ONLINE = "/sys/devices/system/cpu/online"
@@ -120,25 +122,6 @@ def online_cpus() -> CpuSet:
         return frozenset(os.sched_getaffinity(0))
 
 
-def _mounts(proc: str = PROC) -> list[tuple[str, str, str, str]]:
-    """(root, mountpoint, fstype, super options) of every cgroup mount."""
-    out: list[tuple[str, str, str, str]] = []
-    try:
-        with open(f"{proc}/self/mountinfo") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        a = left.split()
-        b = right.split()
-        if len(a) >= 5 and len(b) >= 3 and b[0] in ("cgroup", "cgroup2"):
-            out.append((a[3], a[4].replace("\\040", " "), b[0], b[2]))
-    return out
-
-
 def _read_cpus_file(path: str) -> CpuSet | None:
     try:
         with open(path) as f:
@@ -152,60 +135,15 @@ def _read_cpus_file(path: str) -> CpuSet | None:
     return cpus or None
 
 
-def _under(mount_root: str, mountpoint: str, cgroup_path: str) -> str | None:
-    rel = os.path.relpath(cgroup_path, mount_root) if mount_root != "/" else cgroup_path.lstrip("/")
-    if rel.startswith(".."):
-        return None
-    return os.path.normpath(os.path.join(mountpoint, rel if rel != "." else ""))
-
-
-def cpuset_cpus(pid: int, proc: str = PROC) -> CpuSet | None:
+def cpuset_cpus(pid: int, root: Root | None = None) -> CpuSet | None:
     """The CPUs the cgroup cpuset of `pid` allows, None when it cannot be told (no limit known).
 
     sched_setaffinity silently narrows a mask to these CPUs, and fails with EINVAL when the mask
-    holds none of them, so a plan is checked against them before anything changes.
+    holds none of them, so a plan is checked against them before anything changes. The answer
+    is the shared resolver's (ascendtune.host.cgroup), on the live root unless one is given.
     """
-    try:
-        with open(f"{proc}/{pid}/cgroup") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    v1_path = v2_path = None
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            v2_path = parts[2]
-        elif "cpuset" in parts[1].split(","):
-            v1_path = parts[2]
-    mounts = _mounts(proc)
-    if v1_path is not None:
-        for root, point, fstype, opts in mounts:
-            if fstype == "cgroup" and "cpuset" in opts.split(","):
-                d = _under(root, point, v1_path)
-                if d is None:
-                    continue
-                for name in ("cpuset.effective_cpus", "cpuset.cpus"):
-                    got = _read_cpus_file(os.path.join(d, name))
-                    if got is not None:
-                        return got
-    if v2_path is not None:
-        for root, point, fstype, _opts in mounts:
-            if fstype != "cgroup2":
-                continue
-            d = _under(root, point, v2_path)
-            if d is None:
-                continue
-            # the controller may be off below some level: the nearest ancestor with it rules
-            while True:
-                got = _read_cpus_file(os.path.join(d, "cpuset.cpus.effective"))
-                if got is not None:
-                    return got
-                if os.path.normpath(d) == os.path.normpath(point):
-                    break
-                d = os.path.dirname(d)
-    return None
+    found = resolve_cpuset(root if root is not None else DirRoot("/", live=True), pid)
+    return found.cpus if found is not None else None
 
 
 def numa_nodes_of(cpus: CpuSet) -> tuple[int, ...]:

@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ascendtune.core.cpulist import CpuSet, parse_cpulist
+from ascendtune.core.cgroup import parse_proc_cgroup
+from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.doctor import (
     TOOLS,
     Ancestor,
@@ -22,6 +23,7 @@ from ascendtune.core.doctor import (
 )
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host, Vendor
+from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host, read_meta, read_status_list
 from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
 
@@ -83,48 +85,6 @@ def _governors(root: Root) -> dict[int, str]:
         if text is not None and text.strip():
             out[int(m.group(1))] = text.strip()
     return out
-
-
-def _cgroup_cpuset_path(root: Root, cgroup_text: str | None) -> str | None:
-    """The cpuset file of the cgroup a proc/PID/cgroup text names (v2 first, then v1)."""
-    if cgroup_text is None:
-        return None
-    v2 = root.read_text(CGROUP2_MARK) is not None
-    for line in cgroup_text.splitlines():
-        parts = line.strip().split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        rel = path.strip().strip("/")
-        if v2 and controllers == "" and parts[0] == "0":
-            return "/".join(p for p in ("sys/fs/cgroup", rel, CGROUP2_CPUSET) if p)
-        if not v2 and "cpuset" in controllers.split(","):
-            return "/".join(p for p in (CGROUP1_CPUSET_DIR, rel, CGROUP1_CPUSET) if p)
-    return None
-
-
-def _cpuset_file(root: Root, rel: str | None) -> CpuSet | None:
-    if rel is None:
-        return None
-    text = root.read_text(rel)
-    if text is None or not text.strip():
-        return None
-    try:
-        return parse_cpulist(text, source=rel)
-    except ParseError:
-        return None
-
-
-def _own_cpuset(root: Root) -> tuple[int | None, CpuSet | None]:
-    if root.read_text(CGROUP2_MARK) is not None:
-        version: int | None = 2
-        fallback = f"sys/fs/cgroup/{CGROUP2_CPUSET}"
-    elif root.listdir(CGROUP1_CPUSET_DIR) is not None:
-        version, fallback = 1, f"{CGROUP1_CPUSET_DIR}/{CGROUP1_CPUSET}"
-    else:
-        return None, None
-    own = _cpuset_file(root, _cgroup_cpuset_path(root, root.read_text(SELF_CGROUP)))
-    return version, own if own is not None else _cpuset_file(root, fallback)
 
 
 def _status_int(status: str | None, key: str, base: int = 10) -> int | None:
@@ -216,7 +176,7 @@ def gather_host_facts(root: Root) -> HostFacts:
         debugfs = root.read_text(SCHED_MIGRATION_DEBUGFS)
         if debugfs is not None:
             migration = FileValue(SCHED_MIGRATION_DEBUGFS, debugfs)
-    version, cpuset = _own_cpuset(root)
+    own = resolve_cpuset(root)
     return HostFacts(
         root=root.describe(),
         live=root.live,
@@ -227,14 +187,15 @@ def gather_host_facts(root: Root) -> HostFacts:
         sched_migration_cost=migration,
         thp=FileValue(THP, root.read_text(THP)),
         irqbalance_pids=_irqbalance(root, _pids(root)),
-        cgroup_version=version,
-        cgroup_cpuset=cpuset,
+        cgroup_version=own.version if own is not None else cgroup_version(root),
+        cgroup_cpuset=own.cpus if own is not None else None,
         cap_eff=_status_int(status, "CapEff", 16),
         tools=tools_of(root, meta),
         arch=_arch(root, meta),
         env=_env(root, meta),
         os_ids=_os_ids(root),
         uid=_status_int(status, "Uid"),
+        cgroup_cpuset_file=own.file if own is not None else None,
     )
 
 
@@ -385,7 +346,7 @@ def find_workers(root: Root, host: Host | None) -> list[WorkerFacts]:
                 session=st[2] if st else None,
                 ancestors=_ancestors(root, st[1]) if st else (),
                 cgroup=_cgroup_key(cgroup_text),
-                cpuset=_cpuset_file(root, _cgroup_cpuset_path(root, cgroup_text)),
+                cpuset=cpuset.cpus if (cpuset := resolve_cpuset(root, pid)) is not None else None,
                 threads=_threads(root, pid),
                 device_files=files,
             )
@@ -395,18 +356,9 @@ def find_workers(root: Root, host: Host | None) -> list[WorkerFacts]:
 
 def _cgroup_key(text: str | None) -> str | None:
     """The cgroup a process is in (v2 path, else the v1 cpuset path): one service, one cgroup."""
-    if not text:
-        return None
-    v1 = None
-    for line in text.splitlines():
-        parts = line.strip().split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            return parts[2]
-        if "cpuset" in parts[1].split(","):
-            v1 = parts[2]
-    return v1
+    entries = parse_proc_cgroup(text or "")
+    v2 = next((e.path for e in entries if e.unified), None)
+    return v2 or next((e.path for e in reversed(entries) if "cpuset" in e.controllers), None)
 
 
 def scanned_note(root: Root, host: Host | None) -> str:
@@ -436,10 +388,10 @@ def _existing(root: Root, paths: Iterable[str | None]) -> list[str]:
 def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     """Every path, relative to root, that `doctor` reads on this host and that exists.
 
-    Files (knobs, per-CPU governors, proc/self/{status,cgroup}, etc/os-release, the cgroup
-    cpuset files, irqbalance's proc/PID/comm) and, for each worker, proc/PID/{status,comm,
-    cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents' proc/PPID/{stat,comm}
-    and its cgroup's cpuset file. Entries under proc/PID/fd/ are symbolic links (to
+    Files (knobs, per-CPU governors, proc/self/{status,cgroup,mountinfo}, etc/os-release, the
+    cpuset files the cgroup resolver used, irqbalance's proc/PID/comm) and, for each worker,
+    proc/PID/{status,comm,cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents'
+    proc/PPID/{stat,comm} and the cpuset files its cgroup resolved to. Entries under proc/PID/fd/ are symbolic links (to
     /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
     repeated here. Workers come from open device files and from the npu-smi process table of
     `host`; without `host` it is read here (on a live root that runs npu-smi again).
@@ -454,7 +406,7 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     for entry in root.listdir(CPU_DIR) or []:
         if re.fullmatch(r"cpu\d+", entry):
             paths += _existing(root, [f"{CPU_DIR}/{entry}/cpufreq/scaling_governor"])
-    paths += _existing(root, [_cgroup_cpuset_path(root, root.read_text(SELF_CGROUP))])
+    paths += cpuset_paths(root)
     pids = _pids(root) or []
     paths += [f"proc/{p}/comm" for p in _irqbalance(root, pids) or ()]
     for w in find_workers(root, host):
@@ -472,5 +424,5 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
             paths += _existing(root, [f"{base}/task/{tid}/status", f"{base}/task/{tid}/comm"])
         for a in w.ancestors:
             paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
-        paths += _existing(root, [_cgroup_cpuset_path(root, root.read_text(f"{base}/cgroup"))])
+        paths += cpuset_paths(root, w.pid)
     return list(dict.fromkeys(paths))

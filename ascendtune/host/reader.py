@@ -31,6 +31,7 @@ from ascendtune.host import pci
 from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
 
 if TYPE_CHECKING:
+    from ascendtune.core.cgroup import Cpuset
     from ascendtune.core.parsers.nvidia_smi import TopoMDetails
     from ascendtune.host.nvml import NvmlGpu
 
@@ -145,13 +146,18 @@ def read_nodes(root: Root, online: CpuSet) -> tuple[NumaNode, ...]:
 
 def read_allowed(
     root: Root, online: CpuSet, present: CpuSet
-) -> tuple[CpuSet, frozenset[int] | None, bool]:
+) -> tuple[CpuSet, frozenset[int] | None, bool, Cpuset | None]:
+    """(allowed CPUs, allowed memory nodes, whether from proc/self/status, the cgroup cpuset):
+    the status mask narrowed to the cgroup cpuset when both are known."""
+    from ascendtune.host.cgroup import resolve_cpuset
+
+    cgroup = resolve_cpuset(root)
     status = root.read_text("proc/self/status")
     if status is None:
-        return online, None, False
+        return online, None, False, cgroup
     raw = read_status_list(status, "Cpus_allowed_list")
     if raw is None:
-        return online, None, False
+        return online, None, False, cgroup
     allowed = parse_cpulist(raw, source="proc/self/status Cpus_allowed_list")
     possible = _cpulist_file(root, f"{CPU_DIR}/possible")
     if possible is not None or root.read_text(f"{CPU_DIR}/present") is not None:
@@ -170,7 +176,16 @@ def read_allowed(
             f"{root.describe()}: Cpus_allowed_list {format_cpulist(allowed)} holds no online CPU "
             f"(online: {format_cpulist(online)})"
         )
-    return allowed & online, mems, True
+    if cgroup is not None:
+        # live, the kernel keeps the mask inside the cpuset; a sysroot may disagree
+        if not allowed & online & cgroup.cpus:
+            raise InvalidInput(
+                f"{root.describe()}: Cpus_allowed_list {format_cpulist(allowed)} and the cgroup "
+                f"cpuset {format_cpulist(cgroup.cpus)} ({cgroup.file}) share no online CPU",
+                "capture the host again with `ascendtune snapshot`",
+            )
+        allowed &= cgroup.cpus
+    return allowed & online, mems, True, cgroup
 
 
 def read_meta(root: Root) -> dict[str, object]:
@@ -246,7 +261,7 @@ def read_host(root: Root) -> Host:
         )
         for c, cpu in cpus.items()
     }
-    allowed, mems, from_status = read_allowed(root, online, present)
+    allowed, mems, from_status, cgroup = read_allowed(root, online, present)
     meta = read_meta(root)
     notes: list[str] = []
     pci_devices = read_pci(root)
@@ -333,6 +348,8 @@ def read_host(root: Root) -> Host:
         notes=tuple(notes),
         soc_detected=soc,
         tool_errors=tuple(tools.errors),
+        cgroup_cpuset=cgroup.cpus if cgroup is not None else None,
+        cgroup_cpuset_file=cgroup.file if cgroup is not None else None,
     )
 
 
