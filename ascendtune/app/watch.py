@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ascendtune.core.bindplan import target_from_plan
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
-from ascendtune.core.errors import InvalidInput, MissingError
+from ascendtune.core.errors import InvalidInput, MissingError, UsageError
 from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, WorkerReport
 
 SCHEMA_VERSION = 1
@@ -82,13 +82,46 @@ def target_from_plan_doc(
     )
 
 
+def targets_for(
+    pids: Sequence[int],
+    *,
+    cpus: str | None,
+    plan_doc: Any | None,
+    plan_source: str,
+    ranks: Sequence[int],
+    online: CpuSet,
+    node_map: Mapping[int, CpuSet],
+) -> list[WatchTarget]:
+    """One target per --pid: against --cpus, against a plan's rank (one --rank for all, or one
+    per --pid in order), or against nothing."""
+    if cpus is not None and plan_doc is not None:
+        raise UsageError("give --cpus LIST or --plan FILE --rank R, not both")
+    if plan_doc is None:
+        if ranks:
+            raise UsageError("--rank R picks a rank of --plan FILE; give the plan too")
+        if cpus is None:
+            return [WatchTarget(pid=p) for p in pids]
+        return [target_from_cpus(p, cpus, online=online, node_map=node_map) for p in pids]
+    if not ranks:
+        raise UsageError("--plan FILE needs --rank R (the rank each --pid serves)")
+    if len(ranks) not in (1, len(pids)):
+        raise UsageError(
+            f"{len(ranks)} --rank for {len(pids)} --pid: give one --rank for all, or one per --pid"
+        )
+    per = list(ranks) * len(pids) if len(ranks) == 1 else list(ranks)
+    return [
+        target_from_plan_doc(p, plan_doc, r, source=plan_source, online=online, node_map=node_map)
+        for p, r in zip(pids, per, strict=True)
+    ]
+
+
 def check_online(cpus: CpuSet, online: CpuSet, what: str) -> None:
     outside = cpus - online
     if outside:
         raise InvalidInput(
             f"{what}: CPUs {format_cpulist(outside)} are not online on this host "
             f"(online: {format_cpulist(online)})",
-            f"watch CPUs within {format_cpulist(online)}",
+            "see the host's CPUs with `ascendtune topo`",
         )
 
 
