@@ -551,3 +551,22 @@ def test_plan_file_and_errors(spawn: Spawn, tmp_path: Path) -> None:
     bad.write_text("{nope")
     code, _, _, err = watch("--once", "--pid", str(p.pid), "--plan", str(bad), "--rank", "0")
     assert code == 5 and "not JSON" in err
+
+
+def test_zombie_threads_run_nowhere_and_a_zombie_process_has_exited(tmp_path: Path) -> None:
+    t = ProcTree(tmp_path)
+    t.process(100, "w")
+    t.thread(100, 100, "w", 5, 1)
+    t.thread(100, 101, "worker", 5, 1)
+    sampler = t.sampler()
+
+    def die(_s: float) -> None:
+        (t.proc / "100/task/100/stat").write_text(stat_line(100, "w", (5, 0), 1, state="Z"))
+        t.drop(100, 101)
+        status = t.proc / "100/status"
+        status.write_text(status.read_text().replace("S (sleeping)", "Z (zombie)"))
+
+    report = watch_once([WatchTarget(pid=100)], sampler, interval_s=1.0, sleep=die)
+    (w,) = report.workers
+    assert (w.alive, len(w.threads), w.threads_exited) == (False, 0, 2)
+    assert watch_document(report)["workers"][0]["alive"] is False

@@ -116,6 +116,8 @@ class ProcSampler:
             st = parse_stat(text, source=f"{base}/stat")
         except ParseError:
             return None  # cut short as the thread exited
+        if st.state in ("Z", "X", "x"):
+            return None  # exited, waiting to be reaped: it runs nowhere
         if not detail:
             return ThreadSample(
                 tid=tid, name=st.comm, processor=st.processor, cpu_ticks=st.cpu_ticks
