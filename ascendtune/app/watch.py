@@ -1,0 +1,279 @@
+"""`watch` as the application sees it: what to watch (targets from --pid with --cpus or a plan),
+one sample of a given length, and the JSON document of a report.
+
+Worker discovery will hand in its own list of WatchTarget (pid, device, plan CPUs); everything
+below takes such a list.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ascendtune.core.bindplan import target_from_plan
+from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
+from ascendtune.core.errors import InvalidInput, MissingError, UsageError
+from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, WorkerReport
+
+SCHEMA_VERSION = 1
+
+
+class ProcSampler(Protocol):
+    """What a session needs of the host (ascendtune.host.watch.ProcSampler is one)."""
+
+    clock_ticks: int
+
+    def tgid(self, pid: int) -> int | None: ...
+
+    def sample(
+        self, workers: Iterable[int], *, neighbours: bool = True, ignore: Iterable[int] = ()
+    ) -> HostSample: ...
+
+
+def _node_cpus(nodes: Sequence[int], node_map: Mapping[int, CpuSet]) -> CpuSet | None:
+    known = [node_map[n] for n in nodes if n in node_map]
+    if not known:
+        return None
+    return frozenset().union(*known)
+
+
+def target_from_cpus(
+    pid: int, text: str, *, online: CpuSet, node_map: Mapping[int, CpuSet]
+) -> WatchTarget:
+    """Watch pid against an explicit cpulist; its node is every node holding those CPUs."""
+    cpus = parse_cpulist(text, source="--cpus")
+    if not cpus:
+        raise InvalidInput("--cpus names no CPU", "give a cpulist such as 0-3,8")
+    check_online(cpus, online, "--cpus")
+    nodes = tuple(n for n, c in node_map.items() if c & cpus)
+    return WatchTarget(pid=pid, plan_cpus=cpus, node_cpus=_node_cpus(nodes, node_map), nodes=nodes)
+
+
+def target_from_plan_doc(
+    pid: int,
+    doc: Any,
+    rank: int,
+    *,
+    source: str,
+    online: CpuSet,
+    node_map: Mapping[int, CpuSet],
+) -> WatchTarget:
+    """Watch pid against rank's CPUs (and roles) of a plan as `ascendtune plan --json` prints it.
+
+    The reference node is the device's own (`device_numa_node`) when the plan names it, else
+    the plan's `numa_nodes` for the rank.
+    """
+    bt = target_from_plan(doc, rank, source=source)
+    check_online(bt.all_cpus, online, f"{source} rank {rank}")
+    entry = next(r for r in doc["ranks"] if isinstance(r, dict) and r.get("rank") == rank)
+    device = entry.get("device") if isinstance(entry.get("device"), int) else None
+    dev_node = entry.get("device_numa_node")
+    nodes: tuple[int, ...] = (dev_node,) if isinstance(dev_node, int) else bt.numa_nodes
+    roles = {k: v for k, v in bt.roles.items() if k in ("main", "acl", "release")}
+    return WatchTarget(
+        pid=pid,
+        device=device,
+        plan_cpus=bt.cpus,
+        roles=roles,
+        node_cpus=_node_cpus(nodes, node_map),
+        nodes=nodes,
+        rank=rank,
+    )
+
+
+def targets_for(
+    pids: Sequence[int],
+    *,
+    cpus: str | None,
+    plan_doc: Any | None,
+    plan_source: str,
+    ranks: Sequence[int],
+    online: CpuSet,
+    node_map: Mapping[int, CpuSet],
+) -> list[WatchTarget]:
+    """One target per --pid: against --cpus, against a plan's rank (one --rank for all, or one
+    per --pid in order), or against nothing."""
+    if cpus is not None and plan_doc is not None:
+        raise UsageError("give --cpus LIST or --plan FILE --rank R, not both")
+    if plan_doc is None:
+        if ranks:
+            raise UsageError("--rank R picks a rank of --plan FILE; give the plan too")
+        if cpus is None:
+            return [WatchTarget(pid=p) for p in pids]
+        return [target_from_cpus(p, cpus, online=online, node_map=node_map) for p in pids]
+    if not ranks:
+        raise UsageError("--plan FILE needs --rank R (the rank each --pid serves)")
+    if len(ranks) not in (1, len(pids)):
+        raise UsageError(
+            f"{len(ranks)} --rank for {len(pids)} --pid: give one --rank for all, or one per --pid"
+        )
+    per = list(ranks) * len(pids) if len(ranks) == 1 else list(ranks)
+    return [
+        target_from_plan_doc(p, plan_doc, r, source=plan_source, online=online, node_map=node_map)
+        for p, r in zip(pids, per, strict=True)
+    ]
+
+
+def check_online(cpus: CpuSet, online: CpuSet, what: str) -> None:
+    outside = cpus - online
+    if outside:
+        raise InvalidInput(
+            f"{what}: CPUs {format_cpulist(outside)} are not online on this host "
+            f"(online: {format_cpulist(online)})",
+            "see the host's CPUs with `ascendtune topo`",
+        )
+
+
+def check_targets(targets: Sequence[WatchTarget], sampler: ProcSampler) -> None:
+    """MissingError for a PID that does not exist; InvalidInput for a thread id."""
+    for t in targets:
+        tgid = sampler.tgid(t.pid)
+        if tgid is None:
+            raise MissingError(f"no process {t.pid} on this host", "check the PID with `ps -ef`")
+        if tgid != t.pid:
+            raise InvalidInput(
+                f"{t.pid} is a thread of process {tgid}, not a process",
+                f"watch the whole process with --pid {tgid}",
+            )
+
+
+class Session:
+    """A running watch: one sample now, then one per `step()`; `report()` at any time."""
+
+    def __init__(
+        self,
+        targets: Sequence[WatchTarget],
+        sampler: ProcSampler,
+        *,
+        interval_s: float,
+        ignore_pids: Sequence[int] = (),
+    ) -> None:
+        self.targets = list(targets)
+        self.sampler = sampler
+        self.ignore = tuple(ignore_pids)
+        self.watch = Watch(self.targets, clock_ticks=sampler.clock_ticks, interval_s=interval_s)
+        self.step()
+
+    def step(self) -> WatchReport:
+        pids = [t.pid for t in self.targets]
+        self.watch.update(self.sampler.sample(pids, neighbours=True, ignore=self.ignore))
+        return self.watch.report()
+
+    def report(self) -> WatchReport:
+        return self.watch.report()
+
+    @property
+    def all_exited(self) -> bool:
+        return all(not w.alive for w in self.watch.report().workers)
+
+
+def watch_once(
+    targets: Sequence[WatchTarget],
+    sampler: ProcSampler,
+    *,
+    interval_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    ignore_pids: Sequence[int] = (),
+) -> WatchReport:
+    """One sample of length interval_s: read, wait, read again."""
+    check_targets(targets, sampler)
+    session = Session(targets, sampler, interval_s=interval_s, ignore_pids=ignore_pids)
+    sleep(interval_s)
+    return session.step()
+
+
+def _share(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def _worker_doc(w: WorkerReport) -> dict[str, Any]:
+    t = w.target
+    planned = t.plan_cpus is not None
+    noded = t.node_cpus is not None
+    threads: list[dict[str, Any]] = []
+    for th in w.threads:
+        d: dict[str, Any] = {
+            "tid": th.tid,
+            "name": th.name,
+            "cpus_ran": format_cpulist(th.cpus_ran),
+            "last_cpu": th.last_cpu,
+            "migrations": th.migrations,
+            "migrations_source": th.migrations_source,
+            "ctx_voluntary": th.ctx_voluntary,
+            "ctx_involuntary": th.ctx_involuntary,
+            "cpu_time_s": round(th.cpu_time_s, 3),
+        }
+        if planned:
+            d["off_plan_share"] = _share(th.off_plan_share)
+        if noded:
+            d["off_node_share"] = _share(th.off_node_share)
+        if planned or noded:
+            d["share_basis"] = th.share_basis
+        if th.role is not None:
+            d["role"] = th.role
+            d["role_cpus"] = None if th.role_cpus is None else format_cpulist(th.role_cpus)
+            d["role_stayed"] = th.role_stayed
+        threads.append(d)
+    doc: dict[str, Any] = {
+        "pid": w.pid,
+        "name": w.name,
+        "alive": w.alive,
+        "rank": t.rank,
+        "device": t.device,
+        "plan_cpus": None if t.plan_cpus is None else format_cpulist(t.plan_cpus),
+        "numa_nodes": list(t.nodes),
+        "node_cpus": None if t.node_cpus is None else format_cpulist(t.node_cpus),
+        "cpu_time_s": round(w.cpu_time_s, 3),
+    }
+    if planned:
+        doc["off_plan_share"] = _share(w.off_plan_share)
+    if noded:
+        doc["off_node_share"] = _share(w.off_node_share)
+    doc.update(
+        {
+            "threads_total": len(w.threads),
+            "threads_seen": w.threads_seen,
+            "threads_exited": w.threads_exited,
+            "threads": threads,
+            "role_threads": [
+                {k: d[k] for k in ("tid", "name", "role", "cpus_ran", "role_cpus", "role_stayed")}
+                for d in threads
+                if "role" in d
+            ],
+            "memory_by_node": None
+            if w.memory_by_node is None
+            else [
+                {"node": n, "bytes": b, "mib": round(b / (1 << 20), 1)}
+                for n, b in sorted(w.memory_by_node.items())
+            ],
+            "neighbours_cpus": None
+            if w.reference_cpus is None
+            else format_cpulist(w.reference_cpus),
+            "neighbours": [
+                {
+                    "pid": n.pid,
+                    "tid": n.tid,
+                    "process": n.process,
+                    "name": n.name,
+                    "cpu_time_s": round(n.cpu_time_s, 3),
+                    "cpus": format_cpulist(n.cpus),
+                }
+                for n in w.neighbours
+            ],
+            "neighbours_dropped": w.neighbours_dropped,
+        }
+    )
+    return doc
+
+
+def watch_document(report: WatchReport) -> dict[str, Any]:
+    """The `watch --json` document (SPEC section 3 style: schema_version first, cpulists)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "interval_s": report.interval_s,
+        "elapsed_s": round(report.elapsed_s, 3),
+        "samples": report.samples,
+        "clock_ticks": report.clock_ticks,
+        "workers": [_worker_doc(w) for w in report.workers],
+    }

@@ -1,0 +1,287 @@
+"""`ascendtune watch`: a live view of where each worker's threads really run, or one sample
+(`--once`, `--json`) for scripts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ascendtune.cli.common import JsonOpt, handle_errors, print_json
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from ascendtune.core.watch import WatchReport, WorkerReport
+
+MAX_THREAD_ROWS = 32  # per worker on screen; --json has them all
+
+
+def _read_plan(path: Path) -> Any:
+    from ascendtune.core.errors import MissingError, ParseError
+
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise MissingError(f"cannot read plan {path}: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(
+            f"not JSON: {e.msg}",
+            source=str(path),
+            line=e.lineno,
+            hint="write it with `ascendtune plan --json > FILE`",
+        ) from None
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def _mib(b: int) -> str:
+    mib = b / (1 << 20)
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+
+
+def _worker_lines(w: WorkerReport) -> tuple[str, list[tuple[str, ...]], list[str]]:
+    from ascendtune.core.cpulist import format_cpulist as f
+
+    t = w.target
+    head = [f"PID {w.pid} {w.name}" + ("" if w.alive else " (exited)")]
+    if t.rank is not None:
+        head.append(f"rank {t.rank}" + (f" NPU {t.device}" if t.device is not None else ""))
+    if t.plan_cpus is not None:
+        head.append(f"plan CPUs {f(t.plan_cpus)}, off plan {_pct(w.off_plan_share)}")
+    if t.node_cpus is not None:
+        nodes = ",".join(map(str, t.nodes))
+        head.append(f"node {nodes}, off node {_pct(w.off_node_share)}")
+    head.append(f"CPU {w.cpu_time_s:.1f}s")
+    head.append(
+        f"{len(w.threads)} threads" + (f", {w.threads_exited} exited" if w.threads_exited else "")
+    )
+    if w.memory_by_node:
+        head.append(
+            "memory " + ", ".join(f"N{n} {_mib(b)}" for n, b in sorted(w.memory_by_node.items()))
+        )
+    planned = t.plan_cpus is not None
+    # the busiest threads first, and role threads always
+    ranked = sorted(w.threads, key=lambda th: (th.role is None, -th.cpu_time_s, th.tid))
+    rows: list[tuple[str, ...]] = []
+    for th in ranked[:MAX_THREAD_ROWS]:
+        role = ""
+        if th.role is not None:
+            role = th.role + (
+                " ok" if th.role_stayed else " moved" if th.role_stayed is False else ""
+            )
+        rows.append(
+            (
+                str(th.tid),
+                th.name,
+                "" if th.last_cpu is None else str(th.last_cpu),
+                f(th.cpus_ran),
+                str(th.migrations),
+                "" if th.ctx_voluntary is None else str(th.ctx_voluntary),
+                "" if th.ctx_involuntary is None else str(th.ctx_involuntary),
+                f"{th.cpu_time_s:.2f}",
+                _pct(th.off_plan_share) if planned else "",
+                role,
+            )
+        )
+    if len(ranked) > MAX_THREAD_ROWS:
+        rows.append(("…", f"{len(ranked) - MAX_THREAD_ROWS} more", *([""] * 8)))
+    tail: list[str] = []
+    if w.neighbours:
+        on = f(w.reference_cpus) if w.reference_cpus is not None else "?"
+        tail.append(
+            f"others on CPUs {on}: "
+            + ", ".join(
+                f"{n.process if n.process == n.name else n.process + '/' + n.name} "
+                f"[{n.pid}] {n.cpu_time_s:.2f}s"
+                for n in w.neighbours
+            )
+        )
+    return " · ".join(head), rows, tail
+
+
+def _screen(report: WatchReport) -> tuple[Any, ...]:
+    """What the screen shows, as plain values: redraw only when it changes."""
+    return tuple(_worker_lines(w) for w in report.workers)
+
+
+def render(
+    report: WatchReport, screen: tuple[Any, ...] | None = None, *, live: bool = True
+) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[RenderableType] = [
+        Text(
+            f"ascendtune watch · {report.samples} samples over {report.elapsed_s:.1f}s "
+            f"(every {report.interval_s:g}s)" + (" · Ctrl-C to stop" if live else "")
+        )
+    ]
+    for head, rows, tail in screen if screen is not None else _screen(report):
+        parts.append(Text(head, style="bold"))
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for col in (
+            "TID",
+            "NAME",
+            "CPU",
+            "RAN ON",
+            "MIGR",
+            "VCSW",
+            "ICSW",
+            "CPU s",
+            "OFF PLAN",
+            "ROLE",
+        ):
+            table.add_column(
+                col, justify="right" if col in ("MIGR", "VCSW", "ICSW", "CPU s") else "left"
+            )
+        for row in rows:
+            table.add_row(*(Text(c) for c in row))
+        parts.append(table)
+        parts.extend(Text(line) for line in tail)
+    return Group(*parts)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "watch",
+        epilog=(
+            "Exit status: 0 done; 3 no such PID; 5 CPUs not online or a bad plan. Threads that "
+            "exit while watched are counted, not errors."
+        ),
+    )
+    @handle_errors
+    def _cmd(
+        pid: Annotated[
+            list[int] | None,
+            typer.Option(
+                "--pid", min=1, help="A process to watch, every thread of it (repeat for more)."
+            ),
+        ] = None,
+        cpus: Annotated[
+            str | None,
+            typer.Option("--cpus", metavar="LIST", help="The CPUs the process should run on."),
+        ] = None,
+        plan: Annotated[
+            Path | None,
+            typer.Option(
+                "--plan",
+                metavar="FILE",
+                exists=True,
+                dir_okay=False,
+                help="A plan written by `ascendtune plan --json`, with --rank.",
+            ),
+        ] = None,
+        rank: Annotated[
+            list[int] | None,
+            typer.Option(
+                "--rank",
+                min=0,
+                help="The plan's rank the process serves (one per --pid, or one for all).",
+            ),
+        ] = None,
+        interval: Annotated[
+            float,
+            typer.Option("--interval", min=0.05, help="Seconds between samples."),
+        ] = 1.0,
+        once: Annotated[
+            bool, typer.Option("--once", help="Take one sample of length --interval and print it.")
+        ] = False,
+        count: Annotated[
+            int | None,
+            typer.Option(
+                "--count", "-n", min=1, help="Stop after this many intervals (like top -n)."
+            ),
+        ] = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """See where each thread of a process really runs: CPUs, migrations, context switches,
+        time off the plan and off the device's node, noisy neighbours, memory per node."""
+        import os
+
+        from ascendtune.app.watch import Session, check_targets, targets_for, watch_document
+        from ascendtune.core.errors import UsageError
+        from ascendtune.host.watch import ProcSampler
+
+        if not pid:
+            raise UsageError("say what to watch: --pid PID (repeat for several processes)")
+        sampler = ProcSampler()
+        plan_doc = _read_plan(plan) if plan is not None else None
+        targets = targets_for(
+            list(pid),
+            cpus=cpus,
+            plan_doc=plan_doc,
+            plan_source=str(plan) if plan is not None else "",
+            ranks=list(rank or []),
+            online=sampler.online_cpus(),
+            node_map=sampler.node_map(),
+        )
+        check_targets(targets, sampler)
+        session = Session(targets, sampler, interval_s=interval, ignore_pids=(os.getpid(),))
+        if once:
+            time.sleep(interval)
+            report = session.step()
+            if json_out:
+                print_json(watch_document(report))
+            else:
+                from ascendtune.cli.common import stdout_console
+
+                stdout_console().print(render(report, live=False))
+            return
+        if json_out:
+            _json_lines(session, interval, count)
+        else:
+            _live(session, interval, count)
+
+
+def _json_lines(session: Any, interval: float, count: int | None) -> None:
+    """One compact document per interval, for a script that reads lines."""
+    from ascendtune.app.watch import watch_document
+
+    done = 0
+    try:
+        while count is None or done < count:
+            time.sleep(interval)
+            report = session.step()
+            done += 1
+            sys.stdout.write(json.dumps(watch_document(report), separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+            if session.all_exited:
+                break
+    except KeyboardInterrupt:
+        return
+
+
+def _live(session: Any, interval: float, count: int | None) -> None:
+    from rich.live import Live
+
+    from ascendtune.cli.common import stdout_console
+
+    con = stdout_console()
+    report = session.report()
+    shown = _screen(report)
+    done = 0
+    with Live(render(report, shown), console=con, auto_refresh=False, transient=False) as live:
+        try:
+            while count is None or done < count:
+                time.sleep(interval)
+                report = session.step()
+                done += 1
+                screen = _screen(report)
+                if screen != shown:  # quiet when nothing changes
+                    shown = screen
+                    live.update(render(report, screen), refresh=True)
+                if session.all_exited:
+                    break
+        except KeyboardInterrupt:
+            pass
+        live.update(render(report, shown), refresh=True)

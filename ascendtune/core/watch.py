@@ -1,0 +1,410 @@
+"""What `watch` computes from samples of /proc: where each worker thread ran, how often it moved,
+how much of its run time fell off the plan or off the device's node, and who else ran there.
+
+Pure: frozen samples in (the host layer takes them), a frozen report out. `Watch` keeps only
+rolling state (the last sample of each live thread, per-CPU tick counts, a capped neighbour
+table), so memory stays bounded however long it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ascendtune.core.bindplan import ROLE_THREADS
+from ascendtune.core.cpulist import CpuSet
+
+NEIGHBOUR_TRACK_CAP = 256  # neighbour threads remembered per worker; the smallest are dropped
+NEIGHBOUR_TOP = 10  # neighbours reported per worker
+
+
+@dataclass(frozen=True)
+class ThreadSample:
+    """One thread at one instant."""
+
+    tid: int
+    name: str
+    processor: int | None
+    cpu_ticks: int  # utime + stime so far
+    nr_migrations: int | None = None  # the kernel's count (sched), when it prints one
+    ctx_voluntary: int | None = None
+    ctx_involuntary: int | None = None
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    """One process at one instant: its threads (those still there when read)."""
+
+    pid: int
+    name: str
+    threads: tuple[ThreadSample, ...]
+    memory_by_node: Mapping[int, int] | None = None  # bytes per NUMA node (numa_maps)
+    cpus_allowed: CpuSet | None = None
+    vanished: int = 0  # threads listed, then gone before their files were read
+
+
+@dataclass(frozen=True)
+class HostSample:
+    """Everything read in one pass: the workers, and (for neighbours) every other thread."""
+
+    at_s: float  # a monotonic clock
+    workers: Mapping[int, ProcessSample]  # pid -> sample; a pid missing here has exited
+    others: tuple[ProcessSample, ...] = ()
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """A process to watch and what it should run on (all optional but the pid)."""
+
+    pid: int
+    device: int | None = None
+    plan_cpus: CpuSet | None = None
+    roles: Mapping[str, CpuSet] = field(default_factory=dict)  # acl / release / main CPUs
+    node_cpus: CpuSet | None = None  # CPUs of the device's NUMA node (or the plan's nodes)
+    nodes: tuple[int, ...] = ()
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class ThreadReport:
+    tid: int
+    name: str
+    cpus_ran: CpuSet
+    migrations: int
+    migrations_source: str  # "sched" (the kernel's count) or "samples" (CPU changes seen)
+    ctx_voluntary: int | None
+    ctx_involuntary: int | None
+    cpu_time_s: float  # gained while watched
+    cpu_ticks_by_cpu: Mapping[int, int]
+    off_plan_share: float | None
+    off_node_share: float | None
+    share_basis: str  # "cpu_time", or "samples" when the thread gained no CPU time
+    last_cpu: int | None
+    role: str | None  # "acl" / "release" for torch_npu's role threads
+    role_cpus: CpuSet | None
+    role_stayed: bool | None  # ran on one CPU only, inside its role CPUs when the plan has them
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    pid: int
+    tid: int
+    process: str
+    name: str
+    cpu_time_s: float  # run time gained on the worker's CPUs
+    cpus: CpuSet
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    pid: int
+    name: str
+    alive: bool
+    target: WatchTarget
+    reference_cpus: CpuSet | None  # the CPUs neighbours are counted on (plan, else allowed)
+    threads: tuple[ThreadReport, ...]
+    threads_exited: int
+    threads_seen: int
+    cpu_time_s: float
+    off_plan_share: float | None
+    off_node_share: float | None
+    memory_by_node: Mapping[int, int] | None
+    neighbours: tuple[Neighbour, ...]
+    neighbours_dropped: int  # neighbour threads forgotten at the tracking cap
+
+
+@dataclass(frozen=True)
+class WatchReport:
+    workers: tuple[WorkerReport, ...]
+    interval_s: float
+    elapsed_s: float
+    samples: int
+    clock_ticks: int
+
+
+@dataclass
+class _Thread:
+    """Rolling state of one live thread."""
+
+    name: str
+    base_ticks: int
+    last_ticks: int
+    base_mig: int | None
+    last_mig: int | None
+    base_vol: int | None
+    last_vol: int | None
+    base_invol: int | None
+    last_invol: int | None
+    last_cpu: int | None
+    cpus_ran: set[int]
+    ticks_by_cpu: dict[int, int]
+    samples_by_cpu: dict[int, int]
+    moves_seen: int = 0
+
+
+@dataclass
+class _Neighbour:
+    pid: int
+    process: str
+    name: str
+    ticks: int
+    cpus: set[int]
+
+
+@dataclass
+class _Worker:
+    target: WatchTarget
+    name: str = ""
+    alive: bool = True
+    threads: dict[int, _Thread] = field(default_factory=dict)
+    exited: int = 0
+    seen_count: int = 0
+    memory: Mapping[int, int] | None = None
+    allowed: CpuSet | None = None
+    neighbours: dict[int, _Neighbour] = field(default_factory=dict)
+    neighbours_dropped: int = 0
+
+
+def _share(by_cpu: Mapping[int, int], inside: CpuSet) -> float | None:
+    total = sum(by_cpu.values())
+    if total <= 0:
+        return None
+    off = sum(v for c, v in by_cpu.items() if c not in inside)
+    return off / total
+
+
+class Watch:
+    """Accumulates HostSamples for a list of targets; `report()` at any time."""
+
+    def __init__(
+        self,
+        targets: list[WatchTarget],
+        *,
+        clock_ticks: int = 100,
+        interval_s: float = 1.0,
+        neighbour_cap: int = NEIGHBOUR_TRACK_CAP,
+        neighbour_top: int = NEIGHBOUR_TOP,
+    ) -> None:
+        self.clock_ticks = clock_ticks
+        self.interval_s = interval_s
+        self.neighbour_cap = neighbour_cap
+        self.neighbour_top = neighbour_top
+        self._workers = {t.pid: _Worker(target=t) for t in targets}
+        self._first_at: float | None = None
+        self._last_at: float | None = None
+        self._samples = 0
+        # last cpu_ticks of every other thread on the host (replaced each sample: bounded)
+        self._others: dict[int, int] = {}
+
+    @property
+    def samples(self) -> int:
+        return self._samples
+
+    def update(self, sample: HostSample) -> None:
+        first = self._samples == 0
+        for pid, w in self._workers.items():
+            ps = sample.workers.get(pid)
+            if ps is None:
+                if w.alive:
+                    w.exited += len(w.threads)
+                    w.threads.clear()
+                w.alive = False
+                continue
+            self._update_worker(w, ps, first=first)
+        self._update_neighbours(sample, first=first)
+        if self._first_at is None:
+            self._first_at = sample.at_s
+        self._last_at = sample.at_s
+        self._samples += 1
+
+    def _update_worker(self, w: _Worker, ps: ProcessSample, *, first: bool) -> None:
+        w.name = ps.name
+        if ps.memory_by_node is not None:
+            w.memory = dict(ps.memory_by_node)
+        if ps.cpus_allowed is not None:
+            w.allowed = ps.cpus_allowed
+        now = {t.tid: t for t in ps.threads}
+        gone = [tid for tid in w.threads if tid not in now]
+        for tid in gone:
+            del w.threads[tid]
+        w.exited += len(gone) + (0 if first else ps.vanished)
+        for tid, t in now.items():
+            st = w.threads.get(tid)
+            if st is None:
+                w.seen_count += 1
+                # a thread born while watched ran all its life under watch: count from zero
+                born = not first
+                st = _Thread(
+                    name=t.name,
+                    base_ticks=0 if born else t.cpu_ticks,
+                    last_ticks=0 if born else t.cpu_ticks,
+                    base_mig=(0 if born and t.nr_migrations is not None else t.nr_migrations),
+                    last_mig=t.nr_migrations,
+                    base_vol=0 if born and t.ctx_voluntary is not None else t.ctx_voluntary,
+                    last_vol=t.ctx_voluntary,
+                    base_invol=0 if born and t.ctx_involuntary is not None else t.ctx_involuntary,
+                    last_invol=t.ctx_involuntary,
+                    last_cpu=t.processor,
+                    cpus_ran=set(),
+                    ticks_by_cpu={},
+                    samples_by_cpu={},
+                )
+                w.threads[tid] = st
+            elif t.processor is not None and st.last_cpu is not None and t.processor != st.last_cpu:
+                st.moves_seen += 1
+            gained = max(0, t.cpu_ticks - st.last_ticks)
+            if t.processor is not None:
+                st.cpus_ran.add(t.processor)
+                st.samples_by_cpu[t.processor] = st.samples_by_cpu.get(t.processor, 0) + 1
+                if gained:
+                    # the time since the last sample is put on the CPU it was last seen on
+                    st.ticks_by_cpu[t.processor] = st.ticks_by_cpu.get(t.processor, 0) + gained
+            st.name = t.name
+            st.last_ticks = t.cpu_ticks
+            st.last_cpu = t.processor
+            st.last_mig = t.nr_migrations
+            st.last_vol = t.ctx_voluntary
+            st.last_invol = t.ctx_involuntary
+
+    def _update_neighbours(self, sample: HostSample, *, first: bool) -> None:
+        refs: dict[int, CpuSet] = {}
+        for pid, w in self._workers.items():
+            ref = self._reference(w)
+            if w.alive and ref:
+                refs[pid] = ref
+        seen: dict[int, int] = {}
+        for proc in (*sample.others, *sample.workers.values()):
+            for t in proc.threads:
+                seen[t.tid] = t.cpu_ticks
+                prev = self._others.get(t.tid)
+                if first or prev is None or t.processor is None:
+                    continue
+                gained = t.cpu_ticks - prev
+                if gained <= 0:
+                    continue
+                for pid, ref in refs.items():
+                    if proc.pid == pid or t.processor not in ref:
+                        continue
+                    self._add_neighbour(self._workers[pid], proc, t, gained)
+        self._others = seen
+
+    def _add_neighbour(self, w: _Worker, proc: ProcessSample, t: ThreadSample, gained: int) -> None:
+        n = w.neighbours.get(t.tid)
+        if n is None:
+            if len(w.neighbours) >= self.neighbour_cap:
+                smallest = min(w.neighbours, key=lambda k: w.neighbours[k].ticks)
+                if w.neighbours[smallest].ticks > gained:
+                    w.neighbours_dropped += 1
+                    return
+                del w.neighbours[smallest]
+                w.neighbours_dropped += 1
+            n = w.neighbours[t.tid] = _Neighbour(proc.pid, proc.name, t.name, 0, set())
+        n.ticks += gained
+        n.name = t.name
+        if t.processor is not None:
+            n.cpus.add(t.processor)
+
+    def _reference(self, w: _Worker) -> CpuSet | None:
+        return w.target.plan_cpus if w.target.plan_cpus is not None else w.allowed
+
+    def report(self) -> WatchReport:
+        workers = tuple(self._report_worker(w) for w in self._workers.values())
+        elapsed = (
+            0.0
+            if self._first_at is None or self._last_at is None
+            else self._last_at - self._first_at
+        )
+        return WatchReport(
+            workers=workers,
+            interval_s=self.interval_s,
+            elapsed_s=elapsed,
+            samples=self._samples,
+            clock_ticks=self.clock_ticks,
+        )
+
+    def _report_worker(self, w: _Worker) -> WorkerReport:
+        tgt = w.target
+        hz = float(self.clock_ticks)
+        threads = tuple(self._report_thread(tid, st, tgt) for tid, st in sorted(w.threads.items()))
+        all_ticks: dict[int, int] = {}
+        for st in w.threads.values():
+            for c, v in st.ticks_by_cpu.items():
+                all_ticks[c] = all_ticks.get(c, 0) + v
+        ranked = sorted(w.neighbours.items(), key=lambda kv: (-kv[1].ticks, kv[0]))
+        neighbours = tuple(
+            Neighbour(
+                pid=n.pid,
+                tid=tid,
+                process=n.process,
+                name=n.name,
+                cpu_time_s=n.ticks / hz,
+                cpus=frozenset(n.cpus),
+            )
+            for tid, n in ranked[: self.neighbour_top]
+        )
+        return WorkerReport(
+            pid=tgt.pid,
+            name=w.name,
+            alive=w.alive,
+            target=tgt,
+            reference_cpus=self._reference(w),
+            threads=threads,
+            threads_exited=w.exited,
+            threads_seen=w.seen_count,
+            cpu_time_s=sum(all_ticks.values()) / hz,
+            off_plan_share=None
+            if tgt.plan_cpus is None
+            else (_share(all_ticks, tgt.plan_cpus) or 0.0),
+            off_node_share=None
+            if tgt.node_cpus is None
+            else (_share(all_ticks, tgt.node_cpus) or 0.0),
+            memory_by_node=w.memory,
+            neighbours=neighbours,
+            neighbours_dropped=w.neighbours_dropped,
+        )
+
+    def _report_thread(self, tid: int, st: _Thread, tgt: WatchTarget) -> ThreadReport:
+        gained = sum(st.ticks_by_cpu.values())
+        # with no run time gained, where the thread sat at each sample is all there is
+        weights = st.ticks_by_cpu if gained else st.samples_by_cpu
+        basis = "cpu_time" if gained else "samples"
+
+        def share(inside: CpuSet | None) -> float | None:
+            if inside is None:
+                return None
+            got = _share(weights, inside)
+            return 0.0 if got is None else got
+
+        if st.base_mig is not None and st.last_mig is not None:
+            migrations, source = max(0, st.last_mig - st.base_mig), "sched"
+        else:
+            migrations, source = st.moves_seen, "samples"
+        role = ROLE_THREADS.get(st.name.strip())
+        role_cpus = tgt.roles.get(role) if role else None
+        stayed: bool | None = None
+        if role is not None and st.cpus_ran:
+            stayed = len(st.cpus_ran) == 1 and (role_cpus is None or st.cpus_ran <= role_cpus)
+        return ThreadReport(
+            tid=tid,
+            name=st.name,
+            cpus_ran=frozenset(st.cpus_ran),
+            migrations=migrations,
+            migrations_source=source,
+            ctx_voluntary=_delta(st.base_vol, st.last_vol),
+            ctx_involuntary=_delta(st.base_invol, st.last_invol),
+            cpu_time_s=max(0, st.last_ticks - st.base_ticks) / float(self.clock_ticks),
+            cpu_ticks_by_cpu=dict(sorted(st.ticks_by_cpu.items())),
+            off_plan_share=share(tgt.plan_cpus),
+            off_node_share=share(tgt.node_cpus),
+            share_basis=basis,
+            last_cpu=st.last_cpu,
+            role=role,
+            role_cpus=role_cpus,
+            role_stayed=stayed,
+        )
+
+
+def _delta(base: int | None, last: int | None) -> int | None:
+    if base is None or last is None:
+        return None
+    return max(0, last - base)
