@@ -22,6 +22,7 @@ from ascendtune.core.doctor import (
 )
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host, Vendor
+from ascendtune.host import vllm_detect
 from ascendtune.host.reader import read_host, read_meta, read_status_list
 from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
 
@@ -473,4 +474,5 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
         for a in w.ancestors:
             paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
         paths += _existing(root, [_cgroup_cpuset_path(root, root.read_text(f"{base}/cgroup"))])
+        paths += vllm_detect.detect_paths(root, w.pid)  # which vLLM-Ascend it runs
     return list(dict.fromkeys(paths))
