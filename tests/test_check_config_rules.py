@@ -542,8 +542,64 @@ CASES = [
     ),
 ]
 
+# issue 11: --compilation-config, vLLM-Omni, and the keys upstream vLLM injects
+PIECEWISE = {"compilation_config": {"cudagraph_mode": "PIECEWISE"}}
+CASES += [
+    Case(
+        "compilation-piecewise",
+        "warning",
+        NPUGRAPH,
+        PIECEWISE,
+        miss_facts={"compilation_config": {"cudagraph_mode": "FULL_DECODE_ONLY"}},
+    ),
+    Case(
+        "unknown-key-omni",
+        "warning",
+        {"code2wav_enable_npu_graph": True},
+        {"with_vllm_omni": True},
+        target=M09,
+        miss_facts={"with_vllm_omni": False},
+    ),
+    Case(
+        "upstream-key-ignored",
+        "info",
+        {},
+        {"gdn_prefill_backend": "triton"},
+        miss_facts={},
+    ),
+    Case(
+        "upstream-key-unverified",
+        "warning",
+        {},
+        {"gdn_prefill_backend": "triton"},
+        target=M09,
+        miss_facts={},
+    ),
+    Case(
+        "upstream-key-fallback",
+        "warning",
+        {},
+        {"kda_prefill_backend": "flashkda"},
+        target=M09,
+        miss_facts={"kda_prefill_backend": "triton"},
+    ),
+    Case(
+        "upstream-key-refused",
+        "error",
+        {},
+        {"gdn_prefill_backend": "triton"},
+        target="v0.27.1rc1",
+        miss_facts={},
+    ),
+]
+
 SCHEMA_CODES = {
     "unknown-key",
+    "unknown-key-omni",
+    "upstream-key-ignored",
+    "upstream-key-unverified",
+    "upstream-key-fallback",
+    "upstream-key-refused",
     "removed-key",
     "deprecated-key",
     "legacy-key-ignored",

@@ -30,6 +30,10 @@ class ProcSampler(Protocol):
         self, workers: Iterable[int], *, neighbours: bool = True, ignore: Iterable[int] = ()
     ) -> HostSample: ...
 
+    def online_cpus(self) -> CpuSet: ...
+
+    def node_map(self) -> dict[int, CpuSet]: ...
+
 
 def _node_cpus(nodes: Sequence[int], node_map: Mapping[int, CpuSet]) -> CpuSet | None:
     known = [node_map[n] for n in nodes if n in node_map]
@@ -277,3 +281,17 @@ def watch_document(report: WatchReport) -> dict[str, Any]:
         "clock_ticks": report.clock_ticks,
         "workers": [_worker_doc(w) for w in report.workers],
     }
+
+
+def live_sampler() -> ProcSampler:
+    """The sampler of this machine's /proc (the CLI never reads /proc itself)."""
+    from ascendtune.host.watch import ProcSampler as LiveSampler
+
+    return LiveSampler()
+
+
+def own_pids() -> tuple[int, ...]:
+    """ascendtune's own process: never a neighbour of what it watches."""
+    from ascendtune.host.system import own_pid
+
+    return (own_pid(),)

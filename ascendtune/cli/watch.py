@@ -206,15 +206,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """See where each thread of a process really runs: CPUs, migrations, context switches,
         time off the plan and off the device's node, noisy neighbours, memory per node."""
-        import os
-
-        from ascendtune.app.watch import Session, check_targets, targets_for, watch_document
+        from ascendtune.app.watch import (
+            Session,
+            check_targets,
+            live_sampler,
+            own_pids,
+            targets_for,
+            watch_document,
+        )
         from ascendtune.core.errors import UsageError
-        from ascendtune.host.watch import ProcSampler
 
         if not pid:
             raise UsageError("say what to watch: --pid PID (repeat for several processes)")
-        sampler = ProcSampler()
+        sampler = live_sampler()
         plan_doc = _read_plan(plan) if plan is not None else None
         targets = targets_for(
             list(pid),
@@ -226,7 +230,7 @@ def register(app: typer.Typer) -> None:
             node_map=sampler.node_map(),
         )
         check_targets(targets, sampler)
-        session = Session(targets, sampler, interval_s=interval, ignore_pids=(os.getpid(),))
+        session = Session(targets, sampler, interval_s=interval, ignore_pids=own_pids())
         if once:
             time.sleep(interval)
             report = session.step()

@@ -23,6 +23,7 @@ from ascendtune.core.doctor import (
 )
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host, Vendor
+from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host, read_meta, read_status_list
 from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
@@ -425,4 +426,5 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
         for a in w.ancestors:
             paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
         paths += cpuset_paths(root, w.pid)
+        paths += vllm_detect.detect_paths(root, w.pid)  # which vLLM-Ascend it runs
     return list(dict.fromkeys(paths))

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ascendtune.core import versions as va_versions
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
+from ascendtune.core.findings import Finding
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
 from ascendtune.core.planner import numa, torch_modes, vllm_ascend
 from ascendtune.core.planner.findings import explain
@@ -33,6 +35,11 @@ class _Ctx:
     visible: tuple[int, ...]  # as given
     usable: CpuSet  # allowed minus reserved
     soc: Soc
+    # ASCEND_RT_VISIBLE_DEVICES as the job sets it (None: unset); `visible` above is the
+    # devices the job drives, in rank order (the same list unless DP or --device-ids is used)
+    env_visible: tuple[int, ...] | None = None
+    dp: int = 1
+    world: int = 0  # ranks per DP engine (tp × pp); 0: every device is one rank of one engine
 
 
 def _context(host: Host, req: PlanRequest) -> _Ctx:
@@ -54,6 +61,29 @@ def _context(host: Host, req: PlanRequest) -> _Ctx:
         )
     if not visible:
         raise InvalidInput("no visible device: the device list is empty")
+    env_visible = req.visible
+    dp, world = 1, 0
+    if req.device_ids is not None:
+        bad_ids = [d for d in req.device_ids if d not in all_ids]
+        if bad_ids or not req.device_ids:
+            raise InvalidInput(
+                f"--device-ids names device {bad_ids[0] if bad_ids else '(none)'}, which this "
+                f"host does not have (devices: {','.join(map(str, all_ids))})"
+            )
+        visible = req.device_ids
+    if req.dp is not None or req.tp is not None or req.pp is not None:
+        dp, pp = req.dp or 1, req.pp or 1
+        if dp < 1 or pp < 1 or (req.tp is not None and req.tp < 1):
+            raise InvalidInput("--dp, --tp and --pp must be at least 1")
+        tp = req.tp if req.tp is not None else max(1, len(visible) // (dp * pp))
+        world = tp * pp
+        if dp * world > len(visible):
+            raise InvalidInput(
+                f"DP {dp} × TP {tp} × PP {pp} = {dp * world} ranks, but the job sees "
+                f"{len(visible)} devices ({','.join(map(str, visible))})",
+                "give more devices (--visible-devices / --device-ids) or smaller sizes",
+            )
+        visible = visible[: dp * world]
     if req.ranks is not None:
         if req.ranks < 1 or req.ranks > len(visible):
             raise InvalidInput(
@@ -67,7 +97,7 @@ def _context(host: Host, req: PlanRequest) -> _Ctx:
     if not usable:
         raise InvalidInput("--reserve leaves no CPU of the cpuset to plan with")
     soc = req.soc or (host.soc if vendor is Vendor.HUAWEI else Soc.GPU)
-    return _Ctx(host, vendor, devices, all_ids, visible, usable, soc)
+    return _Ctx(host, vendor, devices, all_ids, visible, usable, soc, env_visible, dp, world)
 
 
 def _rank_plan(
@@ -94,32 +124,113 @@ class _Result:
     ranks: list[RankPlan]
     notes: list[str]
     hidden_pools: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)  # version-specific
+    target: str | None = None
+
+
+def _host_busy(ctx: _Ctx) -> set[int]:
+    """Logical ids of the NPUs npu-smi's process table lists (rows are by card and chip)."""
+    out: set[int] = set()
+    for p in ctx.host.processes:
+        for d in ctx.devices:
+            if d.npu_id == p.npu_id and (p.chip_id is None or d.chip_id in (None, p.chip_id)):
+                out.add(d.logical_id)
+                break
+    return out
 
 
 def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
+    """vLLM-Ascend's binding as the target version does it: per DP engine, the running list it
+    sees, the NPU each local rank binds (sorted busy list or the device vLLM assigned), pools."""
     host = ctx.host
+    target = req.target or va_versions.get(va_versions.PLANNER_DEFAULT)
+    b = target.binding
     affinity = {d.logical_id: d.tool_affinity for d in ctx.devices if d.tool_affinity is not None}
-    running = sorted(ctx.visible)
     mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity)
+    jobs = list(ctx.visible)  # the devices the job drives, in rank order
+    world = ctx.world or len(jobs)
+    assigned = ctx.dp > 1 or req.device_ids is not None  # vLLM publishes assigned device ids
+    # binding runs after warm-up, when the job's own NPUs show in npu-smi's table
+    busy = set(req.busy) if req.busy is not None else _host_busy(ctx) | set(jobs)
+    env = ctx.env_visible
+    cache: dict[tuple[int, ...], dict[int, list[int]]] = {}
     hidden: dict[int, tuple[int, ...]] = {}
-    if mode == TOPO_AFFINITY:
-        every = vllm_ascend.topo_affinity_pools(host, ctx.all_ids, running, affinity, ctx.usable)
-        pools = {n: every[n] for n in running}
-        hidden = {n: tuple(p) for n, p in every.items() if n not in running}
-    elif mode == GLOBAL_SLICE:
-        pools = vllm_ascend.global_slice_pools(ctx.all_ids, running, affinity, ctx.usable)
-    else:
-        pools = vllm_ascend.a5_cluster_pools(host, ctx.all_ids, running, affinity, ctx.usable)
+
+    def pools_for(running: list[int]) -> dict[int, list[int]]:
+        key = tuple(running)
+        if key not in cache:
+            if mode == TOPO_AFFINITY:
+                every = vllm_ascend.topo_affinity_pools(
+                    host, ctx.all_ids, running, affinity, ctx.usable
+                )
+                cache[key] = every
+                if not hidden:
+                    hidden.update({n: tuple(p) for n, p in every.items() if n not in running})
+            elif mode == GLOBAL_SLICE:
+                cache[key] = vllm_ascend.global_slice_pools(
+                    ctx.all_ids, running, affinity, ctx.usable
+                )
+            else:
+                cache[key] = vllm_ascend.a5_cluster_pools(
+                    host, ctx.all_ids, running, affinity, ctx.usable
+                )
+        return cache[key]
+
     ranks: list[RankPlan] = []
-    for r, device in enumerate(ctx.visible):
-        # vLLM-Ascend indexes the sorted running list by rank, whatever order the devices had
-        logical = running[r]
-        pool = pools[logical]
-        if mode == A5_CLUSTERS:
-            roles = Roles(main=tuple(pool))  # no IRQ reservation, no acl/release split on 950
+    own: dict[int, tuple[int, ...]] = {}  # the pool each driven NPU would get as its own
+    for d in range(max(1, len(jobs) // world)):
+        engine = jobs[d * world : (d + 1) * world]
+        # what ASCEND_RT_VISIBLE_DEVICES holds in this engine's workers
+        if b.dp == va_versions.DP_NARROWED and ctx.dp > 1:
+            seen = engine  # vLLM 0.23 narrows it per DP engine
         else:
-            roles = vllm_ascend.split_roles(pool, npu=logical)
-        ranks.append(_rank_plan(host, r, device, logical, pool, roles))
+            seen = list(env) if env is not None else list(ctx.all_ids)
+        running = sorted(n for n in busy if n in seen)
+        pools = pools_for(running) if running else {}
+        for local, device in enumerate(engine):
+            rank = d * world + local
+            skipped: str | None = None
+            if not running:
+                skipped = (
+                    "npu-smi's process table lists none of the visible NPUs "
+                    '("Can not get running npu info.")'
+                )
+                logical = device
+            elif b.npu_of_rank == va_versions.SORTED_BUSY:
+                if local < len(running):
+                    logical = running[local]
+                else:
+                    logical = device
+                    skipped = (
+                        f"the sorted busy list [{_join(running)}] has no entry {local} (IndexError)"
+                    )
+            else:
+                # device_id_to_physical_device_id(local_rank): assigned id, else the entry of
+                # ASCEND_RT_VISIBLE_DEVICES at that position, else the local rank itself
+                if assigned:
+                    logical = device
+                elif env is not None:
+                    logical = env[local]
+                else:
+                    logical = local
+                # only running NPUs keep a pool (the hidden ones' pools only shape the split)
+                if logical not in running:
+                    skipped = f"NPU {logical} has no process in npu-smi's table, so it has no pool"
+            if skipped is not None:
+                rp = _rank_plan(host, rank, device, logical, [], Roles())
+                ranks.append(
+                    replace(rp, locality=None, dp_rank=d, local_rank=local, skipped=skipped)
+                )
+                continue
+            pool = pools[logical]
+            if device in pools:
+                own[device] = tuple(pools[device])
+            if mode == A5_CLUSTERS:
+                roles = Roles(main=tuple(pool))  # no IRQ reservation, no acl/release split on 950
+            else:
+                roles = vllm_ascend.split_roles(pool, npu=logical)
+            rp = _rank_plan(host, rank, device, logical, pool, roles)
+            ranks.append(replace(rp, dp_rank=d, local_rank=local))
     if req.reserve:
         notes.append(
             f"--reserve {format_cpulist(req.reserve)} taken out of the cpuset, as if vLLM ran "
@@ -127,7 +238,30 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
         )
     if not req.irq_reserve and mode != A5_CLUSTERS:
         notes.append("--no-irq-reserve does not apply: vLLM-Ascend always keeps 2 CPUs for IRQs")
-    return _Result(mode, ranks, notes, hidden)
+    notes.append(_target_note(target, req.busy is not None))
+    findings = vllm_ascend.version_findings(target, ranks, jobs, env, req.device_ids, ctx.dp, own)
+    return _Result(mode, ranks, notes, hidden, findings, target.name)
+
+
+def _join(xs: list[int]) -> str:
+    return ",".join(map(str, xs))
+
+
+def _target_note(target: va_versions.VllmAscendVersion, busy_given: bool) -> str:
+    how = (
+        "each rank binds the NPU vLLM assigned it (device_id_to_physical_device_id)"
+        if target.binding.npu_of_rank == va_versions.DEVICE_ID
+        else "each rank binds the local-rank-th NPU of the sorted busy list"
+    )
+    guess = [f.what for f in target.inferred]
+    busy = (
+        "busy NPUs as given by --busy"
+        if busy_given
+        else "busy NPUs: npu-smi's process table plus the job's own NPUs"
+    )
+    return f"modelled on vLLM-Ascend {target.name} (vLLM {target.vllm}): {how}; {busy}" + (
+        f"; resting on inference: {'; '.join(guess)}" if guess else ""
+    )
 
 
 def _plan_cores(
@@ -314,5 +448,6 @@ def make_plan(host: Host, req: PlanRequest) -> Plan:
         visible=ctx.visible,
         total_devices=len(ctx.all_ids),
         hidden_pools=res.hidden_pools,
+        target=res.target,
     )
-    return replace(plan, findings=tuple(explain(host, plan)))
+    return replace(plan, findings=tuple(explain(host, plan)) + tuple(res.findings))

@@ -50,20 +50,6 @@ def explain(host: Host, plan: Plan) -> list[Finding]:
             )
     out += _shared_cores(host, plan.ranks)
     out += _other_socket(host, plan, word)
-    moved = [r for r in plan.ranks if r.device != r.logical_id]
-    if moved:
-        r = moved[0]
-        out.append(
-            Finding(
-                "visible_order",
-                "warning",
-                f"the visible devices {_ids(list(plan.visible))} are not in ascending order: rank "
-                f"{r.rank} runs on {word} {r.device} but is bound to {word} {r.logical_id}'s CPUs"
-                + (f" ({len(moved)} ranks affected)" if len(moved) > 1 else ""),
-                "list the devices in ascending order, or bind with ascendtune",
-                ranks=tuple(m.rank for m in moved),
-            )
-        )
     if plan.policy == "vllm-ascend":
         out += _vllm_flaws(host, plan)
     return out

@@ -9,6 +9,7 @@ from functools import cached_property
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Soc
+from ascendtune.core.versions import VllmAscendVersion
 
 # The rules vLLM-Ascend's binding applies (its own names), and the better policies' modes
 TOPO_AFFINITY = "topo_affinity"
@@ -30,6 +31,16 @@ class PlanRequest:
     visible_source: str = (
         "all"  # "--visible-devices", "ASCEND_RT_VISIBLE_DEVICES", "--ranks", "all"
     )
+    # data parallel (policy vllm-ascend): dp engines of tp × pp ranks each, on one node; None
+    # keeps the single-engine meaning (one rank per visible device)
+    dp: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    device_ids: tuple[int, ...] | None = None  # vLLM's --device-ids (vLLM >= 0.24)
+    # NPUs with a process in npu-smi's table when binding runs; None: the host's process table
+    # (when it lists any) plus the job's own NPUs, which show up after warm-up
+    busy: tuple[int, ...] | None = None
+    target: VllmAscendVersion | None = None  # None: versions.PLANNER_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,13 @@ class RankPlan:
     numa_nodes: tuple[int, ...]  # nodes its CPUs lie on
     device_node: int | None  # the NUMA node of the device it runs on
     locality: float | None  # share of its CPUs on device_node (None: node unknown)
+    dp_rank: int = 0
+    local_rank: int | None = None  # the rank inside its DP engine (None: same as rank)
+    skipped: str | None = None  # vLLM-Ascend skips binding this rank, and why (then no CPUs)
+
+    @property
+    def local(self) -> int:
+        return self.rank if self.local_rank is None else self.local_rank
 
     @cached_property
     def cpuset(self) -> CpuSet:
@@ -98,6 +116,7 @@ class Plan:
     # vllm-ascend: the pools it gives NPUs this job does not use but whose affinity meets the
     # cpuset (other services'), to show where independent services would compete
     hidden_pools: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    target: str | None = None  # the vLLM-Ascend version whose binding was modelled (vllm-ascend)
 
     def rank(self, r: int) -> RankPlan | None:
         for rp in self.ranks:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ascendtune.core import versions
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
+from ascendtune.core.findings import Finding
 from ascendtune.core.model import Host, Soc
-from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, Roles
+from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, RankPlan, Roles
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + >=1 main + 1 acl + 1 release
 A5_PHYSICAL_CPUS_PER_CLUSTER = 8
@@ -199,3 +201,143 @@ def split_roles(pool: list[int], *, npu: int | None = None, irq: bool = True) ->
         acl=(pool[-2],),
         release=(pool[-1],),
     )
+
+
+# --- what the target version gets wrong, in words (each with a stable [code] prefix) ----------
+
+
+def _ids(xs: list[int] | tuple[int, ...]) -> str:
+    return ",".join(map(str, xs))
+
+
+def _fixed_lines() -> list[str]:
+    return [
+        v.name for v in versions.VERSIONS.values() if v.binding.npu_of_rank == versions.DEVICE_ID
+    ]
+
+
+def version_findings(
+    target: versions.VllmAscendVersion,
+    ranks: list[RankPlan],
+    jobs: list[int],
+    env: tuple[int, ...] | None,
+    device_ids: tuple[int, ...] | None,
+    dp: int,
+    own: Mapping[int, tuple[int, ...]],
+) -> list[Finding]:
+    """The rank/NPU mismatches, DP overlaps, skipped bindings and CANN's ordering rule."""
+    out: list[Finding] = []
+    upgrade = (
+        f"upgrade to {' or '.join(_fixed_lines())}, or start vLLM with "
+        '"enable_cpu_binding": false and bind with `ascendtune bind --workers`'
+    )
+    fix = (
+        f"fixed by {versions.BINDING_FIX}: upgrade to a line that carries it "
+        f"({', '.join(_fixed_lines())}), or start vLLM with "
+        "--additional-config '{\"enable_cpu_binding\": false}' and bind with "
+        "`ascendtune bind --workers`"
+    )
+    if device_ids is not None and not target.binding.device_ids_flag:
+        out.append(
+            Finding(
+                "device_ids_unsupported",
+                "warning",
+                f"{target.name} pairs with vLLM {target.vllm}, which has no --device-ids (it came "
+                "with vLLM 0.24): vLLM refuses the option; the plan treats the list as "
+                "ASCEND_RT_VISIBLE_DEVICES",
+                "set ASCEND_RT_VISIBLE_DEVICES instead",
+            )
+        )
+    bound = [r for r in ranks if r.skipped is None]
+    moved = [r for r in bound if r.device != r.logical_id]
+    if dp > 1 and target.binding.dp_overlap:
+        for d in sorted({r.dp_rank for r in moved}):
+            mine = [r for r in moved if r.dp_rank == d]
+            others = [
+                r
+                for r in bound
+                if r.dp_rank != d and r.cpuset & frozenset().union(*(m.cpuset for m in mine))
+            ]
+            used = frozenset(c for r in bound for c in r.cpus)
+            idle = frozenset(c for r in mine for c in own.get(r.device, ())) - used
+            pools = ", ".join(format_cpulist(r.cpus) for r in mine)
+            engines = sorted({r.dp_rank for r in others})
+            out.append(
+                Finding(
+                    "dp_overlap",
+                    "warning",
+                    f"on {target.name} (vLLM {target.vllm}) DP engine {d}'s local ranks "
+                    f"{_ids([r.local for r in mine])} drive NPU {_ids([r.device for r in mine])} "
+                    f"but are bound to NPU {_ids([r.logical_id for r in mine])}'s CPUs ({pools})"
+                    + (f", the same as DP engine {_ids(engines)}'s ranks" if engines else "")
+                    + (f", while CPUs {format_cpulist(idle)} stay idle" if idle else "")
+                    + ": from vLLM 0.24 on each DP engine's local ranks restart at 0 and this "
+                    "line indexes the sorted busy-NPU list by local rank; " + fix,
+                    upgrade,
+                    ranks=tuple(r.rank for r in mine),
+                )
+            )
+    elif moved:
+        r = moved[0]
+        many = f" ({len(moved)} ranks affected)" if len(moved) > 1 else ""
+        if env is not None and list(env) != sorted(env) and device_ids is None:
+            # the message plans made before versions existed; kept word for word
+            out.append(
+                Finding(
+                    "visible_order",
+                    "warning",
+                    f"the visible devices {_ids(jobs)} are not in ascending order: rank "
+                    f"{r.rank} runs on NPU {r.device} but is bound to NPU {r.logical_id}'s CPUs"
+                    + many,
+                    "list the devices in ascending order, or bind with ascendtune",
+                    ranks=tuple(m.rank for m in moved),
+                )
+            )
+        else:
+            why = (
+                "--device-ids is not in ascending order"
+                if device_ids is not None and list(device_ids) != sorted(device_ids)
+                else "other NPUs are busy or the device list is narrowed"
+            )
+            out.append(
+                Finding(
+                    "rank_npu_mismatch",
+                    "warning",
+                    f"on {target.name} rank {r.rank} drives NPU {r.device} but is bound to NPU "
+                    f"{r.logical_id}'s CPUs{many}: this line binds the local-rank-th entry of the "
+                    f"sorted busy-NPU list ({why}); " + fix,
+                    upgrade,
+                    ranks=tuple(m.rank for m in moved),
+                )
+            )
+    for r in ranks:
+        if r.skipped is None:
+            continue
+        where = f"rank {r.rank}" + (
+            f" (DP engine {r.dp_rank}, local rank {r.local})" if dp > 1 else ""
+        )
+        out.append(
+            Finding(
+                "binding_skipped",
+                "warning",
+                f"on {target.name} {where} drives NPU {r.device}: {r.skipped}; vLLM-Ascend skips "
+                f'binding it (warning "Bind cpus failed in rank{r.local}: ... Skip binding '
+                'cpu.") and its threads run anywhere in the cpuset',
+                "bind it with `ascendtune bind --workers` once the server is up",
+                ranks=(r.rank,),
+            )
+        )
+    if env is not None and list(env) != sorted(env):
+        out.append(
+            Finding(
+                "cann_order",
+                "warning",
+                f"ASCEND_RT_VISIBLE_DEVICES={_ids(env)} is not in ascending order: current CANN / "
+                'torch_npu refuse it (error EE1001, "it must be configured in ascending order"), '
+                "so the server does not start there; the binding above is what older stacks "
+                "that accepted it did",
+                "list the devices in ascending order, and choose the rank order with vLLM's "
+                "--device-ids (vLLM >= 0.24)",
+            )
+        )
+    return out

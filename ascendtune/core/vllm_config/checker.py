@@ -41,17 +41,32 @@ def version(target: str | None) -> Version:
 
 
 def check(
-    config: Mapping[str, Any], target: str | None = None, facts: Facts | None = None
+    config: Mapping[str, Any], target: str | Version | None = None, facts: Facts | None = None
 ) -> Report:
-    ver = version(target)
+    """Check `config` against a version: a name, a Version table, or None for the newest.
+
+    `facts.with_vllm_omni`, `facts.compilation_config` and the GDN/KDA flags change the result
+    on the versions where vLLM-Ascend reads them."""
+    ver = version(target) if not isinstance(target, Version) else target
     facts = facts or Facts()
     table = _Table(ver, facts)
-    user = table.move_legacy(dict(config))
+    raw, upstream = table.upstream_keys(dict(config))
+    user = table.move_legacy(raw)
     eff = table.section(ver.keys, user, "", ver.extra)
     table.removed_env()
     ctx = rules_mod.Context(ver, facts, user, eff)
     rules_mod.run(ctx)
+    eff.update(upstream)
     return Report(ver.name, tuple(table.findings + ctx.findings), eff)
+
+
+# what upstream vLLM's EngineArgs puts into additional_config, and the flag it comes from
+UPSTREAM_KEYS = {
+    "gdn_prefill_backend": "--gdn-prefill-backend",
+    "kda_prefill_backend": "--kda-prefill-backend",
+}
+# the values PR #16661 lets through silently; the others are CUDA-only and fall back to triton
+_ASCEND_BACKENDS = ("triton", "auto")
 
 
 class _Table:
@@ -66,6 +81,73 @@ class _Table:
         self, code: str, severity: Severity, keys: Iterable[str], message: str, hint: str = ""
     ) -> None:
         self.findings.append(Finding(code, severity, tuple(keys), message, hint))
+
+    def upstream_keys(self, cfg: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Take out gdn/kda_prefill_backend (from the config or vLLM's flags); what each version
+        does with them is reported here, and they come back into `effective` as they run."""
+        facts_vals = {
+            "gdn_prefill_backend": self.facts.gdn_prefill_backend,
+            "kda_prefill_backend": self.facts.kda_prefill_backend,
+        }
+        out: dict[str, Any] = {}
+        for key, flag in UPSTREAM_KEYS.items():
+            value = cfg.pop(key, facts_vals[key])
+            if value is None:
+                continue
+            src = f"{key} (from {flag})" if facts_vals[key] is not None else key
+            strips = self.ver.strips_upstream_keys
+            if self.ver.extra != "error":
+                out[key] = value
+                self.add(
+                    "upstream-key-ignored",
+                    "info",
+                    (key,),
+                    f"{src} ends up in the additional config; {self.ver.name} reads only the keys "
+                    "it knows and ignores it",
+                )
+                continue
+            if strips is True or strips is None:
+                after = value if value in _ASCEND_BACKENDS else "triton"
+                out[key] = after
+                if after != value:
+                    self.add(
+                        "upstream-key-fallback",
+                        "warning",
+                        (key,),
+                        f"{src} = {show(value)} is CUDA-only: vLLM-Ascend warns and uses triton",
+                        f"drop {flag} or give it triton",
+                    )
+            if strips is None:
+                self.add(
+                    "upstream-key-unverified",
+                    "warning",
+                    (key,),
+                    f"{src} ends up in the additional config: {self.ver.name} strips it before "
+                    "validation only if the build carries PR 16661 (merged 2026-09-16 or later; "
+                    "not verified for this target); without it the typed config refuses the key "
+                    "(unexpected_keyword_argument) and start-up aborts",
+                    f"check that the build has PR 16661, or drop {flag}",
+                )
+            elif strips is False:
+                out[key] = value
+                self.add(
+                    "upstream-key-refused",
+                    "error",
+                    (key,),
+                    f"{src} ends up in the additional config, and {self.ver.name}'s typed config "
+                    "refuses it (unexpected_keyword_argument): vLLM-Ascend will not start",
+                    f"drop {flag} (PR 16661 strips it on later main)",
+                )
+        return cfg, out
+
+    def _omni(self, path: str) -> bool:
+        """Main after PR #15515: an unknown top-level key only warns when vLLM-Omni is installed."""
+        return self.ver.omni_exception and "." not in path and self.facts.with_vllm_omni is True
+
+    def _omni_hint(self, path: str, hint: str) -> str:
+        if self.ver.omni_exception and "." not in path and self.facts.with_vllm_omni is None:
+            return hint + " (only a warning where vLLM-Omni is installed: --with-vllm-omni)"
+        return hint
 
     # legacy top-level keys (main: scheduler switches moved under scheduler_config)
     def move_legacy(self, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -394,7 +476,18 @@ class _Table:
 
     def _removed(self, path: str, replacement: str | None, why: str, severity: str) -> None:
         hint = f"use {replacement}" if replacement else f"remove {path}"
+        if severity == "error" and self._omni(path):
+            self.add(
+                "unknown-key-omni",
+                "warning",
+                (path,),
+                f"{path} is not a {self.ver.name} key ({why}); vLLM-Omni is installed, so "
+                "vLLM-Ascend warns, leaves it out of validation and starts: it has no effect",
+                hint,
+            )
+            return
         if severity == "error":
+            hint = self._omni_hint(path, hint)
             self.add(
                 "removed-key",
                 "error",
@@ -419,6 +512,19 @@ class _Table:
             else "vLLM-Ascend silently ignores it"
         )
         hint = did_you_mean(self.ver, path, name, level)
+        if extra == "error" and self._omni(path):
+            self.add(
+                "unknown-key-omni",
+                "warning",
+                (path,),
+                f"{path} is not a {self.ver.name} key; vLLM-Omni is installed, so vLLM-Ascend "
+                'warns ("keys are invalid for vLLM-Ascend"), leaves it out of validation and '
+                "starts",
+                hint,
+            )
+            return
+        if extra == "error":
+            hint = self._omni_hint(path, hint)
         self.add(
             "unknown-key",
             severity,

@@ -113,6 +113,19 @@ class Facts:
     # "file" (--env-file), "pid" (the process's own environment), "environment" (this shell's),
     # or "unknown" (a captured host without the server's environment)
     env_source: str = "environment"
+    # vLLM-Omni importable by the server's python (main's unknown-key exception, PR #15515)
+    with_vllm_omni: bool | None = None
+    # vLLM's --compilation-config as given (its cudagraph_mode decides the graph-mode rewrites)
+    compilation_config: Mapping[str, Any] | None = None
+    # vLLM's --gdn-prefill-backend / --kda-prefill-backend: upstream puts them in additional_config
+    gdn_prefill_backend: str | None = None
+    kda_prefill_backend: str | None = None
+
+    @property
+    def cudagraph_mode(self) -> str | None:
+        cc = self.compilation_config or {}
+        mode = cc.get("cudagraph_mode")
+        return str(mode).upper() if mode is not None else None
 
     @property
     def env_explicit(self) -> bool:

@@ -280,6 +280,8 @@ def eager(ctx: Context) -> Eager:
     forced = ctx.facts.enforce_eager
     if forced:
         return Eager(True, "--enforce-eager is set")
+    if ctx.facts.cudagraph_mode == "NONE":
+        return Eager(True, "--compilation-config sets cudagraph_mode NONE")
     xlite_full = ctx.on(XLITE) and ctx.on(XLITE_FULL)
     spec = ctx.facts.num_speculative_tokens
     if xlite_full and spec == 0:
@@ -304,7 +306,7 @@ def eager(ctx: Context) -> Eager:
 def _compilation_eager(ctx: Context) -> None:
     """platform._setup_compile_backend: with cudagraph mode NONE (--enforce-eager, or xlite
     full_mode without speculative decoding) both are forced off."""
-    keys = [k for k in (NPUGRAPH, STATIC_KERNEL) if ctx.on(k)]
+    keys = [k for k in ctx.version.piecewise_off if ctx.on(k)]
     if not keys:
         return
     e = eager(ctx)
@@ -323,6 +325,31 @@ def _compilation_eager(ctx: Context) -> None:
                 if e.by_xlite
                 else "drop --enforce-eager to use graph mode",
             )
+
+
+# vLLM's CUDAGraphMode values whose requires_piecewise_compilation() is true
+PIECEWISE_MODES = ("PIECEWISE", "FULL_AND_PIECEWISE")
+
+
+@rule("compilation-piecewise")
+def _compilation_piecewise(ctx: Context) -> None:
+    """platform.py, piecewise graph modes: vLLM-Ascend writes enable_npugraph_ex and
+    enable_static_kernel back to false in additional_config, silently (v0.24.0rc1: only its own
+    enable_npugraph_ex). Decided from --compilation-config's cudagraph_mode only: vLLM's default
+    mode depends on the model and the compilation level, which ascendtune does not model."""
+    keys = [k for k in ctx.version.piecewise_off if ctx.on(k)]
+    mode = ctx.facts.cudagraph_mode
+    if not keys or mode is None or mode not in PIECEWISE_MODES:
+        return
+    for k in keys:
+        ctx.rewrite(
+            k,
+            False,
+            f"--compilation-config cudagraph_mode {mode}",
+            f"{k} is switched off in piecewise graph mode ({mode}): vLLM-Ascend writes false "
+            "back without a log line",
+            'use "cudagraph_mode": "FULL_DECODE_ONLY" or "FULL" to keep it',
+        )
 
 
 # --- finegrained_tp_config (FinegrainedTPConfig; AscendConfig.__init__) -------------------------

@@ -98,6 +98,16 @@ class Version:
     # AscendConfig parses the env fallbacks (`int(os.getenv(...))`) even when the key is set, so
     # a value that does not parse fails start-up whatever the config says
     eager_env: bool = False
+    # main after PR #15515: with vLLM-Omni installed, unknown top-level keys only warn
+    omni_exception: bool = False
+    # PR #16661 strips upstream-injected gdn/kda_prefill_backend before validation: True, False,
+    # or None where it is not known whether this version carries it (the output then says so)
+    strips_upstream_keys: bool | None = False
+    # what platform.py writes back to false in piecewise graph modes (v0.24.0rc1: npugraph_ex only)
+    piecewise_off: tuple[str, ...] = (
+        "ascend_compilation_config.enable_npugraph_ex",
+        "ascend_compilation_config.enable_static_kernel",
+    )
 
     def key(self, path: str) -> Key | None:
         parts = path.split(".")

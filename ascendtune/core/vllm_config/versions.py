@@ -4,11 +4,17 @@ Read from vllm-project/vllm-ascend, `vllm_ascend/ascend_config.py` and `vllm_asc
 - main-2026-08: main at 182b75ea (2026-08-22), written out in full below;
 - v0.23.0: release tag v0.23.0 (5cb98caa), main-2026-08 plus the differences listed;
 - main-2026-09: a71b766ce, where AscendConfig became a pydantic `@config` dataclass (PR #13838):
-  every field typed (bool/int/float/str/list, lax coercion), unknown keys refused everywhere.
-Adding a version is adding an entry to VERSIONS: derive its table from the nearest one.
+  every field typed (bool/int/float/str/list, lax coercion), unknown keys refused everywhere;
+- v0.24.0rc1, v0.25.1rc1 (tags) and v0.26.0rc1 (branch releases/v0.26.0rc), each read from its
+  own ascend_config.py / platform.py and written as the differences from the nearest table;
+- v0.27.1rc1: the branch is not public in the snapshot; its table is main-2026-09's [inferred].
+Adding a version is adding an entry to VERSIONS (and to ascendtune.core.versions, which pairs it
+with its binding behaviour): derive its table from the nearest one.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from ascendtune.core.vllm_config.schema import (
     Anything,
@@ -291,6 +297,7 @@ _MAIN_RULES: tuple[str, ...] = (
     "recompute-off-on-producer",
     "recompute-decode-only",
     "compilation-eager",
+    "compilation-piecewise",
     "dsa-cp-needs-indexer",
     "numa-bind-ignored",
     # the host
@@ -489,6 +496,10 @@ MAIN_2026_09 = Version(
     ),
     rules=_MAIN_RULES,
     extra="error",  # AscendConfig model_config = ConfigDict(extra="forbid")
+    # PR #15515 (described 2026-09-01, merged before a71b766ce as far as visible) [PR]
+    omni_exception=True,
+    # PR #16661 merged 2026-09-16 or later: whether a71b766ce (09-23) has it is not visible
+    strips_upstream_keys=None,
     legacy=MAIN_2026_08.legacy,
     scheduler="scheduler_config.",
     removed_env={
@@ -498,5 +509,203 @@ MAIN_2026_09 = Version(
     },
 )
 
-VERSIONS: dict[str, Version] = {v.name: v for v in (V0_23_0, MAIN_2026_08, MAIN_2026_09)}
+# --- release lines after v0.23.0 (old `.get()` AscendConfig: unknown keys silently ignored) ------
+
+
+def _rules(
+    base: tuple[str, ...], without: set[str], extra: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    return (*(r for r in base if r not in without), *extra)
+
+
+# the c8 rules read enable_sparse_li_c8 / enable_sparse_sfa_c8; the single enable_sparse_c8 of
+# v0.24.0rc1 / v0.25.1rc1 is not modelled beyond its key (ANDed with "model uses sparse")
+_C8_RULES = {"sparse-c8-needs-sparse-model", "c8-reshape-needs-li-c8"}
+_SINGLE_C8: tuple[Removed, ...] = (
+    _gone("enable_sparse_li_c8", "enable_sparse_c8", "this line has one sparse C8 switch"),
+    _gone("enable_sparse_sfa_c8", "enable_sparse_c8", "this line has one sparse C8 switch"),
+)
+
+# v0.24.0rc1 (tag): v0.23.0 minus weight prefetch, layer sharding, the gate overlap and the
+# dynamic-batch SLO; one enable_sparse_c8; fused_mc2 asserted 0/1 (#12031) with the MiniMax M3
+# assert; mega_moe_max_tokens 131072; ShortRequestFirstConfig read at top level
+_V0_24_KEYS = drop(
+    _V0_23_KEYS,
+    "weight_prefetch_config",
+    "layer_sharding",
+    "multistream_overlap_gate",
+    "SLO_limits_for_dynamic_batch",
+    "enable_sparse_li_c8",
+    "enable_sparse_sfa_c8",
+)
+_V0_24_KEYS = patch(
+    _V0_24_KEYS,
+    {"enable_fused_mc2": {"choices": (0, 1)}, "mega_moe_max_tokens": {"default": 131072}},
+)
+_V0_24_KEYS = add(
+    _V0_24_KEYS,
+    "",
+    Bool("enable_sparse_c8"),
+    Section(
+        "short_request_first_config",  # ShortRequestFirstConfig: unknown keys raise ValueError
+        Bool("enabled", check="cast"),
+        Int("threshold", 256, "cast", ge=0),
+        Num("long_max_wait_ms", 0.0, "cast", ge=0),
+        extra="error",
+        null_ok=True,
+    ),
+)
+_V0_24_GONE = {
+    "weight_prefetch_config",
+    "layer_sharding",
+    "multistream_overlap_gate",
+    "SLO_limits_for_dynamic_batch",
+}
+
+V0_24_0RC1 = Version(
+    name="v0.24.0rc1",
+    source="release tag v0.24.0rc1",
+    keys=_V0_24_KEYS,
+    removed=(
+        *_ANCIENT,
+        *(
+            _gone(r.path, r.replacement, r.why.replace("v0.23.0", "v0.23.0 (gone in v0.24.0rc1)"))
+            for r in _AFTER_V0_23
+            if r.path in _V0_24_GONE
+        ),
+        *_SINGLE_C8,
+    ),
+    # platform._validate_layer_sharding_config is gone with layer_sharding; the SRF checks of
+    # v0.24.0rc1 only warn (not modelled)
+    rules=_rules(
+        V0_23_0.rules,
+        {"layer-sharding-producer-only", *_C8_RULES},
+        ("fused-mc2-minimax",),
+    ),
+    scheduler="",
+    eager_env=True,
+    # platform.py of v0.24.0rc1 sets only ascend_config's enable_npugraph_ex to False in piecewise
+    # and NONE graph modes; enable_static_kernel is left as given
+    piecewise_off=("ascend_compilation_config.enable_npugraph_ex",),
+)
+
+# v0.25.1rc1 (tag): main-2026-08's layout (scheduler_config nesting #12177, batch_job_sched_config
+# #12240, SRF checks in platform.py) without what main added after the branch point (rl_config,
+# dynamic_spec_config, sparse_kv_offload_config, DyntraLB, _validate_eplb_config, the MegaMoE
+# fallback, the MiniMax M3 assert, mc2 hierarchy validation); FlashComm1 and
+# enable_sleep_mode_extra_cleanup still read; one enable_sparse_c8
+_SCHED_25 = drop((_SCHEDULER,), "scheduler_config.dyntra_lb_config")[0]
+_V0_25_KEYS = drop(
+    MAIN_2026_08_KEYS,
+    "rl_config",
+    "dynamic_spec_config",
+    "sparse_kv_offload_config",
+    "eplb_config.load_collection_phase",
+    "enable_sparse_sfa_c8",
+    "enable_sparse_li_c8",
+    "scheduler_config",
+)
+_V0_25_KEYS = patch(
+    _V0_25_KEYS,
+    # _validate_eplb_config (main's TypeError for a non-dict eplb_config) is not on this line
+    {"eplb_config": {"non_object": "ignore"}},
+)
+_V0_25_KEYS = add(
+    _V0_25_KEYS,
+    "",
+    _SCHED_25,
+    Bool("enable_sparse_c8"),
+    Bool("enable_flashcomm1", env="VLLM_ASCEND_ENABLE_FLASHCOMM1", env_bool=True),
+    Bool("enable_sleep_mode_extra_cleanup"),
+)
+_NOT_ON_RELEASE_LINES = {
+    "eplb-model-runner",
+    "fused-mc2-megamoe-fallback",
+    "mc2-hierarchy-soc",
+    "mc2-hierarchy-experts",
+    "profiling-need-timing-ignored",
+    "dyntra-end-before-start",
+    "rl-forces-weight-nz-off",
+    "dyntra-with-balance",
+    "dyntra-decode-only",
+    "dyntra-needs-dp",
+    "dyntra-with-profiling-chunk",
+}
+_SKO_RULES = {
+    "sparse-kv-offload-model",
+    "sparse-kv-offload-pp",
+    "sparse-kv-offload-decode-only",
+    "sparse-kv-offload-topk",
+    "sparse-kv-offload-sfa-c8",
+}
+# FlashComm1 is still read on these lines, with its platform.py asserts and utils.enable_sp
+_FLASHCOMM1_RULES = (
+    "shared-expert-dp-enables-sp",
+    "flashcomm1-needs-tp",
+    "flashcomm1-moe-needs-ep",
+    "dsa-cp-needs-flashcomm1",
+)
+
+V0_25_1RC1 = Version(
+    name="v0.25.1rc1",
+    source="release tag v0.25.1rc1",
+    keys=_V0_25_KEYS,
+    removed=(*_ANCIENT, *_AFTER_V0_23, *_SINGLE_C8),
+    rules=_rules(
+        _MAIN_RULES,
+        {*_NOT_ON_RELEASE_LINES, *_SKO_RULES, *_C8_RULES, "fused-mc2-minimax"},
+        _FLASHCOMM1_RULES,
+    ),
+    eager_env=True,
+    legacy=MAIN_2026_08.legacy,
+    scheduler="scheduler_config.",
+)
+
+# v0.26.0rc1 (branch releases/v0.26.0rc): v0.25.1rc1 plus sparse_kv_offload_config (#13711), the
+# split c8 switches again (#12470), the MiniMax M3 assert, and enable_shared_expert_dp defaulting
+# to enable_flashcomm1 (#14513)
+_V0_26_KEYS = drop(_V0_25_KEYS, "enable_sparse_c8")
+_V0_26_KEYS = patch(_V0_26_KEYS, {"enable_shared_expert_dp": {"default_from": "enable_flashcomm1"}})
+_V0_26_KEYS = add(
+    _V0_26_KEYS,
+    "",
+    Bool("enable_sparse_sfa_c8"),
+    Bool("enable_sparse_li_c8"),
+    next(k for k in MAIN_2026_08_KEYS if k.name == "sparse_kv_offload_config"),
+)
+
+V0_26_0RC1 = Version(
+    name="v0.26.0rc1",
+    source="release branch releases/v0.26.0rc",
+    keys=_V0_26_KEYS,
+    removed=(*_ANCIENT, *_AFTER_V0_23),
+    rules=_rules(_MAIN_RULES, _NOT_ON_RELEASE_LINES, _FLASHCOMM1_RULES),
+    eager_env=True,
+    legacy=MAIN_2026_08.legacy,
+    scheduler="scheduler_config.",
+)
+
+# v0.27.1rc1: releases/v0.27.1rc is not in the snapshot. [inferred] It pairs with vLLM 0.27.1, on
+# which issue #15418 reproduced main's strict-key failure, so the branch (cut after 2026-08-31)
+# carries the typed AscendConfig: main-2026-09's table. Not verified.
+V0_27_1RC1 = dataclasses.replace(
+    MAIN_2026_09,
+    name="v0.27.1rc1",
+    source="release v0.27.1rc1 [inferred: main-2026-09's typed table; branch not in the snapshot]",
+    # [inferred] tagged around 2026-09-08 (feedback issue #16014), before #16661 (09-16 or later)
+    strips_upstream_keys=False,
+)
+
+VERSIONS: dict[str, Version] = {
+    v.name: v
+    for v in (
+        V0_23_0,
+        V0_24_0RC1,
+        V0_25_1RC1,
+        V0_26_0RC1,
+        V0_27_1RC1,
+        MAIN_2026_08,
+        MAIN_2026_09,
+    )
+}
 DEFAULT_TARGET = "main-2026-09"  # the newest
