@@ -48,10 +48,11 @@ def plan(
     app_plan.check_policy(policy, compare=True)
     got = load(HostSource(sysroot, demo))
     if policy == app_plan.COMPARE:
-        report = app_plan.compare(got.host, opts)
+        report = app_plan.compare(got.host, opts, got.root)
         app_plan.require_some_plan(report)
         return _doc(app_plan.compare_document(report, got.identity))
-    return _doc(app_plan.plan_document(app_plan.plan(got.host, opts).plan, got.identity))
+    result = app_plan.plan(got.host, opts, got.root)
+    return _doc(app_plan.plan_document(result.plan, got.identity, result.target_reason))
 
 
 def doctor(

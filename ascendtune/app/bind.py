@@ -54,7 +54,10 @@ def resolve_target(
     from ascendtune.app.hosts import load
 
     got = load(source)
-    doc = {"schema_version": 1, **app_plan.plan_document(app_plan.plan(got.host, plan).plan)}
+    doc = {
+        "schema_version": 1,
+        **app_plan.plan_document(app_plan.plan(got.host, plan, got.root).plan),
+    }
     return target_from_plan(doc, rank, source=f"{plan.policy} plan of {source.describe()}")
 
 

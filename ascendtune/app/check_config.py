@@ -35,6 +35,8 @@ class CheckConfigOptions:
     hf_config: str | None = None
     env_file: str | None = None
     arch: str | None = None
+    with_vllm_omni: bool | None = None  # None: as detected (else unknown)
+    compilation_config: str | None = None  # vLLM's --compilation-config JSON
     sysroot: str | None = None
     env: Mapping[str, str] | None = None  # this process's environment when None
 
@@ -43,6 +45,7 @@ class CheckConfigOptions:
 class CheckConfigReport:
     report: Report
     rules_source: str  # where the version's rules come from, for the header
+    target_reason: str = ""
 
     @property
     def has_errors(self) -> bool:
@@ -54,10 +57,12 @@ class CheckConfigReport:
 
 
 def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
+    from ascendtune.core import versions
     from ascendtune.core.vllm_config import checker, inputs
     from ascendtune.core.vllm_config.model import KV_ROLES
 
-    ver = checker.version(opts.target)  # an unknown --target fails before anything is read
+    if opts.target not in (None, "auto"):
+        versions.get(opts.target)  # an unknown --target fails before anything is read
     given = [
         n
         for n, v in (
@@ -78,6 +83,8 @@ def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
     soc_name = inputs.parse_soc(opts.soc) if opts.soc is not None else None
 
     root = _root(opts.sysroot) if (opts.sysroot is not None or opts.pid is not None) else None
+    entry, reason, detected = _resolve(opts, root)
+    ver = checker.version(entry.name)
     env: dict[str, str] | None = None
     env_source = "environment"
     parsed: Cmdline | None = None
@@ -111,9 +118,17 @@ def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
         env, env_source = {}, "unknown"
     if env is None:
         env = dict(os.environ if opts.env is None else opts.env)
+    omni = opts.with_vllm_omni
+    if omni is None and detected is not None:
+        omni = detected.with_vllm_omni
+    cc_text = opts.compilation_config or (parsed.compilation_config_text if parsed else None)
     facts = _facts(
         parsed,
         opts,
+        with_vllm_omni=omni,
+        compilation_config=(
+            inputs.parse_config(cc_text, "--compilation-config") if cc_text is not None else None
+        ),
         soc=soc_name,
         arch=opts.arch or _arch(root),
         model=(
@@ -124,11 +139,27 @@ def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
         env=env,
         env_source=env_source,
     )
-    return CheckConfigReport(checker.check(cfg, ver.name, facts), ver.source)
+    return CheckConfigReport(checker.check(cfg, ver, facts), ver.source, reason)
+
+
+def _resolve(opts: CheckConfigOptions, root: Root | None) -> tuple[Any, str, Any]:
+    """The version whose rules apply: given, else the one the PID (or the captured host) runs,
+    else the newest known."""
+    from ascendtune.core import versions
+
+    if opts.target not in (None, "auto"):
+        return versions.get(opts.target), "given with --target", None
+    if root is None:
+        return versions.newest(), "newest known (give --target, --pid or --sysroot to detect)", None
+    from ascendtune.host.vllm_detect import resolve_target
+
+    return resolve_target(root, "auto", [opts.pid] if opts.pid is not None else [])
 
 
 def check_config_document(result: CheckConfigReport) -> dict[str, Any]:
-    return result.report.to_json()
+    doc = result.report.to_json()
+    doc["target_reason"] = result.target_reason
+    return doc
 
 
 def _root(sysroot: str | None) -> Root:
@@ -197,6 +228,8 @@ def _facts(
     model: Any,
     env: dict[str, str],
     env_source: str,
+    with_vllm_omni: bool | None = None,
+    compilation_config: Any = None,
 ) -> Facts:
     """Explicit options win over what the command line says; absent both, a fact is unknown."""
     from ascendtune.core.vllm_config.model import Facts
@@ -221,4 +254,8 @@ def _facts(
         model=model,
         env=env,
         env_source=env_source,
+        with_vllm_omni=with_vllm_omni,
+        compilation_config=compilation_config if isinstance(compilation_config, dict) else None,
+        gdn_prefill_backend=c.gdn_prefill_backend if c else None,
+        kda_prefill_backend=c.kda_prefill_backend if c else None,
     )

@@ -24,6 +24,7 @@ class DoctorReport:
     plan: PlanFacts
     sections: tuple[str, ...]
     identity: dict[str, Any]
+    target_reason: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -51,7 +52,9 @@ def _read_host(root: Root) -> tuple[Host | None, str | None]:
         return None, str(e)
 
 
-def plan_facts(host: Host | None, host_error: str | None, opts: PlanOptions) -> PlanFacts:
+def plan_facts(
+    host: Host | None, host_error: str | None, opts: PlanOptions, root: Root | None = None
+) -> PlanFacts:
     """The plan the workers are compared with, or why there is none."""
     from ascendtune.app.plan import build_request, resolve_policy
     from ascendtune.core.doctor import PlanFacts
@@ -67,7 +70,7 @@ def plan_facts(host: Host | None, host_error: str | None, opts: PlanOptions) -> 
         return PlanFacts(policy, error="no accelerator on this host", options=options)
     from dataclasses import replace
 
-    req = build_request(host, replace(opts, ranks=None, spill=False))
+    req = build_request(host, replace(opts, ranks=None, spill=False), root)
     try:
         plan = make_plan(host, req)
     except PlanError as e:
@@ -88,7 +91,12 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     for s in opts.sections:
         sections_of(s)
     host, host_error = _read_host(root)
-    plan = plan_facts(host, host_error, opts.plan)
+    plan = plan_facts(host, host_error, opts.plan, root)
+    reason = None
+    if host is not None:
+        from ascendtune.app.plan import resolve_version
+
+        reason = resolve_version(host, opts.plan.target, root)[1]
     inp = DoctorInput(gather_host_facts(root), host, host_error, plan)
     checks: list[Check] = []
     if "host" in opts.sections:
@@ -97,7 +105,7 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
         checks += worker_checks(find_workers(root, host), inp, scanned_note(root, host))
     from ascendtune.app.hosts import identity
 
-    return DoctorReport(checks, root, host, plan, tuple(opts.sections), identity(root))
+    return DoctorReport(checks, root, host, plan, tuple(opts.sections), identity(root), reason)
 
 
 def doctor_document(report: DoctorReport) -> dict[str, Any]:
@@ -111,6 +119,8 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
         "hostname": host.hostname if host else None,
         "sections": list(report.sections),
         "policy": plan.policy,
+        "target": plan.plan.target if plan.plan else None,
+        "target_reason": report.target_reason,
         "plan_mode": plan.plan.mode if plan.plan else None,
         "plan_error": plan.error,
         "checks": [c.to_json() for c in report.checks],

@@ -33,6 +33,15 @@ class PlanOptions:
     reserve: str | None = None  # a cpulist as typed
     no_irq_reserve: bool = False
     spill: bool = False
+    # the vLLM-Ascend version whose binding `vllm-ascend` reproduces: a name, or "auto" (the
+    # version found on the host, else the newest known)
+    target: str = "auto"
+    dp: int | None = None  # data parallel engines on this node (vLLM's -dp)
+    tp: int | None = None  # tensor parallel size (-tp)
+    pp: int | None = None  # pipeline parallel size (-pp)
+    device_ids: str | None = None  # vLLM's --device-ids, as typed
+    busy: str | None = None  # NPUs that will have a process when binding runs, as typed
+    cmdline: str | None = None  # a whole `vllm serve ...` line: its -tp/-dp/-pp/--device-ids
     # the environment the visible-devices variable is read from (None: this process's)
     env: Mapping[str, str] | None = None
 
@@ -47,6 +56,8 @@ class PlanOptions:
             out += ["--reserve", self.reserve]
         if self.no_irq_reserve:
             out.append("--no-irq-reserve")
+        if self.target != "auto":
+            out += ["--target", self.target]
         return out
 
 

@@ -14,6 +14,9 @@ from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, ma
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
+    from ascendtune.core.versions import VllmAscendVersion
+    from ascendtune.core.vllm_config.inputs import Cmdline
+    from ascendtune.host.sysroot import Root
 
 AUTO = "auto"  # vllm-ascend on Ascend hosts (what will happen), numa-local on GPU hosts
 COMPARE = "compare"
@@ -52,10 +55,52 @@ def visible_list(text: str, source: str) -> tuple[int, ...]:
     return ids
 
 
-def build_request(host: Host, opts: PlanOptions) -> PlanRequest:
-    """The planner's request for opts on host (policy resolved, lists parsed, SoC checked)."""
+def resolve_version(
+    host: Host, target: str, root: Root | None
+) -> tuple[VllmAscendVersion, str]:
+    """`--target VERSION|auto`: the version entry and why (JSON `target_reason`). auto: the
+    vllm_ascend a worker on the host imports, else the default python's, else the newest."""
+    from ascendtune.core import versions
+
+    if root is None:
+        if target != AUTO:
+            return versions.get(target), "given with --target"
+        return versions.newest(), "newest known (no host to look for vllm_ascend on)"
+    from ascendtune.host.vllm_detect import resolve_target
+
+    pids = sorted({p.pid for p in host.processes})
+    entry, reason, _ = resolve_target(root, target, pids)
+    return entry, reason
+
+
+def _cmdline_facts(text: str | None) -> Cmdline | None:
+    if text is None:
+        return None
+    from ascendtune.core.vllm_config import inputs
+
+    return inputs.parse_cmdline(inputs.split_cmdline(text), "--cmdline")
+
+
+def _size(value: int | None, name: str) -> int | None:
+    if value is not None and value < 1:
+        raise UsageError(f"{name} {value}: a parallel size is at least 1")
+    return value
+
+
+def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanRequest:
+    """The planner's request for opts on host (policy resolved, lists parsed, SoC checked,
+    the vLLM-Ascend version resolved; root is where `--target auto` looks for it)."""
     from ascendtune.core.model import Soc
     from ascendtune.core.planner import PlanRequest
+
+    entry, _ = resolve_version(host, opts.target, root)
+    cmd = _cmdline_facts(opts.cmdline)
+    dp = _size(opts.dp, "--data-parallel-size") or (cmd.dp if cmd and cmd.dp > 1 else None)
+    tp = _size(opts.tp, "--tensor-parallel-size") or (cmd.tp if cmd and cmd.tp > 1 else None)
+    pp = _size(opts.pp, "--pipeline-parallel-size") or (cmd.pp if cmd and cmd.pp > 1 else None)
+    ids_text = opts.device_ids if opts.device_ids is not None else (cmd.device_ids if cmd else None)
+    device_ids = visible_list(ids_text, "--device-ids") if ids_text is not None else None
+    busy = visible_list(opts.busy, "--busy") if opts.busy is not None else None
 
     env = os.environ if opts.env is None else opts.env
     env_name = "ASCEND_RT_VISIBLE_DEVICES" if host.npus or not host.gpus else "CUDA_VISIBLE_DEVICES"
@@ -87,6 +132,12 @@ def build_request(host: Host, opts: PlanOptions) -> PlanRequest:
         irq_reserve=not opts.no_irq_reserve,
         spill=opts.spill,
         visible_source=source,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        device_ids=device_ids,
+        busy=busy,
+        target=entry,
     )
 
 
@@ -95,13 +146,15 @@ class PlanReport:
     host: Host
     request: PlanRequest
     plan: Plan
+    target_reason: str
     better: str | None = None  # vllm-ascend plans: the policy that beats it, in words
 
 
-def plan(host: Host, opts: PlanOptions) -> PlanReport:
+def plan(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanReport:
     """One policy's plan of host; raises the planner's errors."""
     check_policy(opts.policy)
-    req = build_request(host, opts)
+    req = build_request(host, opts, root)
+    _, reason = resolve_version(host, opts.target, root)
     p = make_plan(host, req)
     better = None
     if p.policy == "vllm-ascend":
@@ -109,7 +162,7 @@ def plan(host: Host, opts: PlanOptions) -> PlanReport:
             better = _better(host, p, req)
         except AscendtuneError:
             better = None
-    return PlanReport(host, req, p, better)
+    return PlanReport(host, req, p, reason, better)
 
 
 def _better(host: Host, plan: Plan, base: PlanRequest) -> str | None:
@@ -142,16 +195,18 @@ def _mean_locality(plan: Plan) -> float | None:
 class CompareReport:
     host: Host
     plans: dict[str, Plan | str]  # policy -> its plan, or why it cannot plan this host
+    target_reason: str = ""
 
     @property
     def ok(self) -> list[Plan]:
         return [p for p in self.plans.values() if not isinstance(p, str)]
 
 
-def compare(host: Host, opts: PlanOptions) -> CompareReport:
+def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareReport:
     """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
     # options are checked once: a bad device list is the user's error, not a policy's
-    base = build_request(host, replace(opts, policy=POLICY_NAMES[0]))
+    base = build_request(host, replace(opts, policy=POLICY_NAMES[0]), root)
+    _, reason = resolve_version(host, opts.target, root)
     devices = host.npus or host.gpus
     vendor = devices[0].vendor if devices else None
     plans: dict[str, Plan | str] = {}
@@ -162,14 +217,14 @@ def compare(host: Host, opts: PlanOptions) -> CompareReport:
             plans[name] = make_plan(host, replace(base, policy=name))
         except PlanError as e:
             plans[name] = e.message
-    return CompareReport(host, plans)
+    return CompareReport(host, plans, reason)
 
 
 def compare_document(report: CompareReport, identity: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         **({"host": identity} if identity is not None else {}),
         "policies": {
-            n: (plan_document(p) if not isinstance(p, str) else {"error": p})
+            n: (plan_document(p, None, report.target_reason) if not isinstance(p, str) else {"error": p})
             for n, p in report.plans.items()
         },
     }
@@ -183,12 +238,16 @@ def require_some_plan(report: CompareReport) -> None:
         )
 
 
-def plan_document(plan: Plan, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+def plan_document(
+    plan: Plan, identity: dict[str, Any] | None = None, target_reason: str | None = None
+) -> dict[str, Any]:
     """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back; identity is
     the host it was made for (`bind --plan` refuses a plan of another host)."""
     return {
         **({"host": identity} if identity is not None else {}),
         "policy": plan.policy,
+        "target": plan.target,
+        "target_reason": target_reason,
         "mode": plan.mode,
         "soc": plan.soc.value,
         "vendor": plan.vendor,
@@ -198,6 +257,8 @@ def plan_document(plan: Plan, identity: dict[str, Any] | None = None) -> dict[st
         "ranks": [
             {
                 "rank": r.rank,
+                "dp_rank": r.dp_rank,
+                "local_rank": r.local,
                 "device": r.device,
                 "logical_id": r.logical_id,
                 "cpus": format_cpulist(r.cpus),
@@ -205,6 +266,7 @@ def plan_document(plan: Plan, identity: dict[str, Any] | None = None) -> dict[st
                 "device_numa_node": r.device_node,
                 "locality": None if r.locality is None else round(r.locality, 4),
                 "roles": r.roles.to_json(),
+                "binding_skipped": r.skipped,
                 **(
                     {"vllm_log_line": r.vllm_log_line(plan.mode)}
                     if plan.policy == "vllm-ascend"

@@ -24,6 +24,7 @@ from ascendtune.cli.planopts import (
     ReserveOpt,
     SocOpt,
     SpillOpt,
+    TargetOpt,
     VisibleDevicesOpt,
     plan_options,
 )
@@ -129,6 +130,7 @@ def register(app: typer.Typer) -> None:
         reserve: ReserveOpt = None,
         no_irq_reserve: NoIrqReserveOpt = False,
         spill: SpillOpt = False,
+        version: TargetOpt = "auto",
     ) -> None:
         """Bind every thread of a running process (--pid) to one rank's CPUs, verified, or
         start a command already bound (`ascendtune bind --rank 0 -- vllm serve ...`)."""
@@ -144,6 +146,7 @@ def register(app: typer.Typer) -> None:
                 ("--reserve", reserve is not None),
                 ("--no-irq-reserve", no_irq_reserve),
                 ("--spill", spill),
+                ("--target", version != "auto"),
             )
             if given
         ]
@@ -163,6 +166,7 @@ def register(app: typer.Typer) -> None:
                 reserve=reserve,
                 no_irq_reserve=no_irq_reserve,
                 spill=spill,
+                target=version,
             ),
             plan_opts_given=plan_opts_given,
         )

@@ -14,6 +14,7 @@ from ascendtune.cli.planopts import (
     PolicyOpt,
     ReserveOpt,
     SocOpt,
+    TargetOpt,
     VisibleDevicesOpt,
     plan_options,
 )
@@ -36,7 +37,10 @@ def render(report: DoctorReport) -> None:
         rows = [c for c in checks if c.section == section]
         if not rows:
             continue
-        title = "Host" if section == "host" else f"Workers (compared with the {plan.policy} plan)"
+        against = plan.policy + (
+            f" {plan.plan.target}" if plan.plan and plan.plan.target and plan.policy == "vllm-ascend" else ""
+        )
+        title = "Host" if section == "host" else f"Workers (compared with the {against} plan)"
         t = Table(title=title, title_justify="left")
         for col in ("status", "check", "value", "expected"):
             t.add_column(col)
@@ -86,6 +90,7 @@ def register(app: typer.Typer) -> None:
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
         no_irq_reserve: NoIrqReserveOpt = False,
+        target: TargetOpt = "auto",
         json_out: JsonOpt = False,
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
@@ -104,6 +109,7 @@ def register(app: typer.Typer) -> None:
                 soc=soc,
                 reserve=reserve,
                 no_irq_reserve=no_irq_reserve,
+                target=target,
             ),
         )
         from ascendtune.app.plan import check_policy

@@ -9,10 +9,17 @@ import typer
 from ascendtune.app.emit import EMITS
 from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
 from ascendtune.cli.planopts import (
+    BusyOpt,
+    CmdlineOpt,
+    DeviceIdsOpt,
+    DpOpt,
     NoIrqReserveOpt,
+    PpOpt,
     ReserveOpt,
     SocOpt,
     SpillOpt,
+    TargetOpt,
+    TpOpt,
     VisibleDevicesOpt,
     plan_options,
     policy_help,
@@ -34,7 +41,7 @@ def _locality(x: float | None) -> str:
     return "?" if x is None else f"{x:.0%}"
 
 
-def render_plan(plan: Plan, host: Host) -> None:
+def render_plan(plan: Plan, host: Host, target_reason: str | None = None) -> None:
     from rich.table import Table
 
     from ascendtune.cli.common import stdout_console
@@ -64,6 +71,8 @@ def render_plan(plan: Plan, host: Host) -> None:
             _locality(r.locality),
         )
     con.print(t)
+    if plan.policy == "vllm-ascend" and plan.target:
+        con.print(f"vLLM-Ascend {plan.target}" + (f" ({target_reason})" if target_reason else ""))
     con.print(
         f"cpuset: {_fmt(plan.cpus_allowed)}"
         + (f"  reserved: {_fmt(plan.reserved)}" if plan.reserved else "")
@@ -93,6 +102,13 @@ def register(app: typer.Typer) -> None:
         reserve: ReserveOpt = None,
         no_irq_reserve: NoIrqReserveOpt = False,
         spill: SpillOpt = False,
+        target: TargetOpt = "auto",
+        dp: DpOpt = None,
+        tp: TpOpt = None,
+        pp: PpOpt = None,
+        device_ids: DeviceIdsOpt = None,
+        busy: BusyOpt = None,
+        cmdline: CmdlineOpt = None,
         emit: Annotated[
             str | None,
             typer.Option(
@@ -129,24 +145,31 @@ def register(app: typer.Typer) -> None:
             reserve=reserve,
             no_irq_reserve=no_irq_reserve,
             spill=spill,
+            target=target,
+            dp=dp,
+            tp=tp,
+            pp=pp,
+            device_ids=device_ids,
+            busy=busy,
+            cmdline=cmdline,
         )
         if policy == app_plan.COMPARE:
-            report = app_plan.compare(host, opts)
+            report = app_plan.compare(host, opts, got.root)
             if json_out:
                 print_json(app_plan.compare_document(report, got.identity))
             app_plan.require_some_plan(report)
             if not json_out:
                 _render_compare(report)
             return
-        result = app_plan.plan(host, opts)
+        result = app_plan.plan(host, opts, got.root)
         if json_out:
-            print_json(app_plan.plan_document(result.plan, got.identity))
+            print_json(app_plan.plan_document(result.plan, got.identity, result.target_reason))
             return
         if emit:
             for line in emit_lines(result.plan, emit):
                 print(line)
             return
-        render_plan(result.plan, host)
+        render_plan(result.plan, host, result.target_reason)
         if result.better:
             from ascendtune.cli.common import stdout_console
 

@@ -9,6 +9,7 @@ import typer
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.app.plan import AUTO, SOC_NAMES, policy_choices
+from ascendtune.core import versions
 from ascendtune.core.planner import POLICIES
 
 
@@ -59,6 +60,66 @@ NoIrqReserveOpt = Annotated[
 ]
 
 
+def _complete_target(incomplete: str) -> list[str]:
+    return [t for t in ("auto", *versions.names()) if t.startswith(incomplete)]
+
+
+TARGET_HELP = (
+    "vLLM-Ascend version whose behaviour applies: auto (the version a worker on the host runs, "
+    f"else the newest known, {versions.NEWEST}), or one of: {', '.join(versions.names())}."
+)
+TargetOpt = Annotated[
+    str,
+    typer.Option(
+        "--target", metavar="VERSION", help=TARGET_HELP, autocompletion=_complete_target
+    ),
+]
+DpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--data-parallel-size", "-dp", "--dp", min=1, metavar="N",
+        help="Data parallel engines on this node (vLLM's -dp).",
+    ),
+]
+TpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tensor-parallel-size", "-tp", "--tp", min=1, metavar="N",
+        help="Tensor parallel size (vLLM's -tp).",
+    ),
+]
+PpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--pipeline-parallel-size", "-pp", "--pp", min=1, metavar="N",
+        help="Pipeline parallel size (vLLM's -pp).",
+    ),
+]
+DeviceIdsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device-ids", metavar="IDS", help="vLLM's --device-ids: the NPUs in rank order."
+    ),
+]
+BusyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--busy",
+        metavar="IDS",
+        help="NPUs that will have a process when binding runs (default: npu-smi's table plus "
+        "the job's own).",
+    ),
+]
+CmdlineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cmdline",
+        metavar="TEXT",
+        help="A whole `vllm serve ...` line: its -tp, -dp, -pp and --device-ids apply.",
+    ),
+]
+
+
 def plan_options(
     *,
     policy: str = AUTO,
@@ -68,6 +129,13 @@ def plan_options(
     reserve: str | None = None,
     no_irq_reserve: bool = False,
     spill: bool = False,
+    target: str = "auto",
+    dp: int | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    device_ids: str | None = None,
+    busy: str | None = None,
+    cmdline: str | None = None,
 ) -> PlanOptions:
     return PlanOptions(
         policy=policy,
@@ -77,4 +145,11 @@ def plan_options(
         reserve=reserve,
         no_irq_reserve=no_irq_reserve,
         spill=spill,
+        target=target,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        device_ids=device_ids,
+        busy=busy,
+        cmdline=cmdline,
     )

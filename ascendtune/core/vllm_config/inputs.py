@@ -51,6 +51,10 @@ class Cmdline:
     scheduling_policy: str = "fcfs"
     enable_eplb: bool = False
     numa_bind: bool = False
+    device_ids: str | None = None  # vLLM >= 0.24: which NPUs, in rank order, as typed
+    compilation_config_text: str | None = None
+    gdn_prefill_backend: str | None = None
+    kda_prefill_backend: str | None = None
 
 
 # vLLM flag -> (Cmdline field, kind); short aliases as vLLM's arg_utils defines them
@@ -72,6 +76,11 @@ _FLAGS: dict[str, tuple[str, str]] = {
     "--kv-transfer-config": ("kv_role", "kv"),
     "--speculative-config": ("num_speculative_tokens", "spec"),
     "--additional-config": ("config_text", "str"),
+    "--device-ids": ("device_ids", "str"),
+    "--compilation-config": ("compilation_config_text", "str"),
+    "-O": ("compilation_config_text", "str"),
+    "--gdn-prefill-backend": ("gdn_prefill_backend", "str"),
+    "--kda-prefill-backend": ("kda_prefill_backend", "str"),
 }
 
 
