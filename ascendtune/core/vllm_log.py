@@ -157,7 +157,7 @@ def _c(code: str, pattern: str, cause: str, fix: str) -> Cause:
 CAUSES: tuple[Cause, ...] = (
     _c(
         "too_few_cpus",
-        r"number of CPUs is insufficient|Insufficient CPUs for binding|got too few CPUs|"
+        r"number of CPUs is insuf|Insufficient CPUs for bind|got too few CPUs|"
         r"Cpu num in numa .* is not enough",
         "an NPU's CPU pool has fewer than 5 CPUs (2 for IRQs, main, acl, release): the cpuset is "
         "too small for the NPUs sharing it (global_slice divides it by every NPU on the host)",
