@@ -547,3 +547,20 @@ def test_cli_target_override() -> None:
     assert doc["check_config"]["target_reason"] == "--target"
     # enable_fused_mc2: 2 is refused after v0.23.0
     assert any(f["severity"] == "error" for f in doc["check_config"]["findings"])
+
+
+def test_plain_worker_names_multinode() -> None:
+    """`(Worker pid=N)` carries no rank: binding lines give the local rank, vLLM's parallel_state
+    line the global one; a worker with no binding line is "not seen"."""
+    r = load("multinode_worker_plain.log")
+    assert [(w.rank, w.pid, w.global_rank, w.dp_rank, w.binding) for w in r.workers] == [
+        (0, 601, 8, 0, "bound"),
+        (1, 602, 9, 0, "bound"),
+        (None, 603, 10, 0, "not seen"),
+    ]
+    assert plans(LogReport(r.workers[:2], None, None, {}, (), 0, 0, True)) == [
+        (0, 601, 0, "2-37", "38", "39"),
+        (1, 602, 1, "42-77", "78", "79"),
+    ]
+    (f,) = [f for f in r.findings if f.code == "binding_not_logged"]
+    assert "pid 603 (global rank 10)" in f.message and f.severity == "warning"

@@ -88,6 +88,7 @@ def _worker(w: WorkerLog) -> dict[str, Any]:
         "pid": w.pid,
         "process": w.process,
         "dp_rank": w.dp_rank,
+        "global_rank": w.global_rank,
         "binding": w.binding,
         "reason": w.reason,
         "cause": w.cause,

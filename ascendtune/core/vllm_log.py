@@ -97,6 +97,7 @@ class WorkerLog:
     migrate_nodes: tuple[int, ...] = ()
     skipped_steps: tuple[str, ...] = ()  # "irq: ...", "memory: ..." (binding ran, a step did not)
     line: int = 0  # the first line that named this worker
+    global_rank: int | None = None  # vLLM's "rank R in world size W is assigned as ..." line
 
 
 @dataclass(frozen=True)
@@ -408,6 +409,8 @@ _ASCEND_VERSION = re.compile(
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*)$")
 _NAMESPACE = re.compile(r"\bargs: Namespace\((.*)$")
 
+# vLLM's parallel_state: "rank 10 in world size 32 is assigned as DP rank 0, PP rank 0, ..."
+_ASSIGNED = re.compile(r"rank (\d+) in world size \d+ is assigned as DP rank (\d+)")
 _STEP_NPU = re.compile(r"npu=(\d+)|NPU(\d+)")
 _IDX = re.compile(r"(?:^|_)(DP|TP|PP|EP|PCP|DCP)(\d+)")
 
@@ -530,6 +533,7 @@ class _Worker:
     migrate: list[int] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     cut_plan: bool = False
+    global_rank: int | None = None
 
     def freeze(self) -> WorkerLog:
         cause = cause_of(self.reason) if self.binding == "failed" and self.reason else None
@@ -552,6 +556,7 @@ class _Worker:
             migrate_nodes=tuple(self.migrate),
             skipped_steps=tuple(self.skipped),
             line=self.line,
+            global_rank=self.global_rank,
         )
 
     def expected_npu(self) -> int | None:
@@ -698,7 +703,12 @@ class LogParser:
     def _message(self, rec: Record) -> None:
         msg = rec.message
         if _is_worker_name(rec.process) and rec.pid is not None:
-            self._by_pid(rec)  # a worker that never logs binding shows as "not seen"
+            w = self._by_pid(rec)  # a worker that never logs binding shows as "not seen"
+            m = _ASSIGNED.search(msg) if w is not None and "world size" in msg else None
+            if w is not None and m:
+                w.global_rank = int(m.group(1))
+                if w.dp_rank is None:
+                    w.dp_rank = int(m.group(2))
         maybe = "NPU" in msg or "cpu" in msg.lower() or "irq" in msg or "migrat" in msg
         if maybe and self._binding(rec, msg):
             self.binding_seen = True
@@ -954,6 +964,23 @@ class LogParser:
                     ranks(skipped),
                     f"CPU binding was skipped: {skipped[0].reason}",
                     "bind the workers yourself: `ascendtune bind --workers`",
+                )
+            )
+        unseen = [w for w in workers if w.binding == "not seen"]
+        if unseen and self.binding_seen:
+            who = ", ".join(
+                f"pid {w.pid}"
+                + (f" (global rank {w.global_rank})" if w.global_rank is not None else "")
+                for w in unseen[:8]
+            )
+            out.append(
+                LogFinding(
+                    "binding_not_logged",
+                    "warning",
+                    ranks(unseen),
+                    f"{len(unseen)} worker(s) printed no CPU-binding line while others did: {who}",
+                    "binding runs after warm-up; a worker that died or hung before it, or a log "
+                    "cut early, shows so; check that worker's own lines",
                 )
             )
         for prefix, code, hint in (
