@@ -564,3 +564,22 @@ def test_plain_worker_names_multinode() -> None:
     ]
     (f,) = [f for f in r.findings if f.code == "binding_not_logged"]
     assert "pid 603 (global rank 10)" in f.message and f.severity == "warning"
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=10),
+)
+def test_split_lines_any_chunking(lines: list[bytes], sizes: list[int]) -> None:
+    data = b"\n".join(lines)
+    chunks, pos, i = [], 0, 0
+    while pos < len(data):
+        n = sizes[i % len(sizes)]
+        chunks.append(data[pos : pos + n])
+        pos, i = pos + n, i + 1
+    got = list(split_lines(chunks, 64))
+    want = [ln for ln in lines] if data else []
+    if want and want[-1] == b"":
+        want = want[:-1]  # a trailing newline ends the last line, it opens none
+    assert got == want

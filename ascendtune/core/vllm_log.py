@@ -267,7 +267,9 @@ _STAMP = r"(?:\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}[ T]\d{2}
 # `[file.py:123]` (vLLM ≥ 0.8), `file.py:123]` (older), `[file.py:123 pid]` seen too
 _WHERE = r"(?:\[[^\]\s]+:\d+\]|[^\s\[\]]+:\d+\])"
 _HEAD = re.compile(rf"(?:{_PREFIX})?{_LEVEL} {_STAMP} {_WHERE} ?")
-_HEAD_START = re.compile(rf"(?:{_PREFIX})?{_LEVEL} {_STAMP} ")
+_LEVEL_STAMP = re.compile(rf"{_LEVEL} {_STAMP} ")
+_PREFIX_TAIL = re.compile(_PREFIX + r"$")
+CUT_MARK = b"\x00cut"
 _ONLY_PREFIX = re.compile(_PREFIX)
 # vLLM-Ascend's own formatter (logger.py): `[vllm-ascend] - msg`, `[vllm-ascend] [module] - msg`
 _ASCEND_TAG = re.compile(r"^\[vllm-ascend\](?: \[[\w.\-]+\])? - ")
@@ -286,25 +288,27 @@ def split_lines(chunks: Iterable[bytes], max_bytes: int = MAX_LINE_BYTES) -> Ite
     """Cut a byte stream into lines of at most max_bytes (+ the newline); the rest of a longer
     line is dropped, and the kept part ends with b"\\x00cut" so the parser can say so."""
     buf = b""
-    dropping = False
+    dropping = False  # inside the dropped tail of an over-long line
     for chunk in chunks:
-        buf += chunk
+        buf = buf + chunk if buf else chunk
+        pos = 0
         while True:
-            nl = buf.find(b"\n")
+            nl = buf.find(b"\n", pos)
             if nl < 0:
-                if len(buf) > max_bytes:
-                    if not dropping:
-                        yield buf[:max_bytes] + b"\x00cut"
-                        dropping = True
-                    buf = b""
                 break
             if dropping:
                 dropping = False
-            elif nl > max_bytes:
-                yield buf[:max_bytes] + b"\x00cut"
+            elif nl - pos > max_bytes:
+                yield buf[pos : pos + max_bytes] + CUT_MARK
             else:
-                yield buf[:nl]
-            buf = buf[nl + 1 :]
+                yield buf[pos:nl]
+            pos = nl + 1
+        buf = buf[pos:]
+        if len(buf) > max_bytes:
+            if not dropping:
+                yield buf[:max_bytes] + CUT_MARK
+                dropping = True
+            buf = b""
     if buf and not dropping:
         yield buf[:max_bytes]
 
@@ -312,19 +316,26 @@ def split_lines(chunks: Iterable[bytes], max_bytes: int = MAX_LINE_BYTES) -> Ite
 def records(line: bytes) -> list[Record]:
     """The log records one physical line holds: ANSI colour, carriage returns (progress bars)
     and two records glued together are split apart; bad UTF-8 becomes U+FFFD."""
-    cut = line.endswith(b"\x00cut")
+    cut = line.endswith(CUT_MARK)
     if cut:
-        line = line[: -len(b"\x00cut")]
+        line = line[: -len(CUT_MARK)]
     text = line.decode("utf-8", errors="replace")
-    text = _ANSI.sub("", text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
     out: list[Record] = []
     for seg in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        seg = _CTRL.sub("", seg).strip()
+        if not seg.isprintable():
+            seg = _CTRL.sub("", seg)
+        seg = seg.strip()
         if not seg:
             continue
-        starts = [m.start() for m in _HEAD_START.finditer(seg)]
-        if not starts or starts[0] != 0:
-            starts = [0, *starts]
+        starts = [0]
+        stamps = list(_LEVEL_STAMP.finditer(seg))
+        if len(stamps) > 1:  # rare: records glued together; each starts at its prefix, if any
+            for m in stamps[1:]:
+                p = m.start()
+                before = _PREFIX_TAIL.search(seg, max(0, p - 200), p)
+                starts.append(before.start() if before else p)
         for i, s in enumerate(starts):
             end = starts[i + 1] if i + 1 < len(starts) else len(seg)
             out.append(_record(seg[s:end].strip()))
