@@ -583,3 +583,17 @@ def test_split_lines_any_chunking(lines: list[bytes], sizes: list[int]) -> None:
     if want and want[-1] == b"":
         want = want[:-1]  # a trailing newline ends the last line, it opens none
     assert got == want
+
+
+def test_mode_line_naming_the_npu_matches_its_plan() -> None:
+    """Without pids, a mode line that names its NPU (as lines after PR #15517 may) takes that
+    NPU's plan even when the visible list's order says otherwise."""
+    head = "INFO 09-23 10:00:00 [cpu_binding.py:1] "
+    text = (
+        f"{head}[cpu_bind_mode] mode=topo_affinity rank=0 npu=6 visible_npus=[4, 6]\n"
+        f"{head}[cpu_bind_mode] mode=topo_affinity rank=1 npu=4 visible_npus=[4, 6]\n"
+        f"{head}NPU4: main=[2 3 4]  acl=[5]  release=[[6]]\n"
+        f"{head}NPU6: main=[50 51 52]  acl=[53]  release=[[54]]\n"
+    )
+    r = parse_text(text)
+    assert [(w.rank, w.plan.npu if w.plan else None) for w in r.workers] == [(0, 6), (1, 4)]

@@ -365,7 +365,10 @@ def _record(text: str) -> Record:
 # The messages (cpu_binding.py / worker.py on every line ascendtune knows)
 
 _NUMS = r"[\d,\s]*"
-_MODE = re.compile(rf"\[cpu_bind_mode\] mode=(\w+) rank=(\d+) visible_npus=\[({_NUMS})\]")
+# lenient past `rank=`: lines after the binding fix (PR #15517) may name the NPU too
+_MODE = re.compile(r"\[cpu_bind_mode\] mode=(\w+) rank=(\d+)")
+_MODE_VISIBLE = re.compile(rf"visible_npus=\[({_NUMS})\]")
+_MODE_NPU = re.compile(r"\b(?:npu|npu_id|current_npu)=(\d+)")
 _PLAN_HEAD = re.compile(r"The CPU allocation plan is as follows:")
 _PLAN = re.compile(
     rf"NPU(\d+): main=\[({_NUMS})\]\s+acl=\[({_NUMS})\]\s+release=\[(?:\[({_NUMS})\])?\]"
@@ -545,6 +548,7 @@ class _Worker:
     skipped: list[str] = field(default_factory=list)
     cut_plan: bool = False
     global_rank: int | None = None
+    npu_hint: int | None = None  # the NPU a mode line names, where it does
 
     def freeze(self) -> WorkerLog:
         cause = cause_of(self.reason) if self.binding == "failed" and self.reason else None
@@ -571,6 +575,8 @@ class _Worker:
         )
 
     def expected_npu(self) -> int | None:
+        if self.npu_hint is not None:
+            return self.npu_hint
         if self.rank is not None and 0 <= self.rank < len(self.visible):
             return self.visible[self.rank]
         return None
@@ -734,7 +740,10 @@ class LogParser:
         if m:
             w = self._for_rank(rec, int(m.group(2)), opening=True)
             if w is not None:
-                w.mode, w.visible = m.group(1), _ints(m.group(3))
+                vis = _MODE_VISIBLE.search(msg, m.end())
+                hint = _MODE_NPU.search(msg, m.end())
+                w.mode, w.visible = m.group(1), _ints(vis.group(1)) if vis else ()
+                w.npu_hint = int(hint.group(1)) if hint else None
                 self.current[rec.pid] = w.key
             return True
         if _PLAN_HEAD.search(msg):
