@@ -1,0 +1,181 @@
+"""`ascendtune log`: the logged config checked, the logged pools compared, and the JSON document."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.vllm_log import LogFinding, LogReport, WorkerLog
+
+if TYPE_CHECKING:
+    from ascendtune.core.model import Host
+    from ascendtune.core.vllm_config import Report
+
+
+@dataclass(frozen=True)
+class CheckedConfig:
+    """The logged additional-config run through check-config, and why that target."""
+
+    report: Report
+    target_reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The logged pools beside ascendtune's vllm-ascend prediction for a given host."""
+
+    host: str  # what the prediction was made for ("demo atlas-800i-a2", a sysroot, "this host")
+    mode: str
+    findings: tuple[LogFinding, ...]
+    predicted: Mapping[int, Mapping[str, str]]  # NPU -> roles as cpulists
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _bool(v: Any) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
+def check_logged_config(report: LogReport, target: str | None = None) -> CheckedConfig | None:
+    """Check the logged additional-config against `target`, else the version the log names
+    (else check-config's default); None when the log prints no additional-config."""
+    from ascendtune.core.vllm_config import DEFAULT_TARGET, Facts, check
+    from ascendtune.core.vllm_log import check_target
+
+    if report.additional_config is None:
+        return None
+    if target:
+        reason = "--target"
+    else:
+        target, reason = check_target(report)
+        if target is None:
+            target, reason = DEFAULT_TARGET, reason + f"; {DEFAULT_TARGET} assumed"
+    args = report.args or {}
+    facts = Facts(
+        tp=_int(args.get("tensor_parallel_size")),
+        dp=_int(args.get("data_parallel_size")),
+        pp=_int(args.get("pipeline_parallel_size")),
+        enable_expert_parallel=_bool(args.get("enable_expert_parallel")),
+        enforce_eager=_bool(args.get("enforce_eager")),
+        max_num_batched_tokens=_int(args.get("max_num_batched_tokens")),
+        block_size=_int(args.get("block_size")),
+        env_source="unknown",  # a log does not record the server's environment
+    )
+    return CheckedConfig(check(dict(report.additional_config), target, facts), reason)
+
+
+def compare_with_host(report: LogReport, host: Host, label: str) -> Comparison:
+    """Predict vLLM-Ascend's binding on host for the NPUs the log names, and compare."""
+    from ascendtune.core.planner import make_plan
+    from ascendtune.core.vllm_log import compare_with_plan, plan_request
+
+    plan = make_plan(host, plan_request(report))
+    return Comparison(
+        host=label,
+        mode=plan.mode,
+        findings=compare_with_plan(report, plan),
+        predicted={rp.logical_id: rp.roles.to_json() for rp in plan.ranks},
+    )
+
+
+def _worker(w: WorkerLog) -> dict[str, Any]:
+    return {
+        "rank": w.rank,
+        "pid": w.pid,
+        "process": w.process,
+        "dp_rank": w.dp_rank,
+        "global_rank": w.global_rank,
+        "binding": w.binding,
+        "reason": w.reason,
+        "cause": w.cause,
+        "cause_text": w.cause_text,
+        "fix": w.fix,
+        "mode": w.mode,
+        "visible_npus": list(w.visible_npus),
+        "plan": w.plan.to_json() if w.plan else None,
+        "irqs": [i.to_json() for i in w.irqs],
+        "migrate_numa": list(w.migrate_nodes),
+        "skipped_steps": list(w.skipped_steps),
+        "line": w.line,
+    }
+
+
+def _jsonable(v: Any) -> Any:
+    """A literal from the log as JSON: tuples and sets become lists, odd keys strings."""
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted((_jsonable(x) for x in v), key=repr)
+    if isinstance(v, (bytes, complex)):
+        return repr(v)
+    if isinstance(v, float) and v != v:  # NaN is no JSON
+        return None
+    return v
+
+
+def log_document(
+    report: LogReport,
+    *,
+    checked_config: CheckedConfig | None = None,
+    comparison: Comparison | None = None,
+) -> dict[str, Any]:
+    """The `ascendtune log --json` document (the printer adds schema_version)."""
+    findings = [f.to_json() for f in report.findings]
+    if comparison is not None:
+        findings += [f.to_json() for f in comparison.findings]
+    return {
+        "binding_seen": report.binding_seen,
+        "ranks": [_worker(w) for w in report.workers],
+        "versions": dict(report.versions),
+        "args": _jsonable(report.args) if report.args is not None else None,
+        "additional_config": _jsonable(report.additional_config)
+        if report.additional_config is not None
+        else None,
+        "check_config": None
+        if checked_config is None
+        else {
+            **checked_config.report.to_json(),
+            "target_reason": checked_config.target_reason,
+        },
+        "comparison": None
+        if comparison is None
+        else {
+            "host": comparison.host,
+            "mode": comparison.mode,
+            "predicted": {str(k): dict(v) for k, v in comparison.predicted.items()},
+        },
+        "findings": findings,
+        "lines": report.lines,
+        "lines_cut": report.lines_cut,
+        "truncated": report.truncated,
+        "summary": {
+            b: sum(1 for w in report.workers if w.binding == b)
+            for b in ("bound", "failed", "skipped", "not seen")
+        },
+    }
+
+
+def failed_ranks(report: LogReport) -> list[str]:
+    """The failed workers in words, for the exit-1 line."""
+    return [
+        (f"rank {w.rank}" if w.rank is not None else "a worker")
+        + (f" (pid {w.pid})" if w.pid is not None else "")
+        for w in report.failed
+    ]
+
+
+def plan_cells(w: WorkerLog) -> tuple[str, str, str, str]:
+    if w.plan is None:
+        return ("", "", "", "")
+    return (
+        str(w.plan.npu),
+        format_cpulist(w.plan.main),
+        format_cpulist(w.plan.acl),
+        format_cpulist(w.plan.release),
+    )

@@ -1,0 +1,255 @@
+"""`ascendtune log FILE|-`: per rank, the CPU binding a vLLM-Ascend server logged or why it failed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, BinaryIO, cast
+
+import typer
+
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+
+if TYPE_CHECKING:
+    from ascendtune.app.log import CheckedConfig, Comparison
+    from ascendtune.core.vllm_log import LogReport
+
+CHUNK = 64 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _chunks(stream: BinaryIO, source: str) -> Iterator[bytes]:
+    """The stream in chunks (gzip undone); a binary file that is no text log is refused."""
+    import gzip
+
+    from ascendtune.core.errors import InvalidInput
+
+    first = stream.read(CHUNK)
+    if first.startswith(_GZIP_MAGIC):
+        rest = gzip.GzipFile(fileobj=cast("BinaryIO", _Prepend(first, stream)), mode="rb")
+        try:
+            first = rest.read(CHUNK)
+        except (OSError, EOFError) as e:
+            raise InvalidInput(f"{source}: not a readable gzip file ({e})") from None
+        stream = rest  # type: ignore[assignment]
+    if first and first.count(b"\x00") > len(first) // 4:
+        raise InvalidInput(
+            f"{source} is not a text log (binary content)",
+            "give the server's stdout/stderr log, e.g. `vllm serve ... 2>&1 | tee server.log`",
+        )
+    yield first
+    while True:
+        try:
+            chunk = stream.read(CHUNK)
+        except (OSError, EOFError) as e:
+            raise InvalidInput(f"{source}: read failed ({e})") from None
+        if not chunk:
+            return
+        yield chunk
+
+
+class _Prepend:
+    """A file object that returns `head` before the rest of `stream` (to sniff gzip)."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self.head = head
+        self.stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            if n < 0:
+                out, self.head = self.head + self.stream.read(), b""
+                return out
+            out, self.head = self.head[:n], self.head[n:]
+            return out
+        return self.stream.read(n)
+
+
+def read_log(path: str) -> LogReport:
+    """Parse the log at path ('-' for stdin), streamed in bounded memory."""
+    import sys
+
+    from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
+    from ascendtune.core.vllm_log import parse_log, split_lines
+
+    if path == "-":
+        return parse_log(split_lines(_chunks(sys.stdin.buffer, "stdin")))
+    try:
+        with open(path, "rb") as f:
+            return parse_log(split_lines(_chunks(f, path)))
+    except FileNotFoundError:
+        raise MissingError(
+            f"no such log file: {path}", "give the server's log file, or '-' for stdin"
+        ) from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{path} is a directory, not a log file") from None
+    except PermissionError:
+        raise PermissionDenied(f"cannot read {path}: permission denied") from None
+    except OSError as e:
+        raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("log")
+    @handle_errors
+    def log_cmd(
+        file: Annotated[
+            str,
+            typer.Argument(
+                help="The vLLM / vLLM-Ascend server log ('-' for stdin; .gz is read too).",
+                metavar="FILE|-",
+            ),
+        ],
+        json_out: JsonOpt = False,
+        target: Annotated[
+            str | None,
+            typer.Option(
+                "--target",
+                help="vLLM-Ascend version whose rules check the logged additional-config "
+                "(default: the version the log names).",
+                metavar="VERSION",
+            ),
+        ] = None,
+        sysroot: SysrootOpt = None,
+        demo: DemoOpt = None,
+    ) -> None:
+        """Per rank: whether CPU binding ran, the plan it printed, or why it failed; the config checked.
+
+        Exit 1 when binding failed for some rank. With --sysroot or --demo, the logged pools are
+        compared with what ascendtune predicts for that host.
+        """
+        from ascendtune.app.log import check_logged_config, log_document
+
+        if target is not None and target != "auto":
+            from ascendtune.core.vllm_config import version
+
+            version(target)  # an unknown --target fails before the log is read
+        report = read_log(file)
+        checked = check_logged_config(report, None if target in (None, "auto") else target)
+        comparison = _compare(report, sysroot, demo) if (sysroot or demo) else None
+        if json_out:
+            print_json(log_document(report, checked_config=checked, comparison=comparison))
+        else:
+            render(report, file, checked, comparison)
+        if report.failed:
+            raise typer.Exit(1)
+
+
+def _compare(report: LogReport, sysroot: str | None, demo: str | None) -> Comparison | None:
+    from ascendtune.app.log import Comparison, compare_with_host
+    from ascendtune.cli.common import load_host
+    from ascendtune.core.errors import PlanError
+    from ascendtune.core.vllm_log import LogFinding
+
+    host = load_host(sysroot, demo).host
+    label = f"demo {demo}" if demo else f"sysroot {sysroot}"
+    if not any(w.plan for w in report.workers):
+        return Comparison(label, "", (), {})
+    try:
+        return compare_with_host(report, host, label)
+    except PlanError as e:
+        finding = LogFinding(
+            "plan_impossible",
+            "warning",
+            (),
+            f"ascendtune predicts no vllm-ascend plan for {label}: {e.message}",
+            e.hint or "",
+        )
+        return Comparison(label, "", (finding,), {})
+
+
+_MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}
+_BINDING_STYLE = {"bound": "green", "failed": "bold red", "skipped": "yellow", "not seen": "dim"}
+
+
+def render(
+    report: LogReport,
+    source: str,
+    checked: CheckedConfig | None,
+    comparison: Comparison | None,
+) -> None:
+    import functools
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from ascendtune.app.log import plan_cells
+    from ascendtune.cli.common import stdout_console
+
+    con = stdout_console()
+    out = functools.partial(con.print, soft_wrap=True)
+    head = [f"{'stdin' if source == '-' else source}: {report.lines} lines"]
+    for key, label in (("vllm", "vLLM"), ("vllm_ascend", "vLLM-Ascend")):
+        if key in report.versions:
+            head.append(f"{label} {report.versions[key]}")
+    out(", ".join(head))
+    if report.args is not None:
+        shown = {
+            k: report.args[k]
+            for k in (
+                "model",
+                "tensor_parallel_size",
+                "data_parallel_size",
+                "pipeline_parallel_size",
+                "enable_expert_parallel",
+            )
+            if k in report.args
+        }
+        out(Text.assemble(("args ", "dim"), ", ".join(f"{k}={v!r}" for k, v in shown.items())))
+    if report.workers:
+        t = Table(title="CPU binding per rank", title_justify="left")
+        for col in (
+            "rank",
+            "process",
+            "binding",
+            "NPU",
+            "main",
+            "acl",
+            "release",
+            "IRQ CPUs",
+            "NUMA",
+        ):
+            t.add_column(col)
+        for w in report.workers:
+            npu, main, acl, rel = plan_cells(w)
+            proc = (w.process or "") + (f" {w.pid}" if w.pid is not None else "")
+            irq = ",".join(f"{i.sq_cpu},{i.cq_cpu}" for i in w.irqs[:2])
+            t.add_row(
+                "?" if w.rank is None else str(w.rank),
+                proc.strip() or "-",
+                Text(w.binding, style=_BINDING_STYLE[w.binding]),
+                npu,
+                main,
+                acl,
+                rel,
+                irq,
+                ",".join(map(str, w.migrate_nodes)),
+            )
+        con.print(t)
+        for w in report.workers:
+            if w.binding in ("failed", "skipped") and w.reason:
+                who = f"rank {w.rank}" if w.rank is not None else "worker"
+                out(Text.assemble((f"{who}: ", "bold"), w.reason))
+                if w.cause_text:
+                    out(Text("  cause: " + w.cause_text))
+                if w.fix:
+                    out(Text("  fix: " + w.fix, style="dim"))
+    findings = list(report.findings) + (list(comparison.findings) if comparison else [])
+    if comparison is not None:
+        out(
+            Text.assemble(
+                ("compared with ", "dim"),
+                (comparison.host, "bold"),
+                (f" ({comparison.mode})" if comparison.mode else "", "dim"),
+            )
+        )
+    for f in findings:
+        mark, style = _MARK[f.severity]
+        ranks = f" [ranks {','.join(map(str, f.ranks))}]" if f.ranks else ""
+        out(Text.assemble(f"{mark} ", (f.code, style), ranks, "  ", f.message))
+        if f.hint:
+            out(Text("    → " + f.hint, style="dim"))
+    if checked is not None:
+        from ascendtune.cli.check_config import render as render_config
+
+        out(Text("additional-config checked:", style="bold"))
+        render_config(con, checked.report, checked.target_reason, False)
