@@ -17,8 +17,8 @@ from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host, Source
 from ascendtune.core.parsers.nvidia_smi import parse_topo_m
 from ascendtune.core.planner import Plan, PlanRequest, make_plan
+from ascendtune.core.vendors.nvidia import build_gpus
 from ascendtune.host import pci
-from ascendtune.host.reader import build_gpus
 from ascendtune.host.sysroot import DirRoot
 from tests.builder import SysrootBuilder
 from tests.conftest import sample

@@ -16,20 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ascendtune import __version__
+from ascendtune.core import vendors
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.model import Soc
 from ascendtune.core.redact import redact_args
 from ascendtune.host import pci, reader
-from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, MemRoot, Root, command_file, error_file
+from ascendtune.host.sysroot import MemRoot, Root, command_file, error_file
 
-COMMANDS = (reader.NPU_SMI_INFO, reader.NPU_SMI_MAP, reader.NPU_SMI_TOPO, reader.NVIDIA_SMI_TOPO)
 TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
 ENV_KEYS = (
     "LC_MESSAGES",
     "LANG",
     "LC_ALL",
-    "ASCEND_RT_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES",
+    *(p.visible_devices_env for p in vendors.profiles()),
     "CPU_AFFINITY_CONF",
     "OMP_PROC_BIND",
 )
@@ -78,7 +77,7 @@ def host_paths(root: Root) -> list[str]:
     for bdf in root.listdir(pci.PCI_DIR) or []:
         base = f"{pci.PCI_DIR}/{bdf}/"
         vendor = (root.read_text(base + "vendor") or "").strip().lower()
-        if vendor in (pci.HUAWEI, pci.NVIDIA):
+        if vendors.by_pci_vendor(vendor) is not None:
             paths += [base + n for n in ("vendor", "device", "class", "numa_node", "local_cpulist")]
     return paths
 
@@ -94,10 +93,11 @@ def capture(root: Root) -> Capture:
         if f"{pci.PCI_DIR}/{bdf}/vendor" in cap.files:
             cap.take_link(root, f"{pci.PCI_DIR}/{bdf}/driver")
     hung: set[str] = set()
-    for argv in COMMANDS:
-        if argv[0] in hung:
+    for command in (c for p in vendors.profiles() for c in p.commands):
+        argv = list(command.argv)
+        if command.tool in hung:
             continue
-        out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
+        out = root.command(argv, command.fallbacks)
         if out is None:
             continue
         if out.ok:
@@ -107,12 +107,13 @@ def capture(root: Root) -> Capture:
             cap.files[error_file(argv)] = (out.error or "failed").splitlines()[0] + "\n"
             if out.timed_out:
                 hung.add(argv[0])
-    nvml_doc = reader.read_nvml(root) if root.live else None
-    if nvml_doc is not None:
-        cap.files[reader.NVML_FILE] = json.dumps(nvml_doc, indent=2, sort_keys=True) + "\n"
-    elif not root.live:
-        cap.take(root, reader.NVML_FILE)
-        cap.missing = [m for m in cap.missing if m != reader.NVML_FILE]
+    for rel in (d for p in vendors.profiles() for d in p.documents):
+        doc = reader.read_document(root, rel) if root.live else None
+        if doc is not None:
+            cap.files[rel] = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        elif not root.live:
+            cap.take(root, rel)
+            cap.missing = [m for m in cap.missing if m != rel]
     from ascendtune.host import facts
 
     try:

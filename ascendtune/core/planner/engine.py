@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ascendtune.core import vendors
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
@@ -31,6 +32,8 @@ class PolicyInfo:
     vendors: tuple[Vendor, ...]
 
 
+_EVERY_VENDOR = tuple(Vendor)
+
 POLICIES: dict[str, PolicyInfo] = {
     p.name: p
     for p in (
@@ -44,34 +47,34 @@ POLICIES: dict[str, PolicyInfo] = {
             "numa-local",
             "each rank on its own device's NUMA node; devices on one node split it evenly in whole "
             "physical cores; never crosses a node",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
+            _EVERY_VENDOR,
         ),
         PolicyInfo(
             "numa-slice",
             "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
             "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
+            _EVERY_VENDOR,
         ),
         # the modes of `torchrun --numa-binding` (torch.numa.binding), for GPU users' habits
         PolicyInfo(
             "node",
             "torchrun's node mode: every CPU of the device's NUMA node (ranks on a node share them)",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
+            _EVERY_VENDOR,
         ),
         PolicyInfo(
             "socket",
             "torchrun's socket mode: every CPU of the NUMA nodes on the device's socket",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
+            _EVERY_VENDOR,
         ),
         PolicyInfo(
             "exclusive",
             "torchrun's exclusive mode: the node's physical cores split evenly among its devices",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
+            _EVERY_VENDOR,
         ),
         PolicyInfo(
             "core-complex",
             "torchrun's core-complex mode: one last-level-cache group of the node per device",
-            (Vendor.HUAWEI, Vendor.NVIDIA),
+            _EVERY_VENDOR,
         ),
     )
 }
@@ -89,14 +92,15 @@ class _Ctx:
 
 
 def _context(host: Host, req: PlanRequest) -> _Ctx:
-    devices = host.npus or host.gpus
+    prof = vendors.vendor_of(host)
+    devices = prof.accelerators(host)
     if not devices:
         failing = f" ({host.tool_errors[0]})" if host.tool_errors else ""
         raise MissingError(
             f"no accelerator found on this host: nothing to plan{failing}",
             "on a machine without NPUs try `--demo atlas-800i-a2`",
         )
-    vendor = devices[0].vendor
+    vendor = prof.vendor
     all_ids = sorted(d.logical_id for d in devices)
     visible = req.visible if req.visible is not None else tuple(all_ids)
     unknown = [v for v in visible if v not in all_ids]
@@ -119,7 +123,7 @@ def _context(host: Host, req: PlanRequest) -> _Ctx:
     usable = host.cpus_allowed - req.reserve
     if not usable:
         raise InvalidInput("--reserve leaves no CPU of the cpuset to plan with")
-    soc = req.soc or (host.soc if vendor is Vendor.HUAWEI else Soc.GPU)
+    soc = req.soc or prof.soc_of(host)
     return _Ctx(host, vendor, devices, all_ids, visible, usable, soc)
 
 
@@ -205,7 +209,7 @@ def _plan_cores(
         cores = shares[device]
         cpus = [c for core in cores for c in core]
         spilled = [c for core in extra.get(device, []) for c in core]
-        if ctx.vendor is Vendor.HUAWEI:
+        if vendors.profile(ctx.vendor).thread_roles:
             roles = numa.roles_from_cores(cores, irq=req.irq_reserve)
             if spilled:
                 roles = replace(roles, main=tuple(sorted(roles.main + tuple(spilled))))
@@ -214,7 +218,7 @@ def _plan_cores(
             cpus += spilled
             if not cpus:
                 raise PlanError(
-                    f"GPU {device} gets no CPU: its NUMA node has fewer physical cores in the "
+                    f"{vendors.profile(ctx.vendor).word} {device} gets no CPU: its NUMA node has fewer physical cores in the "
                     "cpuset than devices sharing it",
                     "widen the cpuset, run fewer ranks, or use --policy node (shared CPUs)",
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ascendtune.core import vendors
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.model import Host
 from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, Plan, RankPlan
@@ -17,7 +18,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def explain(host: Host, plan: Plan) -> list[str]:
     out: list[str] = []
-    word = "NPU" if plan.vendor == "huawei" else "GPU"
+    word = vendors.profile(plan.vendor).word
     out += _locality(plan)
     if len(plan.overlaps) > 8:  # torchrun node/socket modes share by design: one line
         shared = frozenset(c for ov in plan.overlaps for c in ov.cpus)
