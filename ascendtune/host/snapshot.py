@@ -24,14 +24,12 @@ from ascendtune.host import pci, reader
 from ascendtune.host.sysroot import MemRoot, Root, command_file, error_file
 
 TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
-ENV_KEYS = (
-    "LC_MESSAGES",
-    "LANG",
-    "LC_ALL",
-    *(p.visible_devices_env for p in vendors.profiles()),
-    "CPU_AFFINITY_CONF",
-    "OMP_PROC_BIND",
-)
+ENV_KEYS = ("LC_MESSAGES", "LANG", "LC_ALL", "CPU_AFFINITY_CONF", "OMP_PROC_BIND")
+
+
+def env_keys() -> tuple[str, ...]:
+    """The variables a snapshot records: ENV_KEYS and every vendor's visible-devices variable."""
+    return ENV_KEYS[:3] + tuple(p.visible_devices_env for p in vendors.profiles()) + ENV_KEYS[3:]
 
 
 @dataclass
@@ -158,7 +156,7 @@ def _meta(root: Root) -> dict[str, object]:
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "captured_by": f"ascendtune {__version__}",
         "tools": {**{t: runner.which(t) for t in TOOLS}, **(facts.tools_of(root, {}) or {})},
-        "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
+        "env": {k: os.environ[k] for k in env_keys() if k in os.environ},
         "uid": os.getuid(),
         # doctor_paths() was captured: a process absent here was absent on the host
         "proc_scanned": True,
