@@ -358,11 +358,12 @@ def _judge_irqbalance(inp: DoctorInput) -> Verdict:
 
 def _cpuset_fix(inp: DoctorInput) -> str:
     host = inp.host
+    home = vendors.vendor_of(host)
     want = ""
-    if host is not None and host.npus:
-        aff = frozenset(c for a in host.npus for c in a.cpu_affinity)
+    if host is not None and home.accelerators(host):
+        aff = frozenset(c for a in home.accelerators(host) for c in a.cpu_affinity)
         want = format_cpulist(aff & host.cpus_online)
-    cpus = want or "<CPUs near the NPUs>"
+    cpus = want or f"<CPUs near the {home.word}s>"
     return f"docker update --cpuset-cpus {cpus} <container>  # or widen the cgroup's cpuset.cpus"
 
 

@@ -412,7 +412,8 @@ def scanned_note(root: Root, host: Host | None) -> str:
     elif not proc_scanned(root):
         procs = "this sysroot records no process scan (meta.json has no proc_scanned)"
     else:
-        procs = f"{len(pids)} processes' open files scanned for /dev/davinciN and /dev/nvidiaN"
+        files = " and ".join(f"/dev/{p.device_file}N" for p in vendors.profiles())
+        procs = f"{len(pids)} processes' open files scanned for {files}"
     return f"{table}; {procs}"
 
 

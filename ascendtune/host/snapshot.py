@@ -23,7 +23,14 @@ from ascendtune.core.redact import redact_args
 from ascendtune.host import pci, reader
 from ascendtune.host.sysroot import MemRoot, Root, command_file, error_file
 
-TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
+TOOLS = (
+    *(t for p in vendors.profiles() for t in p.tools),
+    "numactl",
+    "migratepages",
+    "taskset",
+    "lscpu",
+    "irqbalance",
+)
 ENV_KEYS = ("LC_MESSAGES", "LANG", "LC_ALL", "CPU_AFFINITY_CONF", "OMP_PROC_BIND")
 
 
