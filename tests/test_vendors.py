@@ -62,6 +62,8 @@ def test_ascend_profile() -> None:
     assert p.fallbacks("npu-smi") == ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi")
     assert p.device_file == "davinci" and p.documents == ()
     assert p.thread_roles and p.processes_from == "npu-smi"
+    assert (p.default_policy, p.card_columns, p.merge_device_notes) == ("vllm-ascend", True, False)
+    assert p.compare_skips == ("node", "socket", "exclusive", "core-complex")
     # one table: names and SoC families of the same ids
     assert p.device_names["0xd802"] == "Ascend 910B"
     assert ascend.SOC_OF_DEVICE_ID == {
@@ -87,6 +89,8 @@ def test_nvidia_profile() -> None:
     assert p.fallbacks("nvidia-smi") == ()
     assert p.documents == ("commands/nvml.json",)
     assert p.device_file == "nvidia" and not p.thread_roles and p.processes_from == "nvml"
+    assert (p.default_policy, p.card_columns, p.merge_device_notes) == ("numa-local", False, True)
+    assert p.compare_skips == () and "GH200" in p.cpuless_node_note
     # NVSwitches are no GPUs, even without a class file; unknown GPU ids are
     assert not p.is_accelerator("0x22a3", None) and p.is_accelerator("0x9999", None)
     assert not p.is_accelerator("0x2330", "0x068000")
@@ -192,6 +196,11 @@ ACME = VendorProfile(
     documents=(),
     processes_from="acme-smi",
     thread_roles=False,
+    default_policy="numa-local",
+    compare_skips=(),
+    card_columns=False,
+    merge_device_notes=True,
+    cpuless_node_note="",
     read=_acme_read,
     soc_of=lambda host: Soc.UNKNOWN,
 )
@@ -231,6 +240,7 @@ def test_a_registered_vendor_is_read_filtered_found_and_captured(
     )
     assert (a.numa_node, a.numa_source) == (1, Source.SYSFS)
     assert "acme-smi read" in host.notes
+    assert host.tools_found == ("acme-smi",)
     assert vendors.vendor_of(host) is acme
     # worker discovery: /dev/acme0 is a device, /dev/acmectl is not
     (w,) = facts.find_workers(root, host)
@@ -308,3 +318,20 @@ def test_the_guessed_host_still_plans(sysroot: SysrootBuilder) -> None:
     plan = make_plan(host, PlanRequest(policy="node"))
     assert len(plan.ranks) == 8
     assert json.dumps(vendors.links_json(host.links))  # links came from nvidia-smi
+
+
+# ---------------------------------------------------------------------------- kept equal to cli/
+
+
+def test_front_end_fields_match_what_cli_decides_today() -> None:
+    """cli/ (being restructured) still decides these itself; the profiles must agree with it
+    so the lead can swap the interface in without a change of output."""
+    from ascendtune.cli import planopts
+    from ascendtune.core.planner import POLICIES
+
+    npu, gpu = _host(_acc(Vendor.HUAWEI, 0)), _host(_acc(Vendor.NVIDIA, 0))
+    for host in (npu, gpu, _host()):
+        assert planopts.resolve_policy(host, "auto") == vendors.vendor_of(host).default_policy
+    for p in vendors.profiles():
+        assert p.default_policy in POLICIES and p.vendor in POLICIES[p.default_policy].vendors
+        assert set(p.compare_skips) <= set(POLICIES)

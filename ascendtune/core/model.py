@@ -185,6 +185,9 @@ class Host:
     notes: tuple[str, ...] = ()  # facts an operator must know that arose while reading
     soc_detected: Soc | None = None  # family from every signal (names, PCI ids, chips per card)
     tool_errors: tuple[str, ...] = ()  # vendor tools that were found but failed, with their error
+    # every vendor tool that ran (or replayed), in registry order; npu_smi_found and
+    # nvidia_smi_found are the same fact for the two tools the JSON has always named
+    tools_found: tuple[str, ...] = ()
 
     @property
     def cpus_offline(self) -> CpuSet:

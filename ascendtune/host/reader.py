@@ -336,6 +336,7 @@ def read_host(root: Root) -> Host:
         notes=tuple(notes),
         soc_detected=next((r.soc for r in readings.values() if r.soc is not None), None),
         tool_errors=tuple(tools.errors),
+        tools_found=tuple(t for p in profiles() for t in p.tools if t in tools.found),
     )
 
 

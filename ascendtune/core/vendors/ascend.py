@@ -254,6 +254,12 @@ ASCEND = VendorProfile(
     documents=(),
     processes_from="npu-smi",
     thread_roles=True,
+    default_policy="vllm-ascend",  # what will happen
+    # torchrun's modes are for GPU users' habits: plannable on NPUs, left out of the comparison
+    compare_skips=("node", "socket", "exclusive", "core-complex"),
+    card_columns=True,
+    merge_device_notes=False,
+    cpuless_node_note="vLLM-Ascend's next-node rule skips them",
     read=read,
     soc_of=lambda host: host.soc,
     logical_of_device_file=_logical_of_davinci,

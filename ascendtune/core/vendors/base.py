@@ -91,6 +91,12 @@ class VendorProfile:
     documents: tuple[str, ...]
     processes_from: str  # how found_by names the tool that listed the device's processes
     thread_roles: bool  # the runtime splits a rank's CPUs into IRQ / main / acl / release
+    # what the front end shows differently per vendor (cli/ still decides these itself)
+    default_policy: str  # the plan policy `auto` stands for
+    compare_skips: tuple[str, ...]  # policies `--policy compare` leaves out on this vendor
+    card_columns: bool  # npu_id / chip_id say more than logical_id (topo's npu and chip columns)
+    merge_device_notes: bool  # topo merges notes differing only in the device ("GPU 0-3: ...")
+    cpuless_node_note: str  # why NUMA nodes without CPUs do not matter here
     read: Callable[[VendorInput], VendorReading]  # join the tools' texts, PCI and NUMA
     soc_of: Callable[[Host], Soc]  # the family the planner plans for
     # /dev/<device_file>N -> logical id (best effort: N is what the driver numbers)

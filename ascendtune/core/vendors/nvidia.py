@@ -377,6 +377,13 @@ NVIDIA = VendorProfile(
     documents=(NVML_FILE,),
     processes_from="nvml",
     thread_roles=False,
+    default_policy="numa-local",
+    compare_skips=(),
+    card_columns=False,  # a GPU's index is its id
+    merge_device_notes=True,
+    cpuless_node_note=(
+        "GPU memory of GH200/GB200 shows up so; workers are bound to the nodes with CPUs"
+    ),
     read=read,
     soc_of=lambda host: Soc.GPU,
 )
