@@ -1,5 +1,7 @@
 """Build the Host model from a Root: the one reader for live hosts and captured sysroots.
 
+It reads sysfs and proc, runs each registered vendor's commands (ascendtune.core.vendors)
+through the Root and hands their texts to the vendor, which joins them into Accelerators.
 What it reads is exactly SPEC.md section 2; `ascendtune snapshot` writes the same paths.
 """
 
@@ -18,14 +20,12 @@ from ascendtune.core.vendors import (
     VendorInput,
     VendorProfile,
     VendorReading,
-    links_json,
     profiles,
 )
+from ascendtune.core.vendors import links_json as links_json  # cli/topo.py imports it from here
 from ascendtune.core.vendors.nvidia import NVML_FILE
 from ascendtune.host import pci
 from ascendtune.host.sysroot import Root
-
-__all__ = ["links_json", "read_host"]  # links_json: cli/topo.py still imports it from here
 
 CPU_DIR = "sys/devices/system/cpu"
 NODE_DIR = "sys/devices/system/node"
