@@ -17,8 +17,8 @@ from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host, Source
 from ascendtune.core.parsers.nvidia_smi import parse_topo_m
 from ascendtune.core.planner import Plan, PlanRequest, make_plan
+from ascendtune.core.vendors.nvidia import build_gpus
 from ascendtune.host import pci
-from ascendtune.host.reader import build_gpus
 from ascendtune.host.sysroot import DirRoot
 from tests.builder import SysrootBuilder
 from tests.conftest import sample
@@ -222,7 +222,8 @@ def test_topo_p4_sample_numa_not_available(sysroot: SysrootBuilder, nodes: int) 
     doc = topo_json(sysroot)
     [gpu] = doc["accelerators"]
     assert (gpu["numa_node"], gpu["cpu_affinity"], gpu["tool_cpu_affinity"]) == (0, "0-7", "0-7")
-    assert gpu["numa_node_source"] == "nvidia-smi"
+    # without node files node 0 itself is a guess, and said to be one (issue 18)
+    assert gpu["numa_node_source"] == ("guess" if nodes == 1 else "nvidia-smi")
     assert doc["links"] == {"0": {}}
 
 
@@ -232,7 +233,8 @@ def test_topo_p4_with_pci_device_is_named(sysroot: SysrootBuilder) -> None:
     sysroot.command("nvidia-smi_topo_-m", sample(P4_SAMPLE))
     [gpu] = topo_json(sysroot)["accelerators"]
     assert gpu["name"] == "NVIDIA Tesla P4" and gpu["bus_id"] == "0000:3b:00.0"
-    assert (gpu["numa_node"], gpu["numa_node_source"]) == (0, "sysfs")
+    # no node files: node 0 is a guess, and said to be one
+    assert (gpu["numa_node"], gpu["numa_node_source"]) == (0, "guess")
 
 
 SNC_HOST_NODES = ("0-23,96-119", "24-47,120-143", "48-71,144-167", "72-95,168-191")

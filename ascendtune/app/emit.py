@@ -18,8 +18,10 @@ def _fmt(cpus: tuple[int, ...]) -> str:
 
 def emit_lines(plan: Plan, kind: str) -> list[str]:
     """Ready-to-paste lines: one per rank (one line in all for cpu-affinity-conf)."""
-    word = "NPU" if plan.vendor == "huawei" else "GPU"
-    env_name = "ASCEND_RT_VISIBLE_DEVICES" if plan.vendor == "huawei" else "CUDA_VISIBLE_DEVICES"
+    from ascendtune.core import vendors
+
+    profile = vendors.profile(plan.vendor)
+    word, env_name = profile.word, profile.visible_devices_env
     out: list[str] = []
     if kind == "cpu-affinity-conf":
         # torch_npu: CPU_AFFINITY_CONF=<mode>,npu<device index>:<a>-<b>; one range per device,

@@ -38,7 +38,9 @@ def check_policy(policy: str, *, compare: bool = False) -> None:
 def resolve_policy(host: Host, policy: str) -> str:
     if policy != AUTO:
         return policy
-    return "vllm-ascend" if host.npus or not host.gpus else "numa-local"
+    from ascendtune.core import vendors
+
+    return vendors.vendor_of(host).default_policy
 
 
 def visible_list(text: str, source: str) -> tuple[int, ...]:
@@ -103,7 +105,9 @@ def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> Pl
     busy = visible_list(opts.busy, "--busy") if opts.busy is not None else None
 
     env = os.environ if opts.env is None else opts.env
-    env_name = "ASCEND_RT_VISIBLE_DEVICES" if host.npus or not host.gpus else "CUDA_VISIBLE_DEVICES"
+    from ascendtune.core import vendors
+
+    env_name = vendors.vendor_of(host).visible_devices_env
     visible = None
     source = "every device"
     if opts.visible_devices is not None:
@@ -207,8 +211,9 @@ def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareR
     # options are checked once: a bad device list is the user's error, not a policy's
     base = build_request(host, replace(opts, policy=POLICY_NAMES[0]), root)
     _, reason = resolve_version(host, opts.target, root)
-    devices = host.npus or host.gpus
-    vendor = devices[0].vendor if devices else None
+    from ascendtune.core import vendors
+
+    vendor = vendors.vendor_of(host).vendor if host.accelerators else None
     plans: dict[str, Plan | str] = {}
     for name in compare_policies(vendor):
         if vendor is not None and vendor not in POLICIES[name].vendors:

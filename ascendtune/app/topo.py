@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from ascendtune.core import vendors
 
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
-
-
-def links_json(links: Mapping[int, Mapping[int, str]]) -> dict[str, dict[str, str]]:
-    return {str(a): {str(b): t for b, t in sorted(row.items())} for a, row in sorted(links.items())}
 
 
 def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -21,7 +18,7 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
         **({"host": identity} if identity is not None else {}),
         "hostname": host.hostname,
         "arch": host.arch,
-        "soc": host.soc.value if host.npus else ("gpu" if host.gpus else None),
+        "soc": vendors.vendor_of(host).soc_of(host).value if host.accelerators else None,
         "npu_smi": {"found": host.npu_smi_found, "version": host.npu_smi_version},
         "nvidia_smi": {"found": host.nvidia_smi_found},
         "cpus_online": f(host.cpus_online),
@@ -61,7 +58,7 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
             }
             for a in host.accelerators
         ],
-        "links": links_json(host.links),
+        "links": vendors.links_json(host.links),
         "processes": [
             {
                 "npu_id": p.npu_id,
@@ -79,11 +76,10 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
 def topo_warnings(host: Host) -> list[str]:
     """What an operator must know, in words."""
     from ascendtune.core.cpulist import format_cpulist as f
-    from ascendtune.core.model import Vendor
 
     out: list[str] = []
     # GPUs come in fours and eights on one node: one line for all GPUs a warning names
-    gpu_lines: dict[str, list[int]] = {}
+    merged: dict[tuple[str, str], list[int]] = {}
     for a in host.accelerators:
         if not a.cpu_affinity:
             continue
@@ -105,19 +101,16 @@ def topo_warnings(host: Host) -> list[str]:
             said.append(
                 f"affinity {f(a.cpu_affinity)} spans NUMA nodes {','.join(map(str, nodes))}"
             )
-        if a.vendor is Vendor.NVIDIA:
+        prof = vendors.profile(a.vendor)
+        if prof.merge_device_notes:
             for text in said:
-                gpu_lines.setdefault(text, []).append(a.logical_id)
+                merged.setdefault((prof.word, text), []).append(a.logical_id)
         else:
-            out.extend(f"NPU {a.logical_id}: {text}" for text in said)
-    out.extend(f"GPU {f(ids)}: {text}" for text, ids in gpu_lines.items())
+            out.extend(f"{prof.word} {a.logical_id}: {text}" for text in said)
+    out.extend(f"{word} {f(ids)}: {text}" for (word, text), ids in merged.items())
     cpuless = [n.id for n in host.numa_nodes if not n.cpus]
     if cpuless:
-        why = (
-            "vLLM-Ascend's next-node rule skips them"
-            if host.npus or not host.gpus
-            else "GPU memory of GH200/GB200 shows up so; workers are bound to the nodes with CPUs"
-        )
+        why = vendors.vendor_of(host).cpuless_node_note
         out.append(
             f"NUMA node{'s' if len(cpuless) > 1 else ''} {','.join(map(str, cpuless))} "
             f"hold{'' if len(cpuless) > 1 else 's'} no online CPU (memory-only, or every CPU "

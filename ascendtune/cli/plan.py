@@ -45,9 +45,10 @@ def render_plan(plan: Plan, host: Host, target_reason: str | None = None) -> Non
     from rich.table import Table
 
     from ascendtune.cli.common import stdout_console
+    from ascendtune.core import vendors
 
     con = stdout_console()
-    word = "NPU" if plan.vendor == "huawei" else "GPU"
+    word = vendors.profile(plan.vendor).word
     title = f"plan: policy {plan.policy}, mode {plan.mode}, SoC {plan.soc.value}, {len(plan.ranks)} ranks"
     t = Table(title=title, title_justify="left")
     for col in ("rank", word, "pool of", "NUMA", "CPUs", "IRQ", "main", "acl", "release", "local"):

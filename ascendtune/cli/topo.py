@@ -17,6 +17,7 @@ def render_topo(host: Host) -> None:
     from rich.table import Table
 
     from ascendtune.cli.common import stdout_console
+    from ascendtune.core import vendors
     from ascendtune.core.cpulist import format_cpulist as f
 
     con = stdout_console()
@@ -27,8 +28,9 @@ def render_topo(host: Host) -> None:
         f"{len({c.socket for c in host.cpus.values()})} socket(s)",
         f"SMT x{max((len(c.siblings) for c in host.cpus.values()), default=1)}",
     ]
-    if host.npus:
-        doc_head.append(f"SoC {host.soc.value}")
+    prof = vendors.vendor_of(host)
+    if host.accelerators and prof.soc_of(host).value != "gpu":
+        doc_head.append(f"SoC {prof.soc_of(host).value}")
     if host.npu_smi_found:
         doc_head.append(f"npu-smi {host.npu_smi_version or '?'}")
     if host.gpus:
@@ -40,9 +42,9 @@ def render_topo(host: Host) -> None:
     )
     if host.accelerators:
         # a GPU's index is its id: the npu and chip columns only mean something for NPUs
-        npu_cols = bool(host.npus)
+        npu_cols = prof.card_columns
         t = Table(title="accelerators", title_justify="left")
-        head = ["id", "npu", "chip"] if npu_cols else ["GPU"]
+        head = ["id", "npu", "chip"] if npu_cols else [prof.word]
         for col in (*head, "name", "bus id", "NUMA", "CPU affinity", "from", "in cpuset"):
             t.add_column(col)
         for a in host.accelerators:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ascendtune.core import vendors
 from ascendtune.core.bindplan import BindTarget
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.model import Host, Vendor
@@ -358,11 +359,12 @@ def _judge_irqbalance(inp: DoctorInput) -> Verdict:
 
 def _cpuset_fix(inp: DoctorInput) -> str:
     host = inp.host
+    home = vendors.vendor_of(host)
     want = ""
-    if host is not None and host.npus:
-        aff = frozenset(c for a in host.npus for c in a.cpu_affinity)
+    if host is not None and home.accelerators(host):
+        aff = frozenset(c for a in home.accelerators(host) for c in a.cpu_affinity)
         want = format_cpulist(aff & host.cpus_online)
-    cpus = want or "<CPUs near the NPUs>"
+    cpus = want or f"<CPUs near the {home.word}s>"
     return f"docker update --cpuset-cpus {cpus} <container>  # or widen the cgroup's cpuset.cpus"
 
 
@@ -612,7 +614,12 @@ class _Audit:
 
 
 def _dev_word(w: WorkerFacts) -> str:
-    return "GPU" if w.vendor == Vendor.NVIDIA.value else "NPU"
+    return vendors.profile(w.vendor).word
+
+
+def _vllm_ascend(w: WorkerFacts) -> bool:
+    """vLLM-Ascend's own binding rules apply: the worker holds Ascend NPUs."""
+    return w.vendor == Vendor.HUAWEI.value
 
 
 def _ids(xs: Iterable[int]) -> str:
@@ -776,7 +783,11 @@ def _audit_worker(w: WorkerFacts, inp: DoctorInput) -> tuple[Check, _Audit | Non
         status = "fail"
         details.append(
             f"bound to nothing: every thread may run on all of {format_cpulist(cpuset)}"
-            + (" (vLLM-Ascend only logs a warning when its binding fails)" if word == "NPU" else "")
+            + (
+                " (vLLM-Ascend only logs a warning when its binding fails)"
+                if _vllm_ascend(w)
+                else ""
+            )
         )
     elif unbound:
         status = "warn"
@@ -901,7 +912,7 @@ def _overlap_check(a: _Audit, b: _Audit, plan: PlanFacts) -> Check | None:
             "other (the failure vLLM-Ascend issue 8600 describes); give each a disjoint cpuset "
             "or bind both from one plan"
         )
-    elif job is True and _dev_word(a.worker) == "NPU":
+    elif job is True and _vllm_ascend(a.worker):
         detail = (
             "two ranks of one job share CPUs: vLLM-Ascend's topo_affinity extends an NPU alone "
             "on its node onto a node another NPU uses; --policy numa-local does not overlap"

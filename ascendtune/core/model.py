@@ -14,6 +14,8 @@ from ascendtune.core.cpulist import CpuSet, format_cpulist
 
 
 class Vendor(str, Enum):
+    """Accelerator vendors; each has one VendorProfile in ascendtune.core.vendors."""
+
     HUAWEI = "huawei"
     NVIDIA = "nvidia"
 
@@ -38,6 +40,7 @@ class Source(str, Enum):
     NVML = "nvml"
     SYSFS = "sysfs"
     UDEV = "udev"
+    GUESS = "guess"  # the single NUMA node assumed for a host without NUMA node files
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class NumaNode:
     id: int
     cpus: CpuSet  # online CPUs of the node (may be empty: memory-only node)
     mem_mib: int | None  # None: unknown; 0: a node without memory
+    guessed: bool = False  # no NUMA node files: one node 0 holding every online CPU assumed
 
     @property
     def cpulist(self) -> str:
@@ -102,7 +106,7 @@ class NpuInfoRow:
 class AccelProcess:
     """A process that holds an accelerator, from npu-smi's process table (or nvidia-smi/NVML)."""
 
-    npu_id: int
+    npu_id: int  # npu-smi's card id on Ascend; the GPU index on NVIDIA (name kept for JSON)
     chip_id: int | None
     pid: int
     name: str
@@ -137,9 +141,14 @@ class TopoMatrix:
 
 @dataclass(frozen=True)
 class Accelerator:
+    """One device as the host shows it. Field names are Ascend's (npu-smi's), values any
+    vendor's: `npu_id` is the GPU index on NVIDIA, `tool_affinity` what nvidia-smi printed."""
+
     vendor: Vendor
-    logical_id: int  # the id the runtime uses (ASCEND_RT_VISIBLE_DEVICES / CUDA index)
-    npu_id: int | None  # the card id npu-smi prints (GPU index for NVIDIA)
+    logical_id: int  # the id the runtime uses (its profile's visible_devices_env)
+    # Named for Ascend, holds every vendor's value: the card id npu-smi prints on Ascend, the
+    # GPU index (equal to logical_id) on NVIDIA
+    npu_id: int | None
     chip_id: int | None
     name: str
     bus_id: str | None
@@ -180,6 +189,9 @@ class Host:
     # is already narrowed to it
     cgroup_cpuset: CpuSet | None = None
     cgroup_cpuset_file: str | None = None
+    # every vendor tool that ran (or replayed), in registry order; npu_smi_found and
+    # nvidia_smi_found are the same fact for the two tools the JSON has always named
+    tools_found: tuple[str, ...] = ()
 
     @property
     def cpus_offline(self) -> CpuSet:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ascendtune.core import vendors
 from ascendtune.core.cgroup import parse_proc_cgroup
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.doctor import (
@@ -22,11 +23,11 @@ from ascendtune.core.doctor import (
     WorkerFacts,
 )
 from ascendtune.core.errors import AscendtuneError, ParseError
-from ascendtune.core.model import Host, Vendor
+from ascendtune.core.model import Host
 from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host, read_meta, read_status_list
-from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, Root
+from ascendtune.host.sysroot import Root
 
 CPU_DIR = "sys/devices/system/cpu"
 NUMA_BALANCING = "proc/sys/kernel/numa_balancing"
@@ -61,9 +62,6 @@ KNOB_PATHS = (
     META,
 )
 LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
-# /dev/davinciN (Ascend) and /dev/nvidiaN (NVIDIA): one open file per device a worker uses;
-# davinci_manager, nvidiactl and nvidia-uvm are shared control nodes, not devices.
-_DEVICE_FILE = re.compile(r"^/dev/(davinci|nvidia)(\d+)$")
 
 
 # ---- the host -----------------------------------------------------------------------------------
@@ -109,9 +107,9 @@ def tools_of(root: Root, meta: Mapping[str, object]) -> dict[str, str | None] | 
     from ascendtune.host import runner
 
     out: dict[str, str | None] = {}
+    vendor_fallbacks = {t: p.fallbacks(t) for p in vendors.profiles() for t in p.tools}
     for name in TOOLS:
-        fallbacks = NPU_SMI_FALLBACKS if name == "npu-smi" else (f"/usr/sbin/{name}",)
-        out[name] = runner.which(name, fallbacks)
+        out[name] = runner.which(name, vendor_fallbacks.get(name) or (f"/usr/sbin/{name}",))
     return out
 
 
@@ -203,27 +201,17 @@ def gather_host_facts(root: Root) -> HostFacts:
 # ---- workers ------------------------------------------------------------------------------------
 
 
-def _device_id(host: Host | None, kind: str, n: int) -> int:
-    """The logical id of /dev/davinciN or /dev/nvidiaN (best effort: N is the physical id)."""
-    if host is None:
-        return n
-    if kind == "davinci":
-        on_card = [a for a in host.npus if a.npu_id == n]
-        if len(on_card) == 1:
-            return on_card[0].logical_id
-    return n
-
-
-def _held_devices(root: Root, pid: int) -> list[tuple[str, int, str]]:
-    """(kind, N, path) of every accelerator device file pid holds open."""
-    out: list[tuple[str, int, str]] = []
+def _held_devices(root: Root, pid: int) -> list[tuple[vendors.VendorProfile, int, str]]:
+    """(vendor, N, path) of every accelerator device file (/dev/davinciN, /dev/nvidiaN) pid
+    holds open: one per device a worker uses; control nodes (davinci_manager, nvidiactl) are not."""
+    out: list[tuple[vendors.VendorProfile, int, str]] = []
     for fd in root.listdir(f"proc/{pid}/fd") or []:
         target = root.readlink(f"proc/{pid}/fd/{fd}")
         if target is None:
             continue
-        m = _DEVICE_FILE.match(target)
-        if m and (m.group(1), int(m.group(2)), target) not in out:
-            out.append((m.group(1), int(m.group(2)), target))
+        hit = vendors.by_device_file(target)
+        if hit and not any(path == target for _, _, path in out):
+            out.append((hit[0], hit[1], target))
     return out
 
 
@@ -288,34 +276,36 @@ class _Found:
     devices: list[int] = field(default_factory=list)
     by: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    vendor: str = Vendor.HUAWEI.value
+    vendor: str = ""
 
 
 def _worker_pids(root: Root, host: Host | None) -> dict[int, _Found]:
-    """Every PID that holds an accelerator: from npu-smi's process table and from proc/*/fd."""
+    """Every PID that holds an accelerator: from the vendor tool's process table and from
+    proc/*/fd."""
     found: dict[int, _Found] = {}
-    npus = host.npus if host is not None else ()
+    home = vendors.vendor_of(host)
+    devices = home.accelerators(host) if host is not None else ()
     for p in host.processes if host is not None else ():
-        entry = found.setdefault(p.pid, _Found())
+        entry = found.setdefault(p.pid, _Found(vendor=home.vendor.value))
         dev = next(
             (
                 a.logical_id
-                for a in npus
+                for a in devices
                 if a.npu_id == p.npu_id and (a.chip_id or 0) == (p.chip_id or 0)
             ),
             p.npu_id,
         )
         entry.devices.append(dev)
-        if "npu-smi" not in entry.by:
-            entry.by.append("npu-smi")
+        if home.processes_from not in entry.by:
+            entry.by.append(home.processes_from)
     for pid in _pids(root) or []:
         held = _held_devices(root, pid)
         if not held:
             continue
         entry = found.setdefault(pid, _Found())
-        for kind, n, path in held:
-            entry.vendor = Vendor.NVIDIA.value if kind == "nvidia" else Vendor.HUAWEI.value
-            entry.devices.append(_device_id(host, kind, n))
+        for prof, n, path in held:
+            entry.vendor = prof.vendor.value
+            entry.devices.append(prof.logical_of_device_file(host, n) if host else n)
             entry.files.append(path)
         entry.by.append("fd")
     return found
@@ -375,7 +365,8 @@ def scanned_note(root: Root, host: Host | None) -> str:
     elif not proc_scanned(root):
         procs = "this sysroot records no process scan (meta.json has no proc_scanned)"
     else:
-        procs = f"{len(pids)} processes' open files scanned for /dev/davinciN and /dev/nvidiaN"
+        files = " and ".join(f"/dev/{p.device_file}N" for p in vendors.profiles())
+        procs = f"{len(pids)} processes' open files scanned for {files}"
     return f"{table}; {procs}"
 
 
@@ -419,7 +410,7 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
         )
         for fd in root.listdir(f"{base}/fd") or []:
             target = root.readlink(f"{base}/fd/{fd}")
-            if target is not None and _DEVICE_FILE.match(target):
+            if target is not None and vendors.by_device_file(target):
                 paths.append(f"{base}/fd/{fd}")
         for tid in root.listdir(f"{base}/task") or []:
             paths += _existing(root, [f"{base}/task/{tid}/status", f"{base}/task/{tid}/comm"])

@@ -6,17 +6,14 @@ give a fake. Every failure (no driver, no module) yields None: NVML is a bonus s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ascendtune.core.model import AccelProcess
 
+# the document's shape and its reading are pure: they live with the NVIDIA profile
+from ascendtune.core.vendors.nvidia import NvmlGpu, gpus_of, processes_of
 
-@dataclass(frozen=True)
-class NvmlGpu:
-    index: int
-    name: str
-    bus_id: str  # lower case, 0000:1b:00.0
+__all__ = ["NvmlGpu", "capture", "gpus", "gpus_of", "load", "processes", "processes_of"]
 
 
 def _bus(raw: Any) -> str:
@@ -98,32 +95,3 @@ def capture(nvml: Any) -> dict[str, Any] | None:
         if procs is None
         else [{"gpu": p.npu_id, "pid": p.pid, "mem_mib": p.mem_mib} for p in procs],
     }
-
-
-def gpus_of(doc: dict[str, Any]) -> tuple[NvmlGpu, ...] | None:
-    try:
-        return tuple(
-            NvmlGpu(int(g["index"]), str(g["name"]), str(g["bus_id"]).lower())
-            for g in doc.get("gpus") or []
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def processes_of(doc: dict[str, Any]) -> tuple[AccelProcess, ...] | None:
-    raw = doc.get("processes")
-    if raw is None:
-        return None
-    try:
-        return tuple(
-            AccelProcess(
-                npu_id=int(p["gpu"]),
-                chip_id=None,
-                pid=int(p["pid"]),
-                name="",
-                mem_mib=None if p.get("mem_mib") is None else float(p["mem_mib"]),
-            )
-            for p in raw
-        )
-    except (KeyError, TypeError, ValueError):
-        return None

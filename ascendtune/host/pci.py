@@ -8,41 +8,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ascendtune.core import vendors
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import ParseError
 from ascendtune.core.model import PciDevice
 from ascendtune.host.sysroot import Root
 
-HUAWEI = "0x19e5"
-NVIDIA = "0x10de"
 PCI_DIR = "sys/bus/pci/devices"
-
-# Huawei also makes NICs and RAID controllers; NPUs are "processing accelerators" (class 0x12).
-# Device ids of Ascend NPUs, for captured hosts whose sysroot has no `class` file.
-ASCEND_DEVICE_IDS = {
-    "0xd100": "Ascend 310",
-    "0xd105": "Ascend 310B",
-    "0xd500": "Ascend 310P",
-    "0xd801": "Ascend 910",
-    "0xd802": "Ascend 910B",
-    "0xd803": "Ascend 910_93",
-    "0xd806": "Ascend 950",
-}
-
-
-NVIDIA_NOT_GPU = {"0x1af1", "0x22a3", "0x22a4"}  # NVSwitch (A100 / H100 generations)
 
 
 def is_accelerator(vendor: str, device: str, pci_class: str | None) -> bool:
-    vendor, device = vendor.lower(), device.lower()
-    cls = (pci_class or "").lower()
-    if vendor == HUAWEI:
-        return cls.startswith("0x12") if cls else device in ASCEND_DEVICE_IDS
-    if vendor == NVIDIA:
-        # 3D/VGA controllers; NVSwitches (0x0680) and audio functions (0x0403) are not GPUs.
-        # Without a class file, leave out the NVSwitch ids at least (HGX boards carry 4-6).
-        return cls.startswith("0x03") if cls else device not in NVIDIA_NOT_GPU
-    return False
+    """A device of a registered vendor that its profile calls an accelerator (by class, or by
+    device id where a captured sysroot has no `class` file)."""
+    p = vendors.by_pci_vendor(vendor)
+    return p is not None and p.is_accelerator(device, pci_class)
 
 
 def _numa(text: str | None) -> int | None:

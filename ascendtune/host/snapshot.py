@@ -16,23 +16,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ascendtune import __version__
+from ascendtune.core import vendors
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.model import Soc
 from ascendtune.core.redact import redact_args
 from ascendtune.host import pci, reader
-from ascendtune.host.sysroot import NPU_SMI_FALLBACKS, MemRoot, Root, command_file, error_file
+from ascendtune.host.sysroot import MemRoot, Root, command_file, error_file
 
-COMMANDS = (reader.NPU_SMI_INFO, reader.NPU_SMI_MAP, reader.NPU_SMI_TOPO, reader.NVIDIA_SMI_TOPO)
-TOOLS = ("npu-smi", "nvidia-smi", "numactl", "migratepages", "taskset", "lscpu", "irqbalance")
-ENV_KEYS = (
-    "LC_MESSAGES",
-    "LANG",
-    "LC_ALL",
-    "ASCEND_RT_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES",
-    "CPU_AFFINITY_CONF",
-    "OMP_PROC_BIND",
+TOOLS = (
+    *(t for p in vendors.profiles() for t in p.tools),
+    "numactl",
+    "migratepages",
+    "taskset",
+    "lscpu",
+    "irqbalance",
 )
+ENV_KEYS = ("LC_MESSAGES", "LANG", "LC_ALL", "CPU_AFFINITY_CONF", "OMP_PROC_BIND")
+
+
+def env_keys() -> tuple[str, ...]:
+    """The variables a snapshot records: ENV_KEYS and every vendor's visible-devices variable."""
+    return ENV_KEYS[:3] + tuple(p.visible_devices_env for p in vendors.profiles()) + ENV_KEYS[3:]
 
 
 @dataclass
@@ -78,7 +82,7 @@ def host_paths(root: Root) -> list[str]:
     for bdf in root.listdir(pci.PCI_DIR) or []:
         base = f"{pci.PCI_DIR}/{bdf}/"
         vendor = (root.read_text(base + "vendor") or "").strip().lower()
-        if vendor in (pci.HUAWEI, pci.NVIDIA):
+        if vendors.by_pci_vendor(vendor) is not None:
             paths += [base + n for n in ("vendor", "device", "class", "numa_node", "local_cpulist")]
     return paths
 
@@ -96,10 +100,11 @@ def capture(root: Root) -> Capture:
         if f"{pci.PCI_DIR}/{bdf}/vendor" in cap.files:
             cap.take_link(root, f"{pci.PCI_DIR}/{bdf}/driver")
     hung: set[str] = set()
-    for argv in COMMANDS:
-        if argv[0] in hung:
+    for command in (c for p in vendors.profiles() for c in p.commands):
+        argv = list(command.argv)
+        if command.tool in hung:
             continue
-        out = root.command(argv, NPU_SMI_FALLBACKS if argv[0] == "npu-smi" else ())
+        out = root.command(argv, command.fallbacks)
         if out is None:
             continue
         if out.ok:
@@ -109,12 +114,13 @@ def capture(root: Root) -> Capture:
             cap.files[error_file(argv)] = (out.error or "failed").splitlines()[0] + "\n"
             if out.timed_out:
                 hung.add(argv[0])
-    nvml_doc = reader.read_nvml(root) if root.live else None
-    if nvml_doc is not None:
-        cap.files[reader.NVML_FILE] = json.dumps(nvml_doc, indent=2, sort_keys=True) + "\n"
-    elif not root.live:
-        cap.take(root, reader.NVML_FILE)
-        cap.missing = [m for m in cap.missing if m != reader.NVML_FILE]
+    for rel in (d for p in vendors.profiles() for d in p.documents):
+        doc = reader.read_document(root, rel) if root.live else None
+        if doc is not None:
+            cap.files[rel] = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        elif not root.live:
+            cap.take(root, rel)
+            cap.missing = [m for m in cap.missing if m != rel]
     from ascendtune.host import facts
 
     try:
@@ -159,7 +165,7 @@ def _meta(root: Root) -> dict[str, object]:
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "captured_by": f"ascendtune {__version__}",
         "tools": {**{t: runner.which(t) for t in TOOLS}, **(facts.tools_of(root, {}) or {})},
-        "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
+        "env": {k: os.environ[k] for k in env_keys() if k in os.environ},
         "uid": os.getuid(),
         # doctor_paths() was captured: a process absent here was absent on the host
         "proc_scanned": True,

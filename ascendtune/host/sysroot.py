@@ -17,9 +17,6 @@ from pathlib import Path
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.host import runner
 
-# npu-smi lives outside PATH on many hosts (the driver installs it here).
-NPU_SMI_FALLBACKS = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi")
-
 
 @dataclass(frozen=True)
 class CommandOutput:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ascendtune.core import vendors
 from ascendtune.core import versions as va_versions
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
@@ -43,14 +44,15 @@ class _Ctx:
 
 
 def _context(host: Host, req: PlanRequest) -> _Ctx:
-    devices = host.npus or host.gpus
+    prof = vendors.vendor_of(host)
+    devices = prof.accelerators(host)
     if not devices:
         failing = f" ({host.tool_errors[0]})" if host.tool_errors else ""
         raise MissingError(
             f"no accelerator found on this host: nothing to plan{failing}",
             "on a machine without NPUs try `--demo atlas-800i-a2`",
         )
-    vendor = devices[0].vendor
+    vendor = prof.vendor
     all_ids = sorted(d.logical_id for d in devices)
     visible = req.visible if req.visible is not None else tuple(all_ids)
     unknown = [v for v in visible if v not in all_ids]
@@ -96,7 +98,7 @@ def _context(host: Host, req: PlanRequest) -> _Ctx:
     usable = host.cpus_allowed - req.reserve
     if not usable:
         raise InvalidInput("--reserve leaves no CPU of the cpuset to plan with")
-    soc = req.soc or (host.soc if vendor is Vendor.HUAWEI else Soc.GPU)
+    soc = req.soc or prof.soc_of(host)
     return _Ctx(host, vendor, devices, all_ids, visible, usable, soc, env_visible, dp, world)
 
 
@@ -286,7 +288,7 @@ def _plan_cores(
         cores = shares[device]
         cpus = [c for core in cores for c in core]
         spilled = [c for core in extra.get(device, []) for c in core]
-        if ctx.vendor is Vendor.HUAWEI:
+        if vendors.profile(ctx.vendor).thread_roles:
             roles = numa.roles_from_cores(cores, irq=req.irq_reserve)
             if spilled:
                 roles = replace(roles, main=tuple(sorted(roles.main + tuple(spilled))))
@@ -295,7 +297,7 @@ def _plan_cores(
             cpus += spilled
             if not cpus:
                 raise PlanError(
-                    f"GPU {device} gets no CPU: its NUMA node has fewer physical cores in the "
+                    f"{vendors.profile(ctx.vendor).word} {device} gets no CPU: its NUMA node has fewer physical cores in the "
                     "cpuset than devices sharing it",
                     "widen the cpuset, run fewer ranks, or use --policy node (shared CPUs)",
                 )
@@ -345,7 +347,7 @@ def _torch(mode: str) -> Callable[[_Ctx, PlanRequest], _Result]:
     return lambda ctx, _req: _plan_torch(ctx, mode)
 
 
-_BOTH = (Vendor.HUAWEI, Vendor.NVIDIA)
+_BOTH = tuple(Vendor)  # every registered vendor
 _GPU = (Vendor.NVIDIA,)
 
 POLICIES: dict[str, PolicyInfo] = {

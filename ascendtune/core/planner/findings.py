@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ascendtune.core import vendors
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Host
@@ -21,7 +22,7 @@ _BETTER = "a better policy avoids it: compare them with `--policy compare`"
 
 def explain(host: Host, plan: Plan) -> list[Finding]:
     out: list[Finding] = []
-    word = "NPU" if plan.vendor == "huawei" else "GPU"
+    word = vendors.profile(plan.vendor).word
     out += _locality(plan)
     if len(plan.overlaps) > 8:  # torchrun node/socket modes share by design: one line
         shared = frozenset(c for ov in plan.overlaps for c in ov.cpus)
