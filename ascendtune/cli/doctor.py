@@ -140,6 +140,8 @@ def render(checks: list[Check], *, root: Root, host: Host | None, plan: PlanFact
             con.print(line)
             if c.fix:
                 con.print(Text(f"    fix: {c.fix}"))
+            if c.fix_persistent:
+                con.print(Text(f"    persistent: {c.fix_persistent}"))
     if host is not None:
         for n in host.notes:
             con.print(Text(f"note: {n}", style="dim"))
