@@ -1,5 +1,6 @@
-"""Gather what `doctor` judges: kernel knobs, cgroup and capabilities, tools, and the running
-NPU workers with their threads' masks, all read through a Root (live `/` or a sysroot).
+"""Gather what `doctor` judges: kernel knobs, cgroup and capabilities, tools, the NPU
+interrupts and their affinity, and the running NPU workers with their threads' masks, all read
+through a Root (live `/` or a sysroot).
 
 `doctor_paths` lists the same reads as paths, so `snapshot` captures exactly what doctor needs.
 """
@@ -505,7 +506,9 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     """Every path, relative to root, that `doctor` reads on this host and that exists.
 
     Files (knobs, per-CPU governors, proc/self/{status,cgroup}, etc/os-release, the cgroup
-    cpuset files, irqbalance's proc/PID/comm) and, for each worker, proc/PID/{status,comm,
+    cpuset files, irqbalance's proc/PID/comm, proc/interrupts with proc/irq/N/smp_affinity_list
+    (or smp_affinity) of the NPU SQ/CQ interrupts, each Huawei device's msi_irqs/N entries, the
+    tuned profile and irqbalance config) and, for each worker, proc/PID/{status,comm,
     cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents' proc/PPID/{stat,comm}
     and its cgroup's cpuset file. Entries under proc/PID/fd/ are symbolic links (to
     /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
