@@ -99,9 +99,15 @@ def test_irqbalance_running_is_named_and_banned(sysroot: SysrootBuilder) -> None
     assert "irqbalance is running (PID 1312)" in row["detail"]
     assert row["fix"].startswith("systemctl stop irqbalance && echo ")
     irq_cpus = sorted({c for pair in plan.values() for c in pair})
-    assert row["fix_persistent"].startswith("echo 'IRQBALANCE_BANNED_CPULIST=")
-    assert ">> /etc/sysconfig/irqbalance && systemctl restart irqbalance" in row["fix_persistent"]
-    assert str(irq_cpus[0]) in row["fix_persistent"]
+    persist = row["fix_persistent"]
+    # banning the IRQ CPUs alone would make irqbalance move the NPU interrupts off them: its
+    # policy script bans those interrupts by name
+    assert persist.startswith("printf '#!/bin/sh\\ngrep -Eq \"^ *$2:.*(sq_send_trigger_irq|")
+    assert f"echo 'IRQBALANCE_BANNED_CPULIST={irq_cpus[0]}-" in persist
+    assert (
+        "echo 'IRQBALANCE_ARGS=\"--policyscript=/usr/local/sbin/ascendtune-irqbalance-policy\"' "
+        ">> /etc/sysconfig/irqbalance && systemctl restart irqbalance"
+    ) in persist
     assert rows(doc)["irqbalance"]["fix_persistent"] == row["fix_persistent"]
     assert code == 0
 

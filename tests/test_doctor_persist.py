@@ -127,8 +127,9 @@ def test_irqbalance_ban_uses_the_config_file_present(sysroot: SysrootBuilder) ->
     row = rows(doc)["irqbalance"]
     assert row["fix"] == "systemctl stop irqbalance"
     # the vllm-ascend plan of the A2: two IRQ CPUs at the start of each of 8 pools
-    assert row["fix_persistent"].startswith("echo 'IRQBALANCE_BANNED_CPULIST=0-1,24-25,")
+    assert "echo 'IRQBALANCE_BANNED_CPULIST=0-1,24-25,48-49," in row["fix_persistent"]
     assert ">> /etc/default/irqbalance && systemctl restart irqbalance" in row["fix_persistent"]
+    assert "--policyscript=/usr/local/sbin/ascendtune-irqbalance-policy" in row["fix_persistent"]
     assert row["fix_persistent"].endswith("# or: systemctl disable --now irqbalance")
 
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from ascendtune.core.errors import ParseError
 from ascendtune.core.parsers.interrupts import (
+    NPU_IRQ_NAMES,
     IrqLine,
     irqs_to_read,
     msi_irq_numbers,
@@ -209,3 +210,12 @@ def test_any_text_parses_or_says_why(text: str) -> None:
         parse_interrupts(text)
     except ParseError:
         pass
+
+
+def test_keep_parses_only_the_npu_lines() -> None:
+    text = npu_interrupts({0: "0000:c1:00.0"}, 8)
+    kept = parse_interrupts(text, keep=NPU_IRQ_NAMES)
+    assert {ln.irq for ln in kept.lines} == {2753, 2754, 2755, 2756, 2757}
+    assert kept.cpu_columns == tuple(range(8))
+    full = parse_interrupts(text).by_irq()
+    assert all(full[ln.irq] == ln for ln in kept.lines)

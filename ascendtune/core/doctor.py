@@ -17,6 +17,7 @@ from ascendtune.core.errors import ParseError
 from ascendtune.core.model import Accelerator, Host, Vendor
 from ascendtune.core.parsers.interrupts import (
     CQ_IRQ_NAME,
+    NPU_IRQ_NAMES,
     SQ_IRQ_NAME,
     Interrupts,
     affinities,
@@ -605,14 +606,27 @@ def _plan_irq_cpus(plan: PlanFacts) -> CpuSet:
     return frozenset(c for r in plan.plan.ranks for c in r.roles.irq)
 
 
+IRQBALANCE_POLICY = "/usr/local/sbin/ascendtune-irqbalance-policy"
+# irqbalance moves every IRQ it manages onto unbanned CPUs, so banning the IRQ CPUs alone would
+# push the NPU interrupts off them: its --policyscript bans those IRQs by name (their numbers
+# may change at boot); the script gets the IRQ number as $2 and answers ban=true.
+_POLICY_SCRIPT = (
+    "#!/bin/sh\\n"
+    f'grep -Eq "^ *$2:.*({SQ_IRQ_NAME}|{CQ_IRQ_NAME})" /proc/interrupts && echo ban=true\\n'
+)
+
+
 def _irqbalance_ban(inp: DoctorInput) -> str:
-    """Keep irqbalance off the plan's IRQ CPUs for good (or off the machine)."""
+    """Keep irqbalance off the plan's IRQ CPUs and off the NPU interrupts for good."""
     cpus = _plan_irq_cpus(inp.plan)
     if not cpus:
         return "systemctl disable --now irqbalance"
+    cfg = _irqbalance_config(inp)
     return (
-        f"echo 'IRQBALANCE_BANNED_CPULIST={format_cpulist(cpus)}' >> {_irqbalance_config(inp)} "
-        "&& systemctl restart irqbalance  # or: systemctl disable --now irqbalance"
+        f"printf '{_POLICY_SCRIPT}' > {IRQBALANCE_POLICY} && chmod 755 {IRQBALANCE_POLICY} && "
+        f"echo 'IRQBALANCE_BANNED_CPULIST={format_cpulist(cpus)}' >> {cfg} && "
+        f"echo 'IRQBALANCE_ARGS=\"--policyscript={IRQBALANCE_POLICY}\"' >> {cfg} && "
+        "systemctl restart irqbalance  # or: systemctl disable --now irqbalance"
     )
 
 
@@ -751,7 +765,7 @@ def npu_irq_checks(inp: DoctorInput) -> list[Check]:
             )
         ]
     try:
-        parsed = parse_interrupts(facts.interrupts, source="proc/interrupts")
+        parsed = parse_interrupts(facts.interrupts, source="proc/interrupts", keep=NPU_IRQ_NAMES)
     except ParseError as e:
         return [_irq_skip(str(e))]
     if not any(ln.named(SQ_IRQ_NAME) for ln in parsed.lines):

@@ -24,6 +24,7 @@ from ascendtune.core.doctor import (
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host, Vendor
 from ascendtune.core.parsers.interrupts import (
+    NPU_IRQ_NAMES,
     affinity_paths,
     irqs_to_read,
     msi_irq_numbers,
@@ -240,7 +241,7 @@ def _npu_irq_numbers(text: str | None) -> list[int]:
     if text is None:
         return []
     try:
-        return irqs_to_read(parse_interrupts(text, source=INTERRUPTS))
+        return irqs_to_read(parse_interrupts(text, source=INTERRUPTS, keep=NPU_IRQ_NAMES))
     except ParseError:
         return []
 

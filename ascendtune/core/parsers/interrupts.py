@@ -130,9 +130,17 @@ def _parse_line(irq: int, rest: str, ncols: int) -> IrqLine:
     return IrqLine(irq, tuple(counts), chip, hwirq, trigger, names, pci, from_hwirq)
 
 
-def parse_interrupts(text: str, *, source: str = "/proc/interrupts") -> Interrupts:
+NPU_IRQ_NAMES = (SQ_IRQ_NAME, CQ_IRQ_NAME)
+
+
+def parse_interrupts(
+    text: str, *, source: str = "/proc/interrupts", keep: Collection[str] | None = None
+) -> Interrupts:
     """Parse /proc/interrupts; lines without a numbered IRQ (NMI, LOC, ERR) are skipped and a
-    cut last line keeps what it holds. A text with no CPU header is invalid."""
+    cut last line keeps what it holds. A text with no CPU header is invalid.
+
+    `keep`: parse only lines holding one of these strings (a 192-CPU host's file is megabytes;
+    doctor needs the NPU lines only)."""
     lines = text.splitlines()
     header_at = next((k for k, ln in enumerate(lines) if ln.strip()), None)
     if header_at is None:
@@ -146,6 +154,8 @@ def parse_interrupts(text: str, *, source: str = "/proc/interrupts") -> Interrup
     ncols = len(cols)
     out: list[IrqLine] = []
     for ln in lines[header_at + 1 :]:
+        if keep is not None and not any(k in ln for k in keep):
+            continue
         head, sep, rest = ln.partition(":")
         head = head.strip()
         if not sep or not head.isdigit():
