@@ -191,6 +191,16 @@ def test_npu_pair_as_vllm_ascend_picks_it() -> None:
     assert npu_irqs(parsed, "0000:c1:00.0", frozenset({1, 2})).sq is None
 
 
+def test_the_bare_form_of_vllm_ascends_unit_tests() -> None:
+    # no chip, no trigger: vLLM-Ascend still finds the name in the line, and so do we
+    parsed = parse_interrupts(
+        HEAD4 + "123: 0 0 0 0 sq_send_trigger_irq\n124: 0 0 0 0 cq_update_irq\n"
+    )
+    got = npu_irqs(parsed, "0000:c1:00.0", frozenset({123, 124}))
+    assert (got.sq, got.cq, got.cq_named) == (123, 124, True)
+    assert parsed.lines[0].chip == "sq_send_trigger_irq" and parsed.lines[0].pci is None
+
+
 def test_cq_not_named_and_irqs_to_read() -> None:
     text = HEAD4 + (
         "  40:  0 0 0 0  ITS-MSI 101187585 Edge  sq_send_trigger_irq\n"
