@@ -13,6 +13,7 @@ from ascendtune.cli.app import app
 from ascendtune.core.doctor import HOST_CHECK_IDS
 from tests.builder import SysrootBuilder
 from tests.hosts import A2_AFFINITY, A2_BUS, A2_NODE, npu_smi_info, npu_smi_m, npu_smi_topo
+from tests.irqhosts import plan_irq_cpus, write_npu_irqs
 
 runner = CliRunner()
 ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
@@ -22,6 +23,7 @@ TOOLS_ALL = {
     "migratepages": "/usr/bin/migratepages",
     "taskset": "/usr/bin/taskset",
 }
+A2_BDF = {n: f"0000:{bus.lower()}:00.0" for n, bus in A2_BUS.items()}
 CAP_ALL = "000001ffffffffff"
 CAP_NO_NICE = "000001ffff7fffff"  # bit 23 (CAP_SYS_NICE) cleared
 SWAPS_ACTIVE = (
@@ -92,6 +94,8 @@ def tuned(b: SysrootBuilder, *, cpuset: str = "0-191", governors: bool = True) -
         env={"LANG": "en_US.UTF-8"},
         proc_scanned=True,
     )
+    # the NPU interrupts where vLLM-Ascend pins them (the plan's IRQ CPUs of each rank)
+    write_npu_irqs(b, A2_BDF, 192, plan_irq_cpus(b))
     return b
 
 
@@ -147,10 +151,15 @@ def test_tuned_host_passes(sysroot: SysrootBuilder) -> None:
     assert code == 0
     assert doc["schema_version"] == 1
     st = statuses(doc)
-    assert [c["id"] for c in doc["checks"] if c["section"] == "host"] == list(HOST_CHECK_IDS)
+    irq_ids = [f"npu_irq:{n}" for n in range(8)]
+    assert [c["id"] for c in doc["checks"] if c["section"] == "host"] == [
+        *HOST_CHECK_IDS,
+        *irq_ids,
+    ]
     assert {i: st[i] for i in HOST_CHECK_IDS} == dict.fromkeys(HOST_CHECK_IDS, "ok")
+    assert {i: st[i] for i in irq_ids} == dict.fromkeys(irq_ids, "ok")
     assert st["worker:4000"] == "ok"
-    assert doc["summary"] == {"ok": len(HOST_CHECK_IDS) + 1, "warn": 0, "fail": 0, "skip": 0}
+    assert doc["summary"] == {"ok": len(HOST_CHECK_IDS) + 9, "warn": 0, "fail": 0, "skip": 0}
     r = rows(doc)
     assert r["cpu_governor"]["value"] == "performance on every CPU with cpufreq (192)"
     assert r["npu_smi"]["value"] == "npu-smi 24.1.rc1.b030"
@@ -205,6 +214,8 @@ def test_untuned_host_every_check_flags_with_its_fix(sysroot: SysrootBuilder) ->
         "taskset": "fail",  # vLLM-Ascend binds with taskset: without it nothing is bound
         "arch": "warn",
         "locale": "warn",
+        # no plan to compare the interrupts with (no npu-smi)
+        **{f"npu_irq:{n}": "skip" for n in range(8)},
     }
     assert r["cpu_governor"]["value"] == "powersave on 0-95; performance on 96-191"
     assert r["cpu_governor"]["fix"] == (
@@ -257,6 +268,7 @@ def test_sched_migration_cost_in_debugfs(sysroot: SysrootBuilder) -> None:
 
 def test_uneven_cpuset_is_a_warning(sysroot: SysrootBuilder) -> None:
     tuned(sysroot, cpuset="0-29")  # 24 CPUs on node 0, 6 on node 1
+    write_npu_irqs(sysroot, A2_BDF, 192, plan_irq_cpus(sysroot, "--visible-devices", "4,5"))
     code, doc = doctor_json(sysroot, "--section", "host", "--visible-devices", "4,5")
     assert code == 0
     r = rows(doc)["cgroup_cpuset"]

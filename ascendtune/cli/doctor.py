@@ -63,6 +63,8 @@ def render(report: DoctorReport) -> None:
             con.print(line)
             if c.fix:
                 con.print(Text(f"    fix: {c.fix}"))
+            if c.fix_persistent:
+                con.print(Text(f"    persistent: {c.fix_persistent}"))
     if host is not None:
         for n in host.notes:
             con.print(Text(f"note: {n}", style="dim"))

@@ -14,7 +14,17 @@ from typing import Any, Literal
 from ascendtune.core import vendors
 from ascendtune.core.bindplan import BindTarget
 from ascendtune.core.cpulist import CpuSet, format_cpulist
-from ascendtune.core.model import Host, Vendor
+from ascendtune.core.errors import ParseError
+from ascendtune.core.model import Accelerator, Host, Vendor
+from ascendtune.core.parsers.interrupts import (
+    CQ_IRQ_NAME,
+    NPU_IRQ_NAMES,
+    SQ_IRQ_NAME,
+    Interrupts,
+    affinities,
+    npu_irqs,
+    parse_interrupts,
+)
 from ascendtune.core.planner.model import Plan, RankPlan
 from ascendtune.core.redact import redact_args
 
@@ -57,6 +67,8 @@ class Check:
     section: str
     detail: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
+    # the form of `fix` that survives a reboot (sysctl.d, kernel command line, tuned, config)
+    fix_persistent: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -65,6 +77,7 @@ class Check:
             "value": self.value,
             "expected": self.expected,
             "fix": self.fix,
+            "fix_persistent": self.fix_persistent,
             "section": self.section,
             "detail": self.detail,
         }
@@ -110,6 +123,14 @@ class HostFacts:
     os_ids: tuple[str, ...] = ()  # ID and ID_LIKE of etc/os-release
     uid: int | None = None  # this process's uid
     cgroup_cpuset_file: str | None = None  # the file cgroup_cpuset came from
+    interrupts: str | None = None  # proc/interrupts text (None: absent)
+    # IRQ -> (smp_affinity_list, smp_affinity) texts of the NPU SQ/CQ interrupts
+    irq_affinity: Mapping[int, tuple[str | None, str | None]] = field(default_factory=dict)
+    # Huawei PCI address -> its msi_irqs listing (absent: not readable under this root)
+    msi_irqs: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    tuned: bool | None = None  # tuned installed (None: not recorded)
+    tuned_profile: str | None = None  # etc/tuned/active_profile
+    irqbalance_config: str | None = None  # the irqbalance config file present, relative
 
 
 @dataclass(frozen=True)
@@ -184,6 +205,7 @@ class DoctorInput:
 
 Verdict = tuple[Status, str | None, str | None]  # status, value, detail
 FixFn = Callable[[DoctorInput], str]
+PersistFn = Callable[[DoctorInput], str | None]
 
 
 @dataclass(frozen=True)
@@ -192,13 +214,17 @@ class Rule:
     expected: str
     fix: str | FixFn
     judge: Callable[[DoctorInput], Verdict]
+    persist: str | PersistFn | None = None  # the fix that survives a reboot
 
     def check(self, inp: DoctorInput) -> Check:
         status, value, detail = self.judge(inp)
-        fix = None
+        fix = persistent = None
         if status in ("warn", "fail"):
             fix = self.fix if isinstance(self.fix, str) else self.fix(inp)
-        return Check(self.id, status, value, self.expected, fix, "host", detail)
+            persistent = self.persist if not callable(self.persist) else self.persist(inp)
+        return Check(
+            self.id, status, value, self.expected, fix, "host", detail, fix_persistent=persistent
+        )
 
 
 def _int(text: str | None) -> int | None:
@@ -511,28 +537,146 @@ def _judge_locale(inp: DoctorInput) -> Verdict:
     )
 
 
+# ---- fixes that survive a reboot ----------------------------------------------------------------
+
+SYSCTL_D_FILE = "/etc/sysctl.d/90-ascendtune.conf"
+TMPFILES_D_FILE = "/etc/tmpfiles.d/90-ascendtune.conf"
+_RHEL_LIKE = frozenset(
+    {"rhel", "centos", "fedora", "openeuler", "euleros", "kylin", "rocky", "almalinux", "anolis"}
+)
+_DEBIAN_LIKE = frozenset({"debian", "ubuntu"})
+
+
+def _sysctl_persist(key: str, value: object) -> str:
+    return f"echo '{key} = {value}' >> {SYSCTL_D_FILE} && sysctl -p {SYSCTL_D_FILE}"
+
+
+def _kernel_arg(inp: DoctorInput, arg: str) -> str:
+    """Add `arg` to the kernel command line the way this distribution does it (next boot)."""
+    ids = set(inp.facts.os_ids)
+    grubby = f"grubby --update-kernel=ALL --args={arg}"
+    grub = f"sed -i 's/^GRUB_CMDLINE_LINUX=\"/&{arg} /' /etc/default/grub && " + (
+        "update-grub" if ids & _DEBIAN_LIKE else "grub2-mkconfig -o /boot/grub2/grub.cfg"
+    )
+    if ids & _DEBIAN_LIKE:
+        return grub
+    if ids & _RHEL_LIKE:
+        return grubby
+    return f"{grubby}  # or: {grub}"
+
+
+def _tuned_note(inp: DoctorInput) -> str:
+    prof = inp.facts.tuned_profile
+    return f" (tuned's active profile now: {prof})" if prof else ""
+
+
+def _persist_governor(inp: DoctorInput) -> str:
+    if inp.facts.tuned:
+        # latency-performance and throughput-performance both set governor=performance
+        return "tuned-adm profile latency-performance" + _tuned_note(inp)
+    return _kernel_arg(inp, "cpufreq.default_governor=performance") + "  # kernels >= 5.9"
+
+
+def _persist_migration(inp: DoctorInput) -> str:
+    path = inp.facts.sched_migration_cost.path
+    if path.startswith("sys/kernel/debug/"):
+        # no sysctl on kernels >= 5.13: systemd-tmpfiles writes it at every boot
+        return (
+            f"echo 'w /{path} - - - - {SCHED_MIGRATION_COST_NS}' >> {TMPFILES_D_FILE}"
+            + ("  # or in a tuned profile: [scheduler] sched_migration_cost_ns="
+               f"{SCHED_MIGRATION_COST_NS}" if inp.facts.tuned else "")
+        )  # fmt: skip
+    return _sysctl_persist("kernel.sched_migration_cost_ns", SCHED_MIGRATION_COST_NS)
+
+
+def _persist_thp(inp: DoctorInput) -> str:
+    out = _kernel_arg(inp, "transparent_hugepage=never")
+    if inp.facts.tuned:
+        out += "  # or [vm] transparent_hugepages=never in a tuned profile" + _tuned_note(inp)
+    return out
+
+
+def _irqbalance_config(inp: DoctorInput) -> str:
+    if inp.facts.irqbalance_config:
+        return "/" + inp.facts.irqbalance_config
+    if set(inp.facts.os_ids) & _DEBIAN_LIKE:
+        return "/etc/default/irqbalance"
+    return "/etc/sysconfig/irqbalance"
+
+
+def _plan_irq_cpus(plan: PlanFacts) -> CpuSet:
+    if plan.plan is None:
+        return frozenset()
+    return frozenset(c for r in plan.plan.ranks for c in r.roles.irq)
+
+
+IRQBALANCE_POLICY = "/usr/local/sbin/ascendtune-irqbalance-policy"
+# irqbalance moves every IRQ it manages onto unbanned CPUs, so banning the IRQ CPUs alone would
+# push the NPU interrupts off them: its --policyscript bans those IRQs by name (their numbers
+# may change at boot); the script gets the IRQ number as $2 and answers ban=true.
+_POLICY_SCRIPT = (
+    "#!/bin/sh\\n"
+    f'grep -Eq "^ *$2:.*({SQ_IRQ_NAME}|{CQ_IRQ_NAME})" /proc/interrupts && echo ban=true\\n'
+)
+
+
+def _irqbalance_ban(inp: DoctorInput) -> str:
+    """Keep irqbalance off the plan's IRQ CPUs and off the NPU interrupts for good."""
+    cpus = _plan_irq_cpus(inp.plan)
+    if not cpus:
+        return "systemctl disable --now irqbalance"
+    cfg = _irqbalance_config(inp)
+    return (
+        f"printf '{_POLICY_SCRIPT}' > {IRQBALANCE_POLICY} && chmod 755 {IRQBALANCE_POLICY} && "
+        f"echo 'IRQBALANCE_BANNED_CPULIST={format_cpulist(cpus)}' >> {cfg} && "
+        f"echo 'IRQBALANCE_ARGS=\"--policyscript={IRQBALANCE_POLICY}\"' >> {cfg} && "
+        "systemctl restart irqbalance  # or: systemctl disable --now irqbalance"
+    )
+
+
 HOST_RULES: tuple[Rule, ...] = (
     Rule(
         "cpu_governor",
         "performance on every CPU",
         "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
         _judge_governor,
+        _persist_governor,
     ),
-    Rule("numa_balancing", "0", "sysctl -w kernel.numa_balancing=0", _judge_numa_balancing),
-    Rule("swappiness", "0 or 1", "sysctl -w vm.swappiness=0", _judge_swappiness),
+    Rule(
+        "numa_balancing",
+        "0",
+        "sysctl -w kernel.numa_balancing=0",
+        _judge_numa_balancing,
+        _sysctl_persist("kernel.numa_balancing", 0),
+    ),
+    Rule(
+        "swappiness",
+        "0 or 1",
+        "sysctl -w vm.swappiness=0",
+        _judge_swappiness,
+        _sysctl_persist("vm.swappiness", 0),
+    ),
     Rule(
         "sched_migration_cost",
         f"{SCHED_MIGRATION_COST_NS} ({SCHED_MIGRATION_COST_NS}-{SCHED_MIGRATION_COST_MAX_NS})",
         _migration_fix,
         _judge_migration,
+        _persist_migration,
     ),
     Rule(
         "thp",
         "never or madvise",
         "echo never > /sys/kernel/mm/transparent_hugepage/enabled",
         _judge_thp,
+        _persist_thp,
     ),
-    Rule("irqbalance", "not running", "systemctl stop irqbalance", _judge_irqbalance),
+    Rule(
+        "irqbalance",
+        "not running",
+        "systemctl stop irqbalance",
+        _judge_irqbalance,
+        _irqbalance_ban,
+    ),
     Rule(
         "cgroup_cpuset",
         f">= {MIN_CPUS_PER_NPU} CPUs per NPU within its affinity, even across NUMA nodes",
@@ -577,15 +721,201 @@ HOST_RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule("arch", "aarch64", "ascendtune bind --rank R --pid PID  # for each worker", _judge_arch),
-    Rule("locale", "C, POSIX, en_* or unset", "export LC_ALL=C.UTF-8", _judge_locale),
+    Rule(
+        "locale",
+        "C, POSIX, en_* or unset",
+        "export LC_ALL=C.UTF-8",
+        _judge_locale,
+        "set LC_ALL=C.UTF-8 in the server's environment (its systemd unit's Environment=, "
+        "or docker run -e LC_ALL=C.UTF-8)",
+    ),
 )
 
-TOOLS = ("npu-smi", "numactl", "migratepages", "taskset")
+# tuned-adm only tells which persistent fix to give (a tuned profile where tuned runs)
+TOOLS = ("npu-smi", "numactl", "migratepages", "taskset", "tuned-adm")
 HOST_CHECK_IDS = tuple(r.id for r in HOST_RULES)
 
 
 def host_checks(inp: DoctorInput) -> list[Check]:
-    return [rule.check(inp) for rule in HOST_RULES]
+    """The host rules, then the NPU interrupt rows (`npu_irq:N`, or one `npu_irq`)."""
+    return [rule.check(inp) for rule in HOST_RULES] + npu_irq_checks(inp)
+
+
+# ---- NPU interrupts -----------------------------------------------------------------------------
+
+IRQ_CHECK_ID = "npu_irq"
+IRQ_EXPECTED = "each NPU's sq_send_trigger_irq and cq_update_irq on its rank's IRQ CPUs"
+
+
+def _irq_skip(detail: str, value: str | None = None, cid: str = IRQ_CHECK_ID) -> Check:
+    return Check(cid, "skip", value, IRQ_EXPECTED, None, "host", detail)
+
+
+def npu_irq_checks(inp: DoctorInput) -> list[Check]:
+    """One `npu_irq:N` row per Ascend NPU: are its SQ/CQ interrupts where the plan puts them?
+
+    vLLM-Ascend pins them to the first two CPUs of the rank's pool (the rank whose pool is
+    NPU N's); doctor reads proc/irq/IRQ/smp_affinity_list. One `npu_irq` row says why not."""
+    host, facts = inp.host, inp.facts
+    if host is None:
+        return [_irq_skip(f"host unreadable: {inp.host_error}")]
+    if not host.npus:
+        return [_irq_skip("no Ascend NPU on this host")]
+    if facts.interrupts is None:
+        return [
+            _irq_skip(
+                "proc/interrupts is missing: cannot tell where the NPU interrupts land "
+                "(a sysroot captured before ascendtune recorded it?)"
+            )
+        ]
+    try:
+        parsed = parse_interrupts(facts.interrupts, source="proc/interrupts", keep=NPU_IRQ_NAMES)
+    except ParseError as e:
+        return [_irq_skip(str(e))]
+    if not any(ln.named(SQ_IRQ_NAME) for ln in parsed.lines):
+        return [
+            _irq_skip(
+                f"no {SQ_IRQ_NAME} line in proc/interrupts: the Ascend driver is not loaded "
+                "here, or this driver version names its interrupts otherwise"
+            )
+        ]
+    affs = affinities(facts.irq_affinity)
+    return [_npu_irq_row(a, parsed, affs, inp) for a in sorted(host.npus, key=_logical)]
+
+
+def _logical(a: Accelerator) -> int:
+    return a.logical_id
+
+
+def _irq_rank(plan: PlanFacts, logical_id: int) -> RankPlan | None:
+    if plan.plan is None:
+        return None
+    return next((r for r in plan.plan.ranks if r.logical_id == logical_id), None)
+
+
+def _on(cpus: CpuSet | None) -> str:
+    return "?" if cpus is None else format_cpulist(cpus) or "none"
+
+
+def _npu_irq_row(
+    a: Accelerator, parsed: Interrupts, affs: Mapping[int, CpuSet | None], inp: DoctorInput
+) -> Check:
+    cid = f"{IRQ_CHECK_ID}:{a.logical_id}"
+    plan, facts = inp.plan, inp.facts
+    if not a.bus_id:
+        return _irq_skip(f"NPU {a.logical_id} has no PCI address here", cid=cid)
+    bus = a.bus_id.lower()
+    msi = facts.msi_irqs.get(bus)
+    found = npu_irqs(parsed, bus, msi)
+    if found.sq is None or found.cq is None:
+        where = (
+            f"sys/bus/pci/devices/{bus}/msi_irqs"
+            if msi is not None
+            else f"lines naming PCI {bus} (no msi_irqs listing recorded)"
+        )
+        return _irq_skip(
+            f"none of the {found.sq_candidates} {SQ_IRQ_NAME} lines belongs to NPU "
+            f"{a.logical_id} ({where})",
+            cid=cid,
+        )
+    sq, cq = found.sq, found.cq
+    sq_on, cq_on = affs.get(sq), affs.get(cq)
+    value = (
+        f"NPU {a.logical_id} (PCI {bus}): {SQ_IRQ_NAME} IRQ {sq} on CPUs {_on(sq_on)}, "
+        f"{CQ_IRQ_NAME} IRQ {cq} on CPUs {_on(cq_on)}"
+    )
+    data: dict[str, Any] = {
+        "device": a.logical_id,
+        "pci": bus,
+        "sq_irq": sq,
+        "cq_irq": cq,
+        "sq_cpus": None if sq_on is None else format_cpulist(sq_on),
+        "cq_cpus": None if cq_on is None else format_cpulist(cq_on),
+        "found_by": found.found_by,
+    }
+    notes: list[str] = []
+    if not found.cq_named:
+        notes.append(
+            f"IRQ {cq} (sq + 1, which vLLM-Ascend takes as {CQ_IRQ_NAME}) is not named "
+            f"{CQ_IRQ_NAME} in proc/interrupts"
+        )
+    rank = _irq_rank(plan, a.logical_id)
+    if rank is None:
+        why = (
+            f"no plan to compare with: {plan.error}"
+            if plan.plan is None
+            else f"NPU {a.logical_id} has no rank in the {plan.policy} plan (not visible, or "
+            "no process on it)"
+        )
+        return Check(cid, "skip", value, IRQ_EXPECTED, None, "host", why, data)
+    irq_cpus = rank.roles.irq
+    if not irq_cpus:
+        return Check(
+            cid, "skip", value, IRQ_EXPECTED, None, "host",
+            f"the {plan.policy} plan reserves no IRQ CPUs for rank {rank.rank} "
+            "(Ascend 950, or --no-irq-reserve)", data,
+        )  # fmt: skip
+    want_sq, want_cq = irq_cpus[0], irq_cpus[1] if len(irq_cpus) > 1 else irq_cpus[0]
+    expected = (
+        f"{plan.policy} rank {rank.rank}: IRQ {sq} on CPU {want_sq}, IRQ {cq} on CPU {want_cq}"
+    )
+    data.update(plan_rank=rank.rank, expected_sq_cpu=want_sq, expected_cq_cpu=want_cq)
+    if sq_on is None or cq_on is None:
+        missing = [str(i) for i, on in ((sq, sq_on), (cq, cq_on)) if on is None]
+        return Check(
+            cid, "skip", value, expected, None, "host",
+            f"proc/irq/{{{','.join(missing)}}}/smp_affinity_list (and smp_affinity) unreadable",
+            data,
+        )  # fmt: skip
+    allowed = frozenset(irq_cpus)
+    ranks = plan.plan.ranks if plan.plan is not None else ()
+    workers_cpus = frozenset(
+        c for r in ranks for c in (*r.roles.main, *r.roles.acl, *r.roles.release)
+    )
+    off = (sq_on | cq_on) - allowed
+    status: Status
+    if not off:
+        status = "ok"
+    elif off & workers_cpus:
+        status = "fail"
+        notes.insert(
+            0,
+            f"they land on CPUs {format_cpulist(off & workers_cpus)} where the plan runs worker "
+            "threads: every operator launch and completion interrupts them (vLLM-Ascend pins "
+            "them at start only where /proc/irq is writable: a container needs --privileged)",
+        )
+    else:
+        status = "warn"
+        notes.insert(
+            0,
+            f"on CPUs {format_cpulist(off)}, off the plan's IRQ CPUs {format_cpulist(allowed)} "
+            "but clear of its worker threads",
+        )
+    pids = facts.irqbalance_pids or ()
+    fix = (
+        f"echo {want_sq} > /proc/irq/{sq}/smp_affinity_list && "
+        f"echo {want_cq} > /proc/irq/{cq}/smp_affinity_list"
+    )
+    if pids:
+        notes.append(
+            f"irqbalance is running (PID {_ids(pids)}) and rebalances every 10 s: it undoes "
+            "this pinning unless stopped or kept off these CPUs"
+        )
+        if status == "ok":
+            status = "warn"
+        fix = "systemctl stop irqbalance && " + fix
+    if status == "ok":
+        return Check(cid, "ok", value, expected, None, "host", "; ".join(notes) or None, data)
+    persistent = (
+        _irqbalance_ban(inp)
+        if pids or facts.irqbalance_config
+        else "IRQ numbers may change at boot: vLLM-Ascend re-pins them at each start "
+        "(enable_cpu_binding, /proc/irq writable); or run the echo lines from a boot unit"
+    )
+    return Check(
+        cid, status, value, expected, fix, "host", "; ".join(notes), data,
+        fix_persistent=persistent,
+    )  # fmt: skip
 
 
 # ---- workers ------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Gather what `doctor` judges: kernel knobs, cgroup and capabilities, tools, and the running
-NPU workers with their threads' masks, all read through a Root (live `/` or a sysroot).
+"""Gather what `doctor` judges: kernel knobs, cgroup and capabilities, tools, the NPU
+interrupts and their affinity, and the running NPU workers with their threads' masks, all read
+through a Root (live `/` or a sysroot).
 
 `doctor_paths` lists the same reads as paths, so `snapshot` captures exactly what doctor needs.
 """
@@ -24,6 +25,13 @@ from ascendtune.core.doctor import (
 )
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host
+from ascendtune.core.parsers.interrupts import (
+    NPU_IRQ_NAMES,
+    affinity_paths,
+    irqs_to_read,
+    msi_irq_numbers,
+    parse_interrupts,
+)
 from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host, read_meta, read_status_list
@@ -44,6 +52,13 @@ CGROUP1_CPUSET_DIR = "sys/fs/cgroup/cpuset"
 CGROUP1_CPUSET = "cpuset.effective_cpus"
 OS_RELEASE = "etc/os-release"
 META = "meta.json"
+INTERRUPTS = "proc/interrupts"
+PCI_DIR = "sys/bus/pci/devices"
+HUAWEI_VENDOR = "0x19e5"
+TUNED_PROFILE = "etc/tuned/active_profile"
+TUNED_DIR = "usr/lib/tuned"
+# RHEL / openEuler, then Debian / Ubuntu
+IRQBALANCE_CONFIGS = ("etc/sysconfig/irqbalance", "etc/default/irqbalance")
 
 # Fixed files doctor reads (per-CPU governors, processes and cgroup files come on top).
 KNOB_PATHS = (
@@ -60,6 +75,9 @@ KNOB_PATHS = (
     f"{CGROUP1_CPUSET_DIR}/{CGROUP1_CPUSET}",
     OS_RELEASE,
     META,
+    INTERRUPTS,
+    TUNED_PROFILE,
+    *IRQBALANCE_CONFIGS,
 )
 LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 
@@ -167,6 +185,48 @@ def _meta(root: Root) -> dict[str, object]:
         return {}
 
 
+def _npu_msi_dirs(root: Root) -> dict[str, str]:
+    """Huawei PCI address -> its msi_irqs folder, where the folder is readable."""
+    out: dict[str, str] = {}
+    for bdf in root.listdir(PCI_DIR) or []:
+        vendor = (root.read_text(f"{PCI_DIR}/{bdf}/vendor") or "").strip().lower()
+        if vendor == HUAWEI_VENDOR and root.listdir(f"{PCI_DIR}/{bdf}/msi_irqs") is not None:
+            out[bdf.lower()] = f"{PCI_DIR}/{bdf}/msi_irqs"
+    return out
+
+
+def _npu_irq_numbers(text: str | None) -> list[int]:
+    """The IRQs whose affinity doctor reads: the NPU SQ/CQ lines of proc/interrupts."""
+    if text is None:
+        return []
+    try:
+        return irqs_to_read(parse_interrupts(text, source=INTERRUPTS, keep=NPU_IRQ_NAMES))
+    except ParseError:
+        return []
+
+
+def _irq_facts(
+    root: Root, text: str | None
+) -> tuple[dict[int, tuple[str | None, str | None]], dict[str, frozenset[int]]]:
+    aff: dict[int, tuple[str | None, str | None]] = {}
+    for irq in _npu_irq_numbers(text):
+        list_path, mask_path = affinity_paths(irq)
+        lt = root.read_text(list_path)
+        aff[irq] = (lt, root.read_text(mask_path) if lt is None else None)
+    msi = {bdf: msi_irq_numbers(root.listdir(d) or []) for bdf, d in _npu_msi_dirs(root).items()}
+    return aff, msi
+
+
+def _tuned(root: Root, tools: Mapping[str, str | None] | None) -> bool | None:
+    if tools is not None and tools.get("tuned-adm"):
+        return True
+    if root.read_text(TUNED_PROFILE) is not None or root.listdir(TUNED_DIR) is not None:
+        return True
+    if tools is not None and "tuned-adm" in tools:
+        return False
+    return None if not root.live else False
+
+
 def gather_host_facts(root: Root) -> HostFacts:
     meta = _meta(root)
     status = root.read_text(SELF_STATUS)
@@ -176,6 +236,10 @@ def gather_host_facts(root: Root) -> HostFacts:
         if debugfs is not None:
             migration = FileValue(SCHED_MIGRATION_DEBUGFS, debugfs)
     own = resolve_cpuset(root)
+    tools = tools_of(root, meta)
+    interrupts = root.read_text(INTERRUPTS)
+    irq_aff, msi = _irq_facts(root, interrupts)
+    profile = root.read_text(TUNED_PROFILE)
     return HostFacts(
         root=root.describe(),
         live=root.live,
@@ -189,12 +253,18 @@ def gather_host_facts(root: Root) -> HostFacts:
         cgroup_version=own.version if own is not None else cgroup_version(root),
         cgroup_cpuset=own.cpus if own is not None else None,
         cap_eff=_status_int(status, "CapEff", 16),
-        tools=tools_of(root, meta),
+        tools=tools,
         arch=_arch(root, meta),
         env=_env(root, meta),
         os_ids=_os_ids(root),
         uid=_status_int(status, "Uid"),
         cgroup_cpuset_file=own.file if own is not None else None,
+        interrupts=interrupts,
+        irq_affinity=irq_aff,
+        msi_irqs=msi,
+        tuned=_tuned(root, tools),
+        tuned_profile=profile.strip() or None if profile is not None else None,
+        irqbalance_config=next((p for p in IRQBALANCE_CONFIGS if root.exists(p)), None),
     )
 
 
@@ -381,7 +451,9 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     """Every path, relative to root, that `doctor` reads on this host and that exists.
 
     Files (knobs, per-CPU governors, proc/self/{status,cgroup,mountinfo}, etc/os-release, the
-    cpuset files the cgroup resolver used, irqbalance's proc/PID/comm) and, for each worker,
+    cpuset files the cgroup resolver used, irqbalance's proc/PID/comm, proc/interrupts with
+    proc/irq/N/smp_affinity_list (or smp_affinity) of the NPU SQ/CQ interrupts, each Huawei
+    device's msi_irqs/N entries, the tuned profile and irqbalance config) and, for each worker,
     proc/PID/{status,comm,cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents'
     proc/PPID/{stat,comm} and the cpuset files its cgroup resolved to. Entries under proc/PID/fd/ are symbolic links (to
     /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
@@ -401,6 +473,10 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     paths += cpuset_paths(root)
     pids = _pids(root) or []
     paths += [f"proc/{p}/comm" for p in _irqbalance(root, pids) or ()]
+    for irq in _npu_irq_numbers(root.read_text(INTERRUPTS)):
+        paths += _existing(root, affinity_paths(irq))
+    for d in _npu_msi_dirs(root).values():
+        paths += _existing(root, [f"{d}/{e}" for e in root.listdir(d) or []])
     for w in find_workers(root, host):
         if not w.present:
             continue
