@@ -21,24 +21,6 @@ if TYPE_CHECKING:
 MAX_THREAD_ROWS = 32  # per worker on screen; --json has them all
 
 
-def _read_plan(path: Path) -> Any:
-    from ascendtune.core.errors import MissingError, ParseError
-
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise MissingError(f"cannot read plan {path}: {e.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(
-            f"not JSON: {e.msg}",
-            source=str(path),
-            line=e.lineno,
-            hint="write it with `ascendtune plan --json > FILE`",
-        ) from None
-
-
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v * 100:.0f}%"
 
@@ -219,7 +201,9 @@ def register(app: typer.Typer) -> None:
         if not pid:
             raise UsageError("say what to watch: --pid PID (repeat for several processes)")
         sampler = live_sampler()
-        plan_doc = _read_plan(plan) if plan is not None else None
+        from ascendtune.app.bind import read_plan_file
+
+        plan_doc = read_plan_file(plan) if plan is not None else None
         targets = targets_for(
             list(pid),
             cpus=cpus,
