@@ -394,9 +394,12 @@ def test_non_default_args_cut_or_hostile() -> None:
     [
         ({"vllm": "0.23.0"}, "v0.23.0"),
         ({"vllm": "0.9.1"}, "v0.23.0"),
-        ({"vllm": "0.25.1"}, "main-2026-08"),
-        ({"vllm": "0.26.0"}, "main-2026-08"),
-        ({"vllm": "0.27.1.dev3+gabc"}, "main-2026-09"),
+        # the release line paired with that vLLM (core/versions.py)
+        ({"vllm": "0.25.1"}, "v0.25.1rc1"),
+        ({"vllm": "0.26.0"}, "v0.26.0rc1"),
+        ({"vllm": "0.27.1.dev3+gabc"}, "v0.27.1rc1"),
+        ({"vllm_ascend": "0.25.1rc1"}, "v0.25.1rc1"),
+        ({"vllm": "0.99.0"}, None),
         ({"vllm": "0.27.1", "vllm_ascend": "0.23.0"}, "v0.23.0"),
         ({}, None),
     ],

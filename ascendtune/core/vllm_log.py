@@ -1189,31 +1189,42 @@ def _version_tuple(v: str) -> tuple[int, int] | None:
 
 
 def check_target(report: LogReport) -> tuple[str | None, str]:
-    """The check-config target closest to the version the log names, and why (None: unknown)."""
-    for key, label in (("vllm_ascend", "vLLM-Ascend"), ("vllm", "vLLM")):
-        raw = report.versions.get(key)
-        if not raw:
-            continue
-        vt = _version_tuple(raw)
-        if vt is None:
-            continue
-        if vt <= (0, 23):
-            why = "the line it pairs with" if vt == (0, 23) else "the oldest line ascendtune knows"
-            return "v0.23.0", f"the log names {label} {raw}; v0.23.0 is {why}"
-        if vt <= (0, 26):
-            return "main-2026-08", (
-                f"the log names {label} {raw}; its release line reads additional-config like "
-                "main 2026-08 (unknown keys ignored)"
+    """The known vLLM-Ascend version the log names (the registry in core/versions.py), and why
+    (None: the log names none, or one ascendtune does not know)."""
+    from ascendtune.core import versions
+
+    raw = report.versions.get("vllm_ascend")
+    if raw:
+        entry = versions.from_package_version(raw)
+        if entry is not None:
+            return entry.name, f"the log names vLLM-Ascend {raw}"
+    vllm = report.versions.get("vllm")
+    if vllm:
+        vt = _version_tuple(vllm)
+        lines = [e for e in versions.VERSIONS.values() if not e.name.startswith("main")]
+        # a release line pairs with one vLLM: the newest line paired with that vLLM
+        paired = [e for e in lines if _version_tuple(e.vllm.lstrip("v")) == vt]
+        if paired:
+            return paired[-1].name, f"the log names vLLM {vllm}, which {paired[-1].name} pairs with"
+        oldest = lines[0]
+        old = _version_tuple(oldest.vllm.lstrip("v"))
+        if vt is not None and old is not None and vt < old:
+            return oldest.name, (
+                f"the log names vLLM {vllm}, older than any line ascendtune knows: "
+                f"{oldest.name} is the oldest"
             )
-        return "main-2026-09", (
-            f"the log names {label} {raw}; assumed to carry the typed AscendConfig of main 2026-09 "
-            "(unverified for v0.27.1rc)"
-        )
+    if raw or vllm:
+        named = f"vLLM-Ascend {raw}" if raw else f"vLLM {vllm}"
+        return None, f"the log names {named}, which is not a version ascendtune knows"
     return None, "the log names no vLLM or vLLM-Ascend version"
 
 
 def plan_request(report: LogReport) -> PlanRequest:
-    """What to ask the planner so its vllm-ascend prediction covers the logged workers."""
+    """What to ask the planner so its vllm-ascend prediction covers the logged workers, on the
+    version the log names when it is known."""
+    from ascendtune.core import versions
+
+    name, _ = check_target(report)
     visible: list[int] = []
     for w in report.workers:
         for n in w.visible_npus:
@@ -1223,6 +1234,7 @@ def plan_request(report: LogReport) -> PlanRequest:
         policy="vllm-ascend",
         visible=tuple(visible) if visible else None,
         visible_source="the log's visible_npus" if visible else "all",
+        target=versions.get(name) if name else None,
     )
 
 
