@@ -5,9 +5,9 @@ Each `write_*` function adds one part to a Tree, so a test helper can write just
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.synth import text
 from ascendtune.synth.spec import (
     Cells,
@@ -22,6 +22,7 @@ from ascendtune.synth.spec import (
     Process,
     SelfProc,
     Status,
+    Thread,
 )
 from ascendtune.synth.tree import Tree
 
@@ -63,23 +64,33 @@ def write_cpus(t: Tree, cpus: Cpus) -> None:
     t.file(f"{CPU_DIR}/online", format_cpulist(cpus.online) + "\n")
     for name in ("possible", "present"):
         t.file(f"{CPU_DIR}/{name}", format_cpulist(allc) + "\n")
-    for th in cpus.threads:
+    write_threads(t, cpus.threads)
+    if cpus.governor is not None:
+        for c in sorted(allc):
+            t.file(f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor", cpus.governor + "\n")
+    write_caches(t, cpus.llc, l1=cpus.l1)
+
+
+def write_caches(t: Tree, llc: Iterable[CpuSet], *, l1: bool = False) -> None:
+    """Each group of CPUs shares an L3 (index3); with l1, every CPU also has its own L1d and
+    L1i (index0, index1), which a reader must pass over for the L3."""
+    for group in llc:
+        for c in sorted(group):
+            base = f"{CPU_DIR}/cpu{c}/cache/"
+            caches = [(0, 1, "Data", str(c)), (1, 1, "Instruction", str(c))] if l1 else []
+            for index, level, kind, shared in [*caches, (3, 3, "Unified", format_cpulist(group))]:
+                t.file(base + f"index{index}/level", f"{level}\n")
+                t.file(base + f"index{index}/type", f"{kind}\n")
+                t.file(base + f"index{index}/shared_cpu_list", f"{shared}\n")
+
+
+def write_threads(t: Tree, threads: Iterable[Thread]) -> None:
+    for th in threads:
         base = f"{CPU_DIR}/cpu{th.cpu}/topology/"
         t.file(base + "physical_package_id", f"{th.socket}\n")
         if th.core is not None:
             t.file(base + "core_id", f"{th.core}\n")
         t.file(base + "thread_siblings_list", format_cpulist(th.siblings) + "\n")
-    if cpus.governor is not None:
-        for c in sorted(allc):
-            t.file(f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor", cpus.governor + "\n")
-    for group in cpus.llc:
-        for c in sorted(group):
-            base = f"{CPU_DIR}/cpu{c}/cache/"
-            caches = [(0, 1, "Data", str(c)), (1, 1, "Instruction", str(c))] if cpus.l1 else []
-            for index, level, kind, shared in [*caches, (3, 3, "Unified", format_cpulist(group))]:
-                t.file(base + f"index{index}/level", f"{level}\n")
-                t.file(base + f"index{index}/type", f"{kind}\n")
-                t.file(base + f"index{index}/shared_cpu_list", f"{shared}\n")
 
 
 def write_node_lists(t: Tree, nodes: tuple[Node, ...]) -> None:
