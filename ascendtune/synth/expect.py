@@ -60,7 +60,7 @@ def expected_host(spec: HostSpec) -> Host:
     smi = spec.npu_smi
     npus = _npus(smi, spec.pci, nodes) if smi is not None else ()
     links: dict[int, dict[int, str]] = {}
-    if smi is not None and smi.topo is None and smi.topo_file and len(npus) > 1:
+    if smi is not None and smi.topo is None and smi.topo_file and npus:
         ids = [a.logical_id for a in npus]
         fn = smi.link if callable(smi.link) else (lambda a, b, name=smi.link: name)
         links = {a: {b: fn(a, b) for b in ids if b != a} for a in ids}
