@@ -10,17 +10,20 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
-from ascendtune.core.model import Accelerator, Cpu, Host, NumaNode, Source, Vendor
+from ascendtune.core.model import Host
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
 from ascendtune.synth import standard, text
+from ascendtune.synth.expect import expected_host
 from ascendtune.synth.spec import (
     Chip,
     Cpus,
     HostSpec,
     Node,
     NpuSmi,
+    Pci,
     SelfProc,
+    Thread,
     even_nodes,
     node_list,
 )
@@ -213,43 +216,32 @@ def memory_host(
     with_affinity: bool = True,
     offline: CpuSet = frozenset(),
 ) -> Host:
-    """A Host without a sysroot: node i holds node_cpus[i] (an empty list is a CPU-less node);
-    with smt=k, each node's CPUs are cut into consecutive groups of k siblings. NPU i hangs off
-    node npu_nodes[i] (None: unknown) with that node's CPUs as its affinity."""
-    cpus: dict[int, Cpu] = {}
-    nodes: list[NumaNode] = []
+    """A Host without a sysroot (the kit's spec and the Host it describes): node i holds
+    node_cpus[i] (an empty list is a CPU-less node); with smt=k, each node's online CPUs are cut
+    into consecutive groups of k siblings. NPU i hangs off node npu_nodes[i] (None: unknown)
+    with that node's CPUs as its npu-smi affinity (with_affinity=False: its sysfs local CPUs)."""
+    threads: list[Thread] = []
+    nodes: list[Node] = []
     for nid, members in enumerate(node_cpus):
         ordered = sorted(set(members) - offline)
         for k in range(0, len(ordered), smt):
             group = frozenset(ordered[k : k + smt])
-            for c in group:
-                cpus[c] = Cpu(c, socket=nid // 2, core=ordered[k], siblings=group, node=nid)
-        nodes.append(NumaNode(nid, frozenset(ordered), 65536))
-    online = frozenset(cpus)
-    npus = []
+            threads += [Thread(c, nid // 2, ordered[k], group) for c in sorted(group)]
+        nodes.append(Node(nid, frozenset(members)))
+    online = frozenset(t.cpu for t in threads)
+    chips, pci = [], []
     for i, node in enumerate(npu_nodes):
-        aff = nodes[node].cpus if node is not None else frozenset()
-        npus.append(
-            Accelerator(
-                vendor=Vendor.HUAWEI,
-                logical_id=i,
-                npu_id=i,
-                chip_id=0,
-                name=name,
-                bus_id=f"0000:{i + 1:02x}:00.0",
-                numa_node=node,
-                cpu_affinity=aff,
-                affinity_source=Source.NPU_SMI if node is not None else None,
-                tool_affinity=aff if with_affinity and node is not None else None,
-            )
-        )
-    return Host(
-        cpus_online=online,
-        cpus=cpus,
-        cpus_allowed=(allowed & online) if allowed is not None else online,
-        mems_allowed=None,
-        numa_nodes=tuple(nodes),
-        accelerators=tuple(npus),
-        cpus_present=online | offline,
-        arch="aarch64",
+        local = nodes[node].cpus & online if node is not None else None
+        bus = f"0000:{i + 1:02x}:00.0"
+        chips.append(Chip(i, 0, i, name, bus, affinity=local if with_affinity else None))
+        if not with_affinity and node is not None:
+            pci.append(Pci(bus, numa_node=node, local_cpus=local or frozenset()))
+    spec = HostSpec(
+        cpus=Cpus(online, present=online | offline, threads=tuple(threads)),
+        nodes=tuple(nodes),
+        pci=tuple(pci),
+        self_proc=SelfProc((allowed & online) if allowed is not None else online),
+        npu_smi=NpuSmi(tuple(chips)) if chips else None,
+        meta={"arch": "aarch64"},
     )
+    return expected_host(spec)

@@ -70,8 +70,29 @@ def specs(draw: st.DrawFn) -> HostSpec:
         mems = frozenset(draw(st.sets(st.integers(0, len(sizes) - 1), min_size=1)))
         self_proc = SelfProc(allowed, mems)
     npu_smi, pci = None, ()
-    soc = draw(st.sampled_from(["none", *SOCS]))
-    if soc != "none":
+    soc = draw(st.sampled_from(["none", "gpu", *SOCS]))
+    if soc == "gpu":  # GPUs seen on the PCI bus (no nvidia-smi), and an NVSwitch that is none
+        cpu_nodes = [i for i, c in enumerate(node_cpus) if c]
+        homes = draw(
+            st.lists(st.one_of(st.sampled_from(cpu_nodes), st.none()), min_size=1, max_size=4)
+        )
+        pci_class = draw(st.sampled_from([None, "0x030200"]))
+        pci = tuple(
+            Pci(
+                f"0000:{0x18 + 0x10 * g:02x}:00.0",
+                vendor="0x10de",
+                device="0x2330",
+                pci_class=pci_class,
+                numa_node=draw(st.sampled_from([-1, home])) if home is not None else -1,
+                local_cpus=node_cpus[home] if home is not None else "",
+                driver=draw(st.sampled_from([None, "nvidia"])),
+                name="NVIDIA H100 SXM5 80GB",
+            )
+            for g, home in enumerate(homes)
+        )
+        if draw(st.booleans()):
+            pci += (Pci("0000:05:00.0", vendor="0x10de", device="0x22a3", pci_class=pci_class),)
+    elif soc != "none":
         name, info_layout, per_card, logic_col, device = SOCS[soc]
         cpu_nodes = [i for i, c in enumerate(node_cpus) if c]
         homes = draw(

@@ -4,7 +4,9 @@ tests/test_synth_properties.py checks that `expected_host(spec)` equals
 `ascendtune.host.reader.read_host` of the rendered sysroot, so tests and benchmarks may plan
 on the in-memory Host and know it is the one the tool would read. Covered: CPUs, topology,
 caches, nodes, the cpuset, meta.json's arch and hostname, and Ascend NPUs from npu-smi (with
-sysfs PCI devices) on hosts whose facts agree (no reader notes). GPU hosts are not covered."""
+sysfs PCI devices) on hosts whose facts agree (no reader notes), and NVIDIA GPUs seen on the
+PCI bus only (no nvidia-smi output). A GPU whose numa_node names a CPU-less node is placed on
+the node of its CPUs, as the reader places it; the reader's note about it is not modelled."""
 
 from __future__ import annotations
 
@@ -33,8 +35,8 @@ def _set(value: Cells | None) -> CpuSet:
 
 
 def expected_host(spec: HostSpec) -> Host:
-    if spec.nvidia_smi is not None or any(p.vendor == "0x10de" for p in spec.pci):
-        raise NotImplementedError("expected_host covers CPU-only and Ascend hosts")
+    if spec.nvidia_smi is not None:
+        raise NotImplementedError("expected_host covers GPUs seen on the PCI bus only")
     online = spec.cpus.online
     present = spec.cpus.all
     nodes = tuple(
@@ -59,6 +61,7 @@ def expected_host(spec: HostSpec) -> Host:
     meta = spec.meta or {}
     smi = spec.npu_smi
     npus = _npus(smi, spec.pci, nodes) if smi is not None else ()
+    gpus = _gpus(spec.pci, nodes)
     links: dict[int, dict[int, str]] = {}
     if smi is not None and smi.topo is None and smi.topo_file and npus:
         ids = [a.logical_id for a in npus]
@@ -74,7 +77,11 @@ def expected_host(spec: HostSpec) -> Host:
             names += ["Mcu"] if smi.logic_col else []
         soc = soc_of_names(names)
         if soc in (Soc.A1, Soc.UNKNOWN):
-            by_pci = {SOC_OF_DEVICE_ID[p.device] for p in spec.pci if p.device in SOC_OF_DEVICE_ID}
+            by_pci = {
+                SOC_OF_DEVICE_ID[p.device]
+                for p in spec.pci
+                if p.vendor == HUAWEI and is_accelerator(p) and p.device in SOC_OF_DEVICE_ID
+            }
             if len(by_pci) == 1:
                 soc = by_pci.pop()
             elif soc is Soc.A1 and len({a.npu_id for a in npus}) < len(npus):
@@ -85,7 +92,7 @@ def expected_host(spec: HostSpec) -> Host:
         cpus_allowed=allowed,
         mems_allowed=mems,
         numa_nodes=nodes,
-        accelerators=npus,
+        accelerators=npus + gpus,
         links=links,
         processes=tuple(
             AccelProcess(p.npu_id, p.chip_id, p.pid, p.name, float(p.mem_mib))
@@ -111,7 +118,7 @@ def _npus(
     smi: NpuSmi, pci: tuple[Pci, ...], nodes: tuple[NumaNode, ...]
 ) -> tuple[Accelerator, ...]:
     """What npu-smi's three views and sysfs say of each chip, joined as a reader joins them."""
-    by_bus = {p.bdf.lower(): p for p in pci if p.vendor == "0x19e5"}
+    by_bus = {p.bdf.lower(): p for p in pci if p.vendor == HUAWEI and is_accelerator(p)}
     out = []
     for c in sorted(smi.chips, key=lambda c: c.logical_id):
         bus = c.bus.lower() if smi.info else None
@@ -131,8 +138,7 @@ def _npus(
         if dev is not None and dev.numa_node >= 0:
             numa, nsrc = dev.numa_node, Source.SYSFS
         else:
-            hit = {n.id for n in nodes if n.cpus & aff}
-            numa = hit.pop() if len(hit) == 1 else None
+            numa = _single_node(aff, nodes)
             nsrc = src if numa is not None else None
         out.append(
             Accelerator(
@@ -149,6 +155,68 @@ def _npus(
                 numa_source=nsrc,
                 health=c.health if smi.info else None,
                 driver=dev.driver if dev is not None else None,
+            )
+        )
+    return tuple(out)
+
+
+NVIDIA, HUAWEI = "0x10de", "0x19e5"
+GENERIC_GPU_NAME = "NVIDIA GPU"
+# Without a class file the reader tells accelerators by device id (ascendtune/host/pci.py);
+# the round-trip property test keeps these in step with it.
+NVIDIA_NOT_GPU = {"0x1af1", "0x22a3", "0x22a4"}  # NVSwitches
+ASCEND_DEVICE_IDS = {"0xd100", "0xd105", "0xd500", "0xd801", "0xd802", "0xd803", "0xd806"}
+
+
+def is_accelerator(p: Pci) -> bool:
+    cls = (p.pci_class or "").lower()
+    if p.vendor == HUAWEI:
+        return cls.startswith("0x12") if cls else p.device in ASCEND_DEVICE_IDS
+    if p.vendor == NVIDIA:
+        return cls.startswith("0x03") if cls else p.device not in NVIDIA_NOT_GPU
+    return False
+
+
+def _single_node(cpus: CpuSet, nodes: tuple[NumaNode, ...]) -> int | None:
+    hit = {n.id for n in nodes if n.cpus & cpus}
+    return hit.pop() if len(hit) == 1 else None
+
+
+def _gpus(pci: tuple[Pci, ...], nodes: tuple[NumaNode, ...]) -> tuple[Accelerator, ...]:
+    """GPU index g is the g-th NVIDIA display-class device in bus order (nvidia-smi's order)."""
+    devs = sorted(
+        (p for p in pci if p.vendor == NVIDIA and is_accelerator(p)),
+        key=lambda p: p.bdf.lower(),
+    )
+    cpu_nodes = {n.id for n in nodes if n.cpus}
+    out = []
+    for g, dev in enumerate(devs):
+        aff = _set(dev.local_cpus)
+        src = Source.SYSFS if aff else None
+        numa: int | None
+        nsrc: Source | None
+        if dev.numa_node >= 0:
+            numa, nsrc = dev.numa_node, Source.SYSFS
+        else:
+            numa = _single_node(aff, nodes) if aff else None
+            nsrc = src if numa is not None else None
+        if numa is not None and numa not in cpu_nodes and any(n.id == numa for n in nodes):
+            home = _single_node(aff, nodes) if aff else None
+            if home is not None:  # GPU memory exposed as a CPU-less node: bind by its CPUs
+                numa, nsrc = home, src
+        out.append(
+            Accelerator(
+                vendor=Vendor.NVIDIA,
+                logical_id=g,
+                npu_id=g,
+                chip_id=None,
+                name=dev.name or GENERIC_GPU_NAME,
+                bus_id=dev.bdf.lower(),
+                numa_node=numa,
+                cpu_affinity=aff,
+                affinity_source=src,
+                numa_source=nsrc,
+                driver=dev.driver,
             )
         )
     return tuple(out)

@@ -59,6 +59,7 @@ class Pci:
     local_cpus: Cells = ""
     driver: str | None = None
     mask: bool = False  # also the local_cpus bitmap (%*pb of the host's possible CPUs)
+    name: str | None = None  # a GPU's name as the reader's pci.ids table gives it (expect only)
 
 
 @dataclass(frozen=True)
