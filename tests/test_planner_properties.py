@@ -34,16 +34,12 @@ DEVICE_IDS = {Soc.A2: "0xd802", Soc.A3: "0xd803", Soc.P310: "0xd500", Soc.A5: "0
 # ---------------------------------------------------------------- hosts on which every policy plans
 
 
-@dataclass(frozen=True)
-class Planned:
-    spec: HostSpec
+class Requests:
+    """A scenario's plan request: its visible devices (or others), SoC and reserved CPUs."""
+
     visible: tuple[int, ...]
     reserve: CpuSet
     soc: Soc
-
-    @cached_property
-    def host(self) -> Host:
-        return expected_host(self.spec)
 
     def request(self, policy: str, visible: tuple[int, ...] | None = None) -> PlanRequest:
         return PlanRequest(
@@ -52,6 +48,18 @@ class Planned:
             soc=self.soc,
             reserve=self.reserve,
         )
+
+
+@dataclass(frozen=True)
+class Planned(Requests):
+    spec: HostSpec
+    visible: tuple[int, ...]
+    reserve: CpuSet
+    soc: Soc
+
+    @cached_property
+    def host(self) -> Host:
+        return expected_host(self.spec)
 
     def plan(self, policy: str, visible: tuple[int, ...] | None = None) -> Plan:
         return make_plan(self.host, self.request(policy, visible))
@@ -251,7 +259,7 @@ def test_too_few_cpus_is_a_plan_error(policy: str) -> None:
 
 
 @dataclass(frozen=True)
-class Scenario:
+class Scenario(Requests):
     node_sizes: tuple[int, ...]
     smt: int
     offline: CpuSet
@@ -272,14 +280,6 @@ class Scenario:
             allowed=self.allowed,
             npu_nodes=self.npu_nodes,
             offline=self.offline,
-        )
-
-    def request(self, policy: str, visible: tuple[int, ...] | None = None) -> PlanRequest:
-        return PlanRequest(
-            policy=policy,
-            visible=self.visible if visible is None else visible,
-            soc=self.soc,
-            reserve=self.reserve,
         )
 
 

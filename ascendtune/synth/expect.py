@@ -87,11 +87,11 @@ def expected_host(spec: HostSpec) -> Host:
             elif soc is Soc.A1 and len({a.npu_id for a in npus}) < len(npus):
                 soc = Soc.A3
     return Host(
-        cpus_online=online,
-        cpus=cpus,
-        cpus_allowed=allowed,
-        mems_allowed=mems,
-        numa_nodes=nodes,
+        online,
+        cpus,
+        allowed,
+        mems,
+        nodes,
         accelerators=npus + gpus,
         links=links,
         processes=tuple(

@@ -638,33 +638,21 @@ def _dgx_nic_link(a: str, b: str) -> str:
 
 
 def demo_dgx_h100(description: str) -> HostSpec:
-    pci = [
-        Pci(
+    def nvidia(bus: str, device: str, pci_class: str, node: int) -> Pci:
+        return Pci(
             f"0000:{bus}:00.0",
             vendor="0x10de",
-            device="0x2330",
-            pci_class="0x030200",
-            numa_node=g // 4,
-            local_cpus=DGX_NODES[g // 4],
+            device=device,
+            pci_class=pci_class,
+            numa_node=node,
+            local_cpus=DGX_NODES[node],
             driver="nvidia",
             mask=True,
         )
-        for g, bus in enumerate(DGX_GPU_BUS)
-    ]
+
+    pci = [nvidia(bus, "0x2330", "0x030200", g // 4) for g, bus in enumerate(DGX_GPU_BUS)]
     # NVSwitches are NVIDIA PCI devices too (bridges), below GPU0's address: not GPUs
-    pci += [
-        Pci(
-            f"0000:{bus}:00.0",
-            vendor="0x10de",
-            device="0x22a3",
-            pci_class="0x068000",
-            numa_node=0,
-            local_cpus=DGX_NODES[0],
-            driver="nvidia",
-            mask=True,
-        )
-        for bus in DGX_NVSWITCH_BUS
-    ]
+    pci += [nvidia(bus, "0x22a3", "0x068000", 0) for bus in DGX_NVSWITCH_BUS]
     return HostSpec(
         cpus=Cpus(
             frozenset(range(224)),

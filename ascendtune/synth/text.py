@@ -126,66 +126,84 @@ def npu_smi_info(smi: NpuSmi) -> str:
     return info_hbm(smi.version, smi.chips, smi.processes, a3=smi.layout == "a3")
 
 
-def info_hbm(version: str, chips: Sequence[Chip], procs: Sequence[NpuProcess], *, a3: bool) -> str:
-    """`npu-smi info` of 910B (A2) and 910_93 (A3) hosts: HBM column, two lines per chip."""
-    out = [A2_BAR, f"| npu-smi {version:<24s} Version: {version:<52s} |", A2_SEP, A2_HEAD]
-    out += [A3_HEAD2 if a3 else A2_HEAD2, A2_DBL]
+def _info(
+    top: Sequence[str],
+    chips: Sequence[Chip],
+    procs: Sequence[NpuProcess],
+    *,
+    chip_rows: Callable[[Chip], list[str]],
+    proc_row: Callable[[NpuProcess], str],
+    between: str,
+    rules: tuple[str, str, str],
+    width: int,
+) -> str:
+    """The skeleton both `npu-smi info` layouts share: the device table, card by card (double
+    rule after each), then the process table ("No running processes" for an idle card)."""
+    sep, dbl, proc_head = rules
+    out = list(top)
     cards = _cards(chips)
     for _card, mine in cards:
         for i, c in enumerate(mine):
-            power = "-" if c.power is None else f"{c.power:.1f}"
-            out.append(
-                f"| {c.npu_id:<5d} {c.name:<20s}| {c.health:<13s} | {power:<11s} {c.temp:<17d} "
-                f"{0:<5d}/ {0:<13d} |"
-            )
-            left = f"| {c.chip_id:<5d} {c.phy:<20d}| " if a3 else f"| {c.chip_id:<26d}| "
-            out.append(
-                left + f"{c.bus.upper():<13s} | {c.aicore:<11d} {0:<5d}/ {0:<10d} "
-                f"{c.mem_used:<5d}/ {c.mem_total:<13d} |"
-            )
+            out += chip_rows(c)
             if i != len(mine) - 1:
-                out.append(A2_BAR)
-        out.append(A2_DBL)
-    out += [A2_SEP, A2_PROC, A2_DBL]
+                out.append(between)
+        out.append(dbl)
+    out += [sep, proc_head, dbl]
     for card, _mine in cards:
-        rows = [
-            f"| {p.npu_id:<7d} {p.chip_id:<18d}| {p.pid:<13d} | {p.name:<24s} | {p.mem_mib:<23d} |"
-            for p in procs
-            if p.npu_id == card
-        ]
-        out += rows or [f"| No running processes found in NPU {card:<7d}".ljust(97) + "|"]
-        out.append(A2_DBL)
+        rows = [proc_row(p) for p in procs if p.npu_id == card]
+        out += rows or [f"| No running processes found in NPU {card:<7d}".ljust(width) + "|"]
+        out.append(dbl)
     return "\n".join(out) + "\n"
+
+
+def info_hbm(version: str, chips: Sequence[Chip], procs: Sequence[NpuProcess], *, a3: bool) -> str:
+    """`npu-smi info` of 910B (A2) and 910_93 (A3) hosts: HBM column, two lines per chip."""
+
+    def rows(c: Chip) -> list[str]:
+        power = "-" if c.power is None else f"{c.power:.1f}"
+        left = f"| {c.chip_id:<5d} {c.phy:<20d}| " if a3 else f"| {c.chip_id:<26d}| "
+        return [
+            f"| {c.npu_id:<5d} {c.name:<20s}| {c.health:<13s} | {power:<11s} {c.temp:<17d} "
+            f"{0:<5d}/ {0:<13d} |",
+            left + f"{c.bus.upper():<13s} | {c.aicore:<11d} {0:<5d}/ {0:<10d} "
+            f"{c.mem_used:<5d}/ {c.mem_total:<13d} |",
+        ]
+
+    def proc(p: NpuProcess) -> str:
+        return (
+            f"| {p.npu_id:<7d} {p.chip_id:<18d}| {p.pid:<13d} | {p.name:<24s} | {p.mem_mib:<23d} |"
+        )
+
+    top = [A2_BAR, f"| npu-smi {version:<24s} Version: {version:<52s} |", A2_SEP, A2_HEAD]
+    top += [A3_HEAD2 if a3 else A2_HEAD2, A2_DBL]
+    rules = (A2_SEP, A2_DBL, A2_PROC)
+    return _info(
+        top, chips, procs, chip_rows=rows, proc_row=proc, between=A2_BAR, rules=rules, width=97
+    )
 
 
 def info_310p(version: str, chips: Sequence[Chip], procs: Sequence[NpuProcess] = ()) -> str:
     """`npu-smi info` of 310P cards: `Chip Device` rows, no HBM column, Bus-Id per card."""
-    out = [P3_BAR, f"| npu-smi {version:<40s} Version: {version:<44s} |", P3_SEP, P3_HEAD]
-    out += [P3_HEAD2, P3_DBL]
-    cards = _cards(chips)
-    for _card, mine in cards:
-        for i, c in enumerate(mine):
-            out.append(
-                f"| {c.npu_id:<7d} {c.name:<22s}| {c.health:<15s} | {'NA':<12s} {c.temp:<17d} "
-                f"{0:<6d}/ {0:<13d} |"
-            )
-            out.append(
-                f"| {c.chip_id:<7d} {c.logical_id:<22d}| {c.bus.upper():<15s} | {c.aicore:<12d} "
-                f"{c.mem_used:<5d}/ {c.mem_total:<32d} |"
-            )
-            if i != len(mine) - 1:
-                out.append(P3_SEP)
-        out.append(P3_DBL)
-    out += [P3_SEP, P3_PROC, P3_DBL]
-    for card, _mine in cards:
-        rows = [
-            f"| {p.npu_id:<7d} {p.chip_id:<22d}| {p.pid:<15d} | {p.name:<24s} | {p.mem_mib:<25d} |"
-            for p in procs
-            if p.npu_id == card
+
+    def rows(c: Chip) -> list[str]:
+        return [
+            f"| {c.npu_id:<7d} {c.name:<22s}| {c.health:<15s} | {'NA':<12s} {c.temp:<17d} "
+            f"{0:<6d}/ {0:<13d} |",
+            f"| {c.chip_id:<7d} {c.logical_id:<22d}| {c.bus.upper():<15s} | {c.aicore:<12d} "
+            f"{c.mem_used:<5d}/ {c.mem_total:<32d} |",
         ]
-        out += rows or [f"| No running processes found in NPU {card:<7d}".ljust(105) + "|"]
-        out.append(P3_DBL)
-    return "\n".join(out) + "\n"
+
+    def proc(p: NpuProcess) -> str:
+        return (
+            f"| {p.npu_id:<7d} {p.chip_id:<22d}| {p.pid:<15d} | {p.name:<24s} | {p.mem_mib:<25d} |"
+        )
+
+    top = [P3_BAR, f"| npu-smi {version:<40s} Version: {version:<44s} |", P3_SEP, P3_HEAD]
+    top += [P3_HEAD2, P3_DBL]
+    rules = (P3_SEP, P3_DBL, P3_PROC)
+    return _info(
+        top, chips, procs, chip_rows=rows, proc_row=proc, between=P3_SEP, rules=rules, width=105
+    )
 
 
 def info_m(chips: Sequence[Chip], *, logic_col: bool = True, phy_col: bool = False) -> str:
