@@ -28,6 +28,11 @@ def npu_smi_info(
     return text.info_hbm(VERSION, chips, procs, a3=False)
 
 
+def a2_npu_smi_info(*processes: tuple[int, int, str]) -> str:
+    """`npu-smi info` of the 8-NPU A2 with these (npu, pid, name) process rows."""
+    return npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS, processes)
+
+
 def npu_smi_m(ids: list[int], name: str = "Ascend 910B3") -> str:
     return text.info_m([Chip(i, 0, i, name, "") for i in ids])
 

@@ -16,7 +16,7 @@ from ascendtune.synth.spec import Status
 from ascendtune.synth.standard import atlas_800i_a2
 from ascendtune.synth.text import status_text
 from tests.builder import SysrootBuilder
-from tests.hosts import A2_BUS, npu_smi_info, npu_smi_m, npu_smi_topo
+from tests.hosts import A2_BUS, a2_npu_smi_info, npu_smi_info, npu_smi_m, npu_smi_topo
 
 runner = CliRunner()
 ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
@@ -416,10 +416,7 @@ def test_unbound_pair_overlap_is_a_warning_pointing_at_the_worker(sysroot: Sysro
 
 def test_worker_from_npu_smi_table_in_another_pid_namespace(sysroot: SysrootBuilder) -> None:
     tuned(sysroot, governors=False)
-    sysroot.command(
-        "npu-smi_info",
-        npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS, [(5, 2290156, "VLLMEngineCore")]),
-    )
+    sysroot.command("npu-smi_info", a2_npu_smi_info((5, 2290156, "VLLMEngineCore")))
     code, doc = doctor_json(sysroot, "--section", "workers")
     assert code == 0
     r = rows(doc)["worker:2290156"]
@@ -430,10 +427,7 @@ def test_worker_from_npu_smi_table_in_another_pid_namespace(sysroot: SysrootBuil
 
 def test_worker_found_by_npu_smi_and_fd_is_one_row(sysroot: SysrootBuilder) -> None:
     tuned(sysroot, governors=False)
-    sysroot.command(
-        "npu-smi_info",
-        npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS, [(4, 4000, "VLLMWorker")]),
-    )
+    sysroot.command("npu-smi_info", a2_npu_smi_info((4, 4000, "VLLMWorker")))
     worker(sysroot, 4000, 4, vllm_threads(4000, "2-21", "22", "23"), session=4000)
     _, doc = doctor_json(sysroot, "--section", "workers")
     r = rows(doc)

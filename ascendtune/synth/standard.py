@@ -62,17 +62,22 @@ def a2_chips(
     )
 
 
+def npu_pci(bus: str, device: str, node: int, local: frozenset[int], *, full: bool = True) -> Pci:
+    """An Ascend NPU's PCI function (full: class file and local_cpus bitmap too)."""
+    return Pci(
+        bus,
+        device=device,
+        pci_class="0x120000" if full else None,
+        numa_node=node,
+        local_cpus=local,
+        mask=full,
+    )
+
+
 def a2_pci(*, full: bool = False) -> tuple[Pci, ...]:
     """The 8 NPUs as sysfs sees them (full: class file and local_cpus bitmap too)."""
     return tuple(
-        Pci(
-            bus,
-            pci_class="0x120000" if full else None,
-            numa_node=node,
-            local_cpus=A2_NODES[node],
-            mask=full,
-        )
-        for _, bus, node in A2_NPUS
+        npu_pci(bus, "0xd802", node, A2_NODES[node], full=full) for _, bus, node in A2_NPUS
     )
 
 
@@ -502,16 +507,7 @@ def demo_atlas_800i_a3(description: str) -> HostSpec:
     )
     # npu-smi has no affinity for A3; the PCI device's local_cpulist is the only hint
     pci = tuple(
-        Pci(
-            A3_BUS[(k, d)],
-            device="0xd803",
-            pci_class="0x120000",
-            numa_node=k,
-            local_cpus=A3_NODES[k],
-            mask=True,
-        )
-        for k in range(8)
-        for d in range(2)
+        npu_pci(A3_BUS[(k, d)], "0xd803", k, A3_NODES[k]) for k in range(8) for d in range(2)
     )
     return HostSpec(
         # SMT on ARM numbers a core's two threads next to each other: CPU 2k and 2k+1
@@ -585,17 +581,7 @@ def demo_atlas_300i_duo(description: str) -> HostSpec:
         return "PHB" if node_of_card[a // 2] == node_of_card[b // 2] else "SYS"
 
     # one PCI function per card: npu-smi prints the card's Bus-Id for both of its chips
-    pci = tuple(
-        Pci(
-            bus,
-            device="0xd500",
-            pci_class="0x120000",
-            numa_node=node,
-            local_cpus=DUO_NODES[node],
-            mask=True,
-        )
-        for _, bus, node in DUO_CARDS
-    )
+    pci = tuple(npu_pci(bus, "0xd500", node, DUO_NODES[node]) for _, bus, node in DUO_CARDS)
     return HostSpec(
         cpus=Cpus(
             frozenset(range(128)),

@@ -37,49 +37,44 @@ def _set(value: Cells) -> list[int]:
 
 
 def status_text(s: Status) -> str:
-    """proc/PID/status (or task/TID/status, self/status): fields in the kernel's order."""
-    out = [f"Name:\t{s.name}"]
-    if s.full:
-        out.append("Umask:\t0022")
-    if s.state is not None:
-        out.append(f"State:\t{s.state}")
-    if s.tgid is not None:
-        out.append(f"Tgid:\t{s.tgid}")
-    if s.full:
-        out.append("Ngid:\t0")
-    if s.pid is not None:
-        out.append(f"Pid:\t{s.pid}")
-    if s.ppid is not None:
-        out.append(f"PPid:\t{s.ppid}")
-    if s.full:
-        out.append("TracerPid:\t0")
-    if s.uid is not None:
-        out.append(f"Uid:\t{s.uid}\t{s.uid}\t{s.uid}\t{s.uid}")
-    if s.full:
-        out += [f"Gid:\t{s.uid or 0}\t{s.uid or 0}\t{s.uid or 0}\t{s.uid or 0}"]
-        out += ["FDSize:\t256", "Groups:\t0 ", f"NStgid:\t{s.tgid}", f"NSpid:\t{s.pid}"]
-    if s.vm_rss_kb is not None:
-        out.append(f"VmRSS:\t{s.vm_rss_kb:8d} kB")
-    if s.threads is not None:
-        out.append(f"Threads:\t{s.threads}")
-    if s.caps is not None:
-        out += ["CapInh:\t0000000000000000", f"CapPrm:\t{s.caps}", f"CapEff:\t{s.caps}"]
-        if s.full:
-            out += [f"CapBnd:\t{s.caps}", "CapAmb:\t0000000000000000"]
-    if s.full:
-        out.append("NoNewPrivs:\t0")
-    if s.seccomp is not None:
-        out.append(f"Seccomp:\t{s.seccomp}")
-    if s.full and s.nr_cpus is not None:
-        out.append(f"Cpus_allowed:\t{bitmap(_set(s.cpus), s.nr_cpus)}")
-    out.append(f"Cpus_allowed_list:\t{cells(s.cpus)}")
-    if s.mems is not None:
-        if s.full and s.nr_nodes is not None:
-            out.append(f"Mems_allowed:\t{bitmap(_set(s.mems), s.nr_nodes)}")
-        out.append(f"Mems_allowed_list:\t{cells(s.mems)}")
-    if s.full:
-        out += ["voluntary_ctxt_switches:\t12", "nonvoluntary_ctxt_switches:\t3"]
-    return "\n".join(out) + "\n"
+    """proc/PID/status (or task/TID/status, self/status): fields in the kernel's order. A field
+    is printed when the spec gives it (value not None), or always in a full status."""
+    f, uid, caps = s.full, s.uid, s.caps
+    masks = f and s.nr_cpus is not None
+    mems = None if s.mems is None else cells(s.mems)
+    mem_masks = f and mems is not None and s.nr_nodes is not None
+    rows: list[tuple[str, object, bool]] = [  # key, value, printed
+        ("Name", s.name, True),
+        ("Umask", "0022", f),
+        ("State", s.state, s.state is not None),
+        ("Tgid", s.tgid, s.tgid is not None),
+        ("Ngid", 0, f),
+        ("Pid", s.pid, s.pid is not None),
+        ("PPid", s.ppid, s.ppid is not None),
+        ("TracerPid", 0, f),
+        ("Uid", "\t".join([str(uid)] * 4), uid is not None),
+        ("Gid", "\t".join([str(uid or 0)] * 4), f),
+        ("FDSize", 256, f),
+        ("Groups", "0 ", f),
+        ("NStgid", s.tgid, f),
+        ("NSpid", s.pid, f),
+        ("VmRSS", f"{s.vm_rss_kb or 0:8d} kB", s.vm_rss_kb is not None),
+        ("Threads", s.threads, s.threads is not None),
+        ("CapInh", "0" * 16, caps is not None),
+        ("CapPrm", caps, caps is not None),
+        ("CapEff", caps, caps is not None),
+        ("CapBnd", caps, f and caps is not None),
+        ("CapAmb", "0" * 16, f and caps is not None),
+        ("NoNewPrivs", 0, f),
+        ("Seccomp", s.seccomp, s.seccomp is not None),
+        ("Cpus_allowed", masks and bitmap(_set(s.cpus), s.nr_cpus or 0), masks),
+        ("Cpus_allowed_list", cells(s.cpus), True),
+        ("Mems_allowed", mem_masks and bitmap(_set(mems or ""), s.nr_nodes or 0), mem_masks),
+        ("Mems_allowed_list", mems, mems is not None),
+        ("voluntary_ctxt_switches", 12, f),
+        ("nonvoluntary_ctxt_switches", 3, f),
+    ]
+    return "".join(f"{key}:\t{value}\n" for key, value, printed in rows if printed)
 
 
 def meminfo_text(nid: int, total: int, free: int | None = None, *, full: bool = False) -> str:
