@@ -220,31 +220,31 @@ def info_m(chips: Sequence[Chip], *, logic_col: bool = True, phy_col: bool = Fal
     return "\n".join(out) + "\n"
 
 
-LEGEND_910B = """\
-Legend:
+def _legend(*rows: str) -> str:
+    return "Legend:\n\n" + "".join(f"  {r}\n" for r in rows)
 
-  X    = Self
-  SYS  = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.
-  PHB  = Path traversing PCIe and the PCIe host bridge of a CPU.
-  PIX  = Path traversing a single PCIe switch
-  PXB  = Path traversing multiple PCIe switches
-  HCCS = Connection traversing HCCS.
-  NA   = Unknown relationship.
-"""
 
-LEGEND_910_93 = """\
-Legend:
-
-  X    = Self
-  SYS  = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.
-  PHB  = Path traversing PCIe and the PCIe host bridge of a CPU.
-  PIX  = Path traversing a single PCIe switch
-  PXB  = Path traversing multipul PCIe switches
-  HCCS = Connection traversing HCCS.
-  SIO  = Path traversing the SIO bus
-  HCCS_SW = Connection traversing HCCS through a switch
-  NA   = Unknown relationship.
-"""
+_SYS = (
+    "SYS  = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI."
+)
+_PCIE = (
+    "PHB  = Path traversing PCIe and the PCIe host bridge of a CPU.",
+    "PIX  = Path traversing a single PCIe switch",
+)
+_HCCS, _NA = "HCCS = Connection traversing HCCS.", "NA   = Unknown relationship."
+LEGEND_910B = _legend(
+    "X    = Self", _SYS, *_PCIE, "PXB  = Path traversing multiple PCIe switches", _HCCS, _NA
+)
+LEGEND_910_93 = _legend(  # npu-smi's own spelling on 910_93
+    "X    = Self",
+    _SYS,
+    *_PCIE,
+    "PXB  = Path traversing multipul PCIe switches",
+    _HCCS,
+    "SIO  = Path traversing the SIO bus",
+    "HCCS_SW = Connection traversing HCCS through a switch",
+    _NA,
+)
 
 
 def _link_fn(link: Link) -> Callable[[int, int], str]:
