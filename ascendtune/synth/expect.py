@@ -10,6 +10,9 @@ the node of its CPUs, as the reader places it; the reader's note about it is not
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any
+
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.model import (
     Accelerator,
@@ -86,7 +89,11 @@ def expected_host(spec: HostSpec) -> Host:
                 soc = by_pci.pop()
             elif soc is Soc.A1 and len({a.npu_id for a in npus}) < len(npus):
                 soc = Soc.A3
-    return Host(
+    # the vendor tools the reader ran, on models that record them (Host.tools_found)
+    extra: dict[str, Any] = {}
+    if "tools_found" in {f.name for f in fields(Host)}:
+        extra["tools_found"] = ("npu-smi",) if smi is not None else ()
+    host = Host(
         online,
         cpus,
         allowed,
@@ -107,7 +114,9 @@ def expected_host(spec: HostSpec) -> Host:
         arch=_str(meta.get("arch")),
         hostname=_str(meta.get("hostname")),
         soc_detected=soc,
+        **extra,
     )
+    return host
 
 
 def _str(v: object) -> str | None:
