@@ -1,4 +1,5 @@
-"""Benchmark: plan 16 NPUs on a 1024-CPU, 16-node host (built in memory) under every policy.
+"""Benchmark: plan 16 NPUs on a 1024-CPU, 16-node host (built in memory by the synthetic-host
+kit) under every policy.
 
 Run `python benchmarks/bench_plan.py [--runs N]`. Prints the median time per plan in ms and as
 a ratio to baselines measured in the same process (building the Host; sorting 1024 ints), so
@@ -13,55 +14,38 @@ import sys
 import time
 from collections.abc import Callable
 
-from ascendtune.core.model import Accelerator, Cpu, Host, NumaNode, Soc, Source, Vendor
+from ascendtune.core.model import Host, Soc
 from ascendtune.core.planner import PlanRequest, make_plan
+from ascendtune.synth.expect import expected_host
+from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, adjacent
 
 CPUS, NODES, NPUS, SMT = 1024, 16, 16, 2
 LIMIT_MS = 50.0
 
 
-def build_host(cpus: int = CPUS, nodes: int = NODES, npus: int = NPUS, smt: int = SMT) -> Host:
-    """Node n holds `per` consecutive CPUs; threads 2k, 2k+1 are one core; NPU i hangs off node
-    i * nodes // npus with that node's CPUs as its npu-smi affinity (one NPU per node here)."""
+def host_spec(cpus: int = CPUS, nodes: int = NODES, npus: int = NPUS, smt: int = SMT) -> HostSpec:
+    """Node n holds `per` consecutive CPUs on 2 sockets; threads 2k, 2k+1 are one core; NPU i
+    hangs off node i * nodes // npus with that node's CPUs as its npu-smi affinity."""
     per = cpus // nodes
-    table: dict[int, Cpu] = {}
-    numa_nodes = []
-    for n in range(nodes):
-        members = range(n * per, (n + 1) * per)
-        for c in members:
-            first = c - c % smt
-            sibs = frozenset(range(first, first + smt))
-            table[c] = Cpu(c, socket=n // (nodes // 2), core=first // smt, siblings=sibs, node=n)
-        numa_nodes.append(NumaNode(n, frozenset(members), 65536))
-    accels = []
-    for i in range(npus):
-        node = i * nodes // npus
-        aff = numa_nodes[node].cpus
-        accels.append(
-            Accelerator(
-                vendor=Vendor.HUAWEI,
-                logical_id=i,
-                npu_id=i,
-                chip_id=0,
-                name="910B3",
-                bus_id=f"0000:{i + 1:02x}:00.0",
-                numa_node=node,
-                cpu_affinity=aff,
-                affinity_source=Source.NPU_SMI,
-                tool_affinity=aff,
-            )
-        )
-    online = frozenset(table)
-    return Host(
-        cpus_online=online,
-        cpus=table,
-        cpus_allowed=online,
-        mems_allowed=None,
-        numa_nodes=tuple(numa_nodes),
-        accelerators=tuple(accels),
-        cpus_present=online,
-        arch="aarch64",
+    node_cpus = [frozenset(range(n * per, (n + 1) * per)) for n in range(nodes)]
+    chips = tuple(
+        Chip(i, 0, i, "910B3", f"0000:{i + 1:02x}:00.0", affinity=node_cpus[i * nodes // npus])
+        for i in range(npus)
     )
+    return HostSpec(
+        cpus=Cpus(
+            frozenset(range(cpus)),
+            threads=adjacent(range(cpus), smt=smt, sockets=2, core_ids="global"),
+        ),
+        nodes=tuple(Node(n, c) for n, c in enumerate(node_cpus)),
+        npu_smi=NpuSmi(chips),
+        meta={"arch": "aarch64"},
+    )
+
+
+def build_host(spec: HostSpec | None = None) -> Host:
+    """The Host of the spec, in memory (the Host the reader would read from its sysroot)."""
+    return expected_host(spec or host_spec())
 
 
 def median_ms(fn: Callable[[], object], runs: int) -> float:
@@ -78,10 +62,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200, help="timed runs per case (default 200)")
     args = ap.parse_args()
-    host = build_host()
+    spec = host_spec()
+    host = build_host(spec)
     data = list(range(CPUS))[::-1]
     baselines = {
-        "build the Host": median_ms(build_host, args.runs),
+        "build the Host": median_ms(lambda: build_host(spec), args.runs),
         "sorted(1024 ints) x100": median_ms(lambda: [sorted(data) for _ in range(100)], args.runs),
     }
     cases = {

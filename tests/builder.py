@@ -1,16 +1,19 @@
-"""Build sysroot trees (SPEC.md section 2) in a temporary folder for tests."""
+"""Build sysroot trees (SPEC.md section 2) in a temporary folder for tests: a thin façade over
+the synthetic-host kit (ascendtune.synth), which writes every file in its real format."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ascendtune.core.cpulist import format_cpulist, parse_cpulist
+from ascendtune.core.cpulist import parse_cpulist
+from ascendtune.synth import render as r
+from ascendtune.synth.spec import Cpus, HostSpec, Node, Pci, Process, SelfProc, Task, upper_half
+from ascendtune.synth.tree import Tree, write_file, write_link
 
 
-def _cpus(spec: str | Iterable[int]) -> list[int]:
-    return sorted(parse_cpulist(spec)) if isinstance(spec, str) else sorted(spec)
+def _cpus(spec: str | Iterable[int]) -> frozenset[int]:
+    return parse_cpulist(spec) if isinstance(spec, str) else frozenset(spec)
 
 
 class SysrootBuilder:
@@ -20,16 +23,20 @@ class SysrootBuilder:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
 
+    def tree(self, t: Tree) -> SysrootBuilder:
+        t.write(self.root)
+        return self
+
+    def spec(self, spec: HostSpec) -> SysrootBuilder:
+        """Write a whole host described by the kit's spec."""
+        return self.tree(r.render(spec))
+
     def file(self, rel: str, text: str) -> SysrootBuilder:
-        p = self.root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        write_file(self.root, rel, text)
         return self
 
     def link(self, rel: str, target: str) -> SysrootBuilder:
-        p = self.root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.symlink_to(target)
+        write_link(self.root, rel, target)
         return self
 
     def cpus(
@@ -44,35 +51,17 @@ class SysrootBuilder:
         """Online CPUs; with smt=2 CPU c and c + n/2 are siblings (upper-half numbering)."""
         on = _cpus(online)
         allc = _cpus(present) if present is not None else on
-        self.file("sys/devices/system/cpu/online", format_cpulist(on) + "\n")
-        self.file("sys/devices/system/cpu/possible", format_cpulist(allc) + "\n")
-        self.file("sys/devices/system/cpu/present", format_cpulist(allc) + "\n")
-        if not topology:
-            return self
-        n = len(allc)
-        cores = n // smt
-        per_socket = max(1, cores // sockets)
-        for i, c in enumerate(allc):
-            core = i % cores
-            sibs = [allc[core + k * cores] for k in range(smt) if core + k * cores < n]
-            base = f"sys/devices/system/cpu/cpu{c}/topology/"
-            self.file(base + "physical_package_id", f"{min(core // per_socket, sockets - 1)}\n")
-            self.file(base + "core_id", f"{core}\n")
-            self.file(base + "thread_siblings_list", format_cpulist(sibs) + "\n")
-        return self
+        threads = upper_half(allc, smt=smt, sockets=sockets) if topology else ()
+        t = Tree()
+        r.write_cpus(t, Cpus(on, present=allc, threads=threads))
+        return self.tree(t)
 
     def node(
         self, node_id: int, cpus: str | Iterable[int], mem_mib: int | None = 65536
     ) -> SysrootBuilder:
-        base = f"sys/devices/system/node/node{node_id}/"
-        self.file(base + "cpulist", format_cpulist(_cpus(cpus)) + "\n")
-        if mem_mib is not None:
-            kb = mem_mib * 1024
-            self.file(
-                base + "meminfo",
-                f"Node {node_id} MemTotal:       {kb} kB\nNode {node_id} MemFree:        {kb // 2} kB\n",
-            )
-        return self
+        t = Tree()
+        r.write_node(t, Node(node_id, _cpus(cpus), None if mem_mib is None else mem_mib * 1024))
+        return self.tree(t)
 
     def nodes_even(
         self, count: int, cpus_per_node: int, mem_mib: int | None = 65536
@@ -82,10 +71,9 @@ class SysrootBuilder:
         return self
 
     def allowed(self, cpus: str, mems: str = "0") -> SysrootBuilder:
-        return self.file(
-            "proc/self/status",
-            f"Name:\tascendtune\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t{mems}\n",
-        )
+        t = Tree()
+        r.write_self(t, SelfProc(cpus, mems), 0, 0)
+        return self.tree(t)
 
     def pci(
         self,
@@ -97,21 +85,19 @@ class SysrootBuilder:
         local_cpulist: str = "",
         driver: str | None = None,
     ) -> SysrootBuilder:
-        base = f"sys/bus/pci/devices/{bdf.lower()}/"
-        self.file(base + "vendor", vendor + "\n")
-        self.file(base + "device", device + "\n")
-        self.file(base + "numa_node", f"{numa_node}\n")
-        self.file(base + "local_cpulist", local_cpulist + "\n")
-        if driver:
-            self.link(base + "driver", f"../../../../bus/pci/drivers/{driver}")
-        return self
+        t = Tree()
+        dev = Pci(bdf, vendor, device, numa_node=numa_node, local_cpus=local_cpulist, driver=driver)
+        r.write_pci(t, dev, 0)
+        return self.tree(t)
 
     def command(self, name: str, text: str) -> SysrootBuilder:
         """name as in SPEC: "npu-smi_info", "npu-smi_info_-m", "npu-smi_info_-t_topo", ..."""
-        return self.file(f"commands/{name}.txt", text)
+        return self.file(r.command_path(name), text)
 
     def meta(self, **kw: object) -> SysrootBuilder:
-        return self.file("meta.json", json.dumps(kw))
+        t = Tree()
+        r.write_meta(t, kw, indent=None)
+        return self.tree(t)
 
     def proc(
         self,
@@ -125,22 +111,15 @@ class SysrootBuilder:
         fds: dict[int, str] | None = None,
     ) -> SysrootBuilder:
         """A process: threads maps tid -> (name, Cpus_allowed_list); fds maps fd -> link target."""
-        base = f"proc/{pid}/"
-        self.file(base + "comm", comm + "\n")
-        self.file(base + "cmdline", "\0".join(cmdline or [comm]) + "\0")
-        status = (
-            f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{pid}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"
-            f"Cpus_allowed_list:\t{cpus_allowed}\n"
+        tasks = [Task(pid, comm, cpus_allowed)]  # the process status shows cpus_allowed
+        tasks += [Task(tid, name, mask) for tid, (name, mask) in (threads or {}).items()]
+        t = Tree()
+        proc = Process(
+            pid, comm, tuple(tasks), cmdline=tuple(cmdline or [comm]), uid=uid, fds=fds or {}
         )
-        self.file(base + "status", status)
-        for tid, (name, mask) in (threads or {pid: (comm, cpus_allowed)}).items():
-            t = f"{base}task/{tid}/"
-            self.file(t + "comm", name + "\n")
-            self.file(
-                t + "status",
-                f"Name:\t{name}\nTgid:\t{pid}\nPid:\t{tid}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"
-                f"Cpus_allowed_list:\t{mask}\n",
-            )
-        for fd, target in (fds or {}).items():
-            self.link(f"{base}fd/{fd}", target)
-        return self
+        r.write_process(t, proc, 0, 0)
+        if threads is not None:  # task/ holds exactly the threads given
+            for rel in [p for p in t.files if p.startswith(f"proc/{pid}/task/{pid}/")]:
+                if pid not in threads:
+                    del t.files[rel]
+        return self.tree(t)

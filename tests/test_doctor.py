@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +12,17 @@ from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core.doctor import HOST_CHECK_IDS
+from ascendtune.synth.spec import Status
+from ascendtune.synth.standard import atlas_800i_a2
+from ascendtune.synth.text import status_text
 from tests.builder import SysrootBuilder
-from tests.hosts import A2_AFFINITY, A2_BUS, A2_NODE, npu_smi_info, npu_smi_m, npu_smi_topo
+from tests.hosts import (
+    A2_BUS,
+    a2_npu_smi_info,
+    npu_smi_info,
+    npu_smi_m,
+    npu_smi_topo,
+)
 from tests.irqhosts import plan_irq_cpus, write_npu_irqs
 
 runner = CliRunner()
@@ -52,23 +62,13 @@ def statuses(doc: Mapping[str, Any]) -> dict[str, str]:
 
 
 def self_status(cpus: str = "0-191", cap: str = CAP_ALL, uid: int = 0) -> str:
-    return (
-        f"Name:\tascendtune\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapInh:\t0000000000000000\n"
-        f"CapPrm:\t{cap}\nCapEff:\t{cap}\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0-7\n"
-    )
+    return status_text(Status("ascendtune", cpus, uid=uid, caps=cap, mems="0-7"))
 
 
 def atlas_a2(b: SysrootBuilder, *, cpuset: str) -> SysrootBuilder:
     """tests.hosts.atlas_a2 without per-CPU topology files (doctor does not read SMT; a slow
     filesystem makes every file count)."""
-    b.cpus("0-191", topology=False).nodes_even(8, 24).allowed(cpuset, "0-7")
-    b.command("npu-smi_info", npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS))
-    b.command("npu-smi_info_-m", npu_smi_m(list(range(8))))
-    b.command("npu-smi_info_-t_topo", npu_smi_topo(dict(A2_AFFINITY)))
-    for n in range(8):
-        node = A2_NODE[n]
-        b.pci(f"0000:{A2_BUS[n].lower()}:00.0", numa_node=node, local_cpulist=A2_AFFINITY[n])
-    return b
+    return b.spec(replace(atlas_800i_a2(allowed=cpuset, topology=False), meta=None))
 
 
 def tuned(b: SysrootBuilder, *, cpuset: str = "0-191", governors: bool = True) -> SysrootBuilder:
@@ -434,10 +434,7 @@ def test_unbound_pair_overlap_is_a_warning_pointing_at_the_worker(sysroot: Sysro
 
 def test_worker_from_npu_smi_table_in_another_pid_namespace(sysroot: SysrootBuilder) -> None:
     tuned(sysroot, governors=False)
-    sysroot.command(
-        "npu-smi_info",
-        npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS, [(5, 2290156, "VLLMEngineCore")]),
-    )
+    sysroot.command("npu-smi_info", a2_npu_smi_info((5, 2290156, "VLLMEngineCore")))
     code, doc = doctor_json(sysroot, "--section", "workers")
     assert code == 0
     r = rows(doc)["worker:2290156"]
@@ -448,10 +445,7 @@ def test_worker_from_npu_smi_table_in_another_pid_namespace(sysroot: SysrootBuil
 
 def test_worker_found_by_npu_smi_and_fd_is_one_row(sysroot: SysrootBuilder) -> None:
     tuned(sysroot, governors=False)
-    sysroot.command(
-        "npu-smi_info",
-        npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS, [(4, 4000, "VLLMWorker")]),
-    )
+    sysroot.command("npu-smi_info", a2_npu_smi_info((4, 4000, "VLLMWorker")))
     worker(sysroot, 4000, 4, vllm_threads(4000, "2-21", "22", "23"), session=4000)
     _, doc = doctor_json(sysroot, "--section", "workers")
     r = rows(doc)

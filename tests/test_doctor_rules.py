@@ -276,13 +276,10 @@ def test_doctor_paths_capture_replays_the_report(tmp_path: Path) -> None:
 
 def test_doctor_paths_reads_the_npu_smi_table_itself(sysroot: SysrootBuilder) -> None:
     # a worker npu-smi lists whose open files this user may not read (no fd links)
-    from tests.hosts import A2_BUS, npu_smi_info
+    from tests.hosts import a2_npu_smi_info
 
     tuned(sysroot, governors=False)
-    sysroot.command(
-        "npu-smi_info",
-        npu_smi_info(dict.fromkeys(range(8), "910B3"), A2_BUS, [(4, 4000, "VLLMWorker")]),
-    )
+    sysroot.command("npu-smi_info", a2_npu_smi_info((4, 4000, "VLLMWorker")))
     sysroot.proc(4000, comm="VLLMWorker", cpus_allowed="2-21")
     paths = doctor_paths(DirRoot(sysroot.root))
     assert "proc/4000/status" in paths and "proc/4000/task/4000/status" in paths

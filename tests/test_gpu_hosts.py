@@ -1,4 +1,5 @@
-"""GPU hosts for the NVIDIA tests: `nvidia-smi topo -m` text in its real tab form, and sysroots
+"""GPU hosts for the NVIDIA tests: `nvidia-smi topo -m` text in its real tab form (written by the
+synthetic-host kit, ascendtune.synth), and sysroots
 of the shapes issue 7 names (2 sockets with SMT, sub-NUMA clustering with uneven GPUs per node,
 GH200 CPU-less nodes, interleaved numbering, AMD-like L3 core complexes).
 
@@ -17,6 +18,9 @@ from ascendtune.core.parsers.numa_tools import parse_lscpu_numa, parse_numactl_h
 from ascendtune.core.parsers.nvidia_smi import parse_topo_m, parse_topo_m_details
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
+from ascendtune.synth import spec, text
+from ascendtune.synth.render import write_caches, write_threads
+from ascendtune.synth.tree import Tree
 from tests.builder import SysrootBuilder
 from tests.conftest import sample
 
@@ -27,18 +31,6 @@ SNC_SAMPLE = "nvidia-smi_topo_m_8xGPU_snc_uneven_numa_EXCERPT.txt"
 
 # the H100 sample's bus ids are not printed; these are a DGX H100's, in GPU index order
 DGX_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
-
-LEGEND = """
-Legend:
-
-  X    = Self
-  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
-  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
-  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
-  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
-  PIX  = Connection traversing at most a single PCIe bridge
-  NV#  = Connection traversing a bonded set of # NVLinks
-"""
 
 
 @dataclass(frozen=True)
@@ -52,27 +44,15 @@ class Gpu:
     gpu_numa_id: int | None = None  # GH200: the node holding the GPU's own memory
 
 
-def _pad(cell: str) -> str:
-    # nvidia-smi ends a value cell with one tab, two when the value is shorter than a tab stop
-    return cell + ("\t\t" if 0 < len(cell) < 8 else "\t")
-
-
 def topo_m_text(
     gpus: Sequence[Gpu], *, link: Callable[[int, int], str] = lambda a, b: "NV18"
 ) -> str:
-    """`nvidia-smi topo -m` as the driver prints it: tab cells, padding tabs, the Legend."""
-    n = len(gpus)
-    head = (
-        "\t" + "\t".join(f"GPU{g}" for g in range(n)) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+    """`nvidia-smi topo -m` as the driver prints it (the kit's renderer)."""
+    rows = tuple(
+        spec.Gpu(gpu.local if gpu.shown is None else gpu.shown, gpu.node, gpu.gpu_numa_id)
+        for gpu in gpus
     )
-    lines = [head]
-    for g, gpu in enumerate(gpus):
-        links = "\t".join(" X " if g == h else link(g, h) for h in range(n))
-        aff = gpu.local if gpu.shown is None else gpu.shown
-        numa = "N/A" if gpu.node is None else str(gpu.node)
-        own = "N/A" if gpu.gpu_numa_id is None else str(gpu.gpu_numa_id)
-        lines.append(f"GPU{g}\t{links}\t{_pad(aff)}{_pad(numa)}{own}")
-    return "\n".join(lines) + "\n" + LEGEND
+    return text.nvidia_topo(spec.NvidiaSmi(rows, link=link))
 
 
 def bus_of(g: int) -> str:
@@ -106,16 +86,9 @@ def write_gpus(
 def l3(sb: SysrootBuilder, groups: Sequence[str], *, l1: bool = False) -> SysrootBuilder:
     """Cache files: each group of CPUs shares an L3 (index3); with l1, every CPU also has its
     own L1d and L1i (index0, index1), which the reader must pass over for the L3."""
-    for group in groups:
-        members = parse_cpulist(group)
-        for c in members:
-            base = f"sys/devices/system/cpu/cpu{c}/cache/"
-            caches = [(0, 1, "Data", str(c)), (1, 1, "Instruction", str(c))] if l1 else []
-            for index, level, kind, shared in [*caches, (3, 3, "Unified", group)]:
-                sb.file(base + f"index{index}/level", f"{level}\n")
-                sb.file(base + f"index{index}/type", f"{kind}\n")
-                sb.file(base + f"index{index}/shared_cpu_list", f"{shared}\n")
-    return sb
+    t = Tree()
+    write_caches(t, [parse_cpulist(g) for g in groups], l1=l1)
+    return sb.tree(t)
 
 
 def read(sb: SysrootBuilder) -> Host:
@@ -183,12 +156,11 @@ def interleaved(sb: SysrootBuilder) -> SysrootBuilder:
     """Interleaved numbering with SMT: even CPUs on socket/node 0, odd on 1; CPU c and c+32
     are one core (so node 0 is 0,2,...,62)."""
     sb.cpus("0-63", topology=False).meta(arch="x86_64", hostname="gpu-interleaved")
-    for c in range(64):
-        base = f"sys/devices/system/cpu/cpu{c}/topology/"
-        first = c % 32
-        sb.file(base + "physical_package_id", f"{c % 2}\n")
-        sb.file(base + "core_id", f"{first // 2}\n")
-        sb.file(base + "thread_siblings_list", f"{first},{first + 32}\n")
+    t = Tree()
+    write_threads(
+        t, [spec.Thread(c, c % 2, c % 32 // 2, frozenset({c % 32, c % 32 + 32})) for c in range(64)]
+    )
+    sb.tree(t)
     nodes = (format_cpulist(range(0, 64, 2)), format_cpulist(range(1, 64, 2)))
     for i, cpus in enumerate(nodes):
         sb.node(i, cpus)

@@ -1,5 +1,7 @@
 """Property tests over random GPU hosts built in memory: what every GPU plan must respect, on
-hosts with SMT, interleaved CPU numbering, CPU-less nodes, cut cpusets and L3 groups."""
+hosts with SMT, interleaved CPU numbering, CPU-less nodes, cut cpusets and L3 groups. The hosts
+are synthetic-host kit specs (ascendtune.synth) and the Host each describes: the Host the reader
+reads from its sysroot (tests/test_synth_properties.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ascendtune.core.cpulist import CpuSet
 from ascendtune.core.errors import PlanError
-from ascendtune.core.model import Accelerator, Cpu, Host, NumaNode, Source, Vendor
+from ascendtune.core.model import Host
 from ascendtune.core.planner import Plan, PlanRequest, make_plan
 from ascendtune.core.planner.numa import home_node
+from ascendtune.synth.expect import expected_host
+from ascendtune.synth.spec import Cpus, HostSpec, Node, Pci, SelfProc, Thread
 
 POLICIES = ("numa-local", "numa-slice", "node", "socket", "exclusive", "core-complex")
 PARTITIONS = ("numa-local", "numa-slice", "exclusive")  # never share a CPU, never cross a node
@@ -32,7 +35,8 @@ class GpuScenario:
     visible: tuple[int, ...]
     reserve: frozenset[int]
 
-    def host(self) -> Host:
+    def spec(self) -> HostSpec:
+        """The host as the synthetic-host kit describes it: GPUs seen on the PCI bus."""
         # thread t of core k of node n, in node order, then numbered by the chosen rule
         slots = [
             (n, k, t)
@@ -45,55 +49,52 @@ class GpuScenario:
         else:  # upper-half SMT numbering: every node's first threads, then the second ones
             slots.sort(key=lambda s: (s[2], s[0], s[1]))
         cpu_id = {slot: i for i, slot in enumerate(slots)}
-        cpus: dict[int, Cpu] = {}
-        node_cpus: dict[int, set[int]] = {n: set() for n in range(len(self.node_sizes))}
-        for (n, k, _t), c in cpu_id.items():
-            if c in self.offline:
-                continue
-            siblings = frozenset(
-                cpu_id[(n, k, u)] for u in range(self.smt) if cpu_id[(n, k, u)] not in self.offline
+        threads = [
+            Thread(
+                c,
+                n // self.nodes_per_socket,
+                k,
+                frozenset(cpu_id[(n, k, u)] for u in range(self.smt)),
             )
-            llc: CpuSet = frozenset()
-            if self.llc_cores:
-                first = k - k % self.llc_cores
-                llc = frozenset(
-                    cpu_id[(n, j, u)]
-                    for j in range(first, min(first + self.llc_cores, self.node_sizes[n]))
-                    for u in range(self.smt)
-                    if cpu_id[(n, j, u)] not in self.offline
-                )
-            cpus[c] = Cpu(c, n // self.nodes_per_socket, k, siblings, n, llc)
-            node_cpus[n].add(c)
-        nodes = tuple(NumaNode(n, frozenset(cs), 65536) for n, cs in node_cpus.items())
-        online = frozenset(cpus)
-        gpus = []
-        for g, (numa, aff_node) in enumerate(self.gpus):
-            aff = nodes[aff_node].cpus if aff_node is not None else frozenset()
-            gpus.append(
-                Accelerator(
-                    vendor=Vendor.NVIDIA,
-                    logical_id=g,
-                    npu_id=g,
-                    chip_id=None,
-                    name="NVIDIA H100 SXM5 80GB",
-                    bus_id=f"0000:{0x18 + g:02x}:00.0",
-                    numa_node=numa,
-                    cpu_affinity=aff,
-                    affinity_source=Source.SYSFS if aff else None,
-                    tool_affinity=aff or None,
-                    numa_source=Source.SYSFS if numa is not None else None,
-                )
+            for (n, k, _t), c in cpu_id.items()
+        ]
+        node_cpus = [
+            frozenset(c for (m, _k, _t), c in cpu_id.items() if m == n)
+            for n in range(len(self.node_sizes))
+        ]
+        llc = tuple(
+            frozenset(
+                cpu_id[(n, j, u)]
+                for j in range(first, min(first + self.llc_cores, cores))
+                for u in range(self.smt)
             )
-        return Host(
-            cpus_online=online,
-            cpus=cpus,
-            cpus_allowed=(self.allowed & online) if self.allowed is not None else online,
-            mems_allowed=None,
-            numa_nodes=nodes,
-            accelerators=tuple(gpus),
-            cpus_present=online | self.offline,
-            arch="x86_64",
+            for n, cores in enumerate(self.node_sizes)
+            for first in range(0, cores, self.llc_cores or cores or 1)
+            if self.llc_cores and cores
         )
+        every = frozenset(cpu_id.values())
+        online = every - self.offline
+        pci = tuple(
+            Pci(
+                f"0000:{0x18 + g:02x}:00.0",
+                vendor="0x10de",
+                device="0x2330",
+                numa_node=-1 if numa is None else numa,
+                local_cpus=node_cpus[aff_node] & online if aff_node is not None else "",
+                name="NVIDIA H100 SXM5 80GB",
+            )
+            for g, (numa, aff_node) in enumerate(self.gpus)
+        )
+        return HostSpec(
+            cpus=Cpus(online, present=every, threads=tuple(threads), llc=llc),
+            nodes=tuple(Node(n, c) for n, c in enumerate(node_cpus)),
+            pci=pci,
+            self_proc=SelfProc(self.allowed & online if self.allowed is not None else online),
+            meta={"arch": "x86_64"},
+        )
+
+    def host(self) -> Host:
+        return expected_host(self.spec())
 
     def request(self, policy: str) -> PlanRequest:
         return PlanRequest(policy=policy, visible=self.visible, reserve=self.reserve)
