@@ -571,3 +571,16 @@ def test_zombie_threads_run_nowhere_and_a_zombie_process_has_exited(tmp_path: Pa
     (w,) = report.workers
     assert (w.alive, len(w.threads), w.threads_exited) == (False, 0, 2)
     assert watch_document(report)["workers"][0]["alive"] is False
+
+
+def test_watch_against_a_policy_is_one_plan_source() -> None:
+    """--policy P plans this host: it is one of the three plan sources, and checked."""
+    from typer.testing import CliRunner
+
+    from ascendtune.cli.app import app
+
+    r = CliRunner().invoke(app, ["watch", "--pid", str(os.getpid()), "--policy", "numa-local",
+                                 "--cpus", "0"])
+    assert r.exit_code == 2 and "one of --plan FILE, --policy P or --cpus LIST" in r.output
+    r = CliRunner().invoke(app, ["watch", "--pid", str(os.getpid()), "--policy", "fastest"])
+    assert r.exit_code == 2

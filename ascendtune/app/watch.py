@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ascendtune.app.options import PlanOptions
 from ascendtune.core.bindplan import target_from_plan
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, UsageError
@@ -295,3 +296,15 @@ def own_pids() -> tuple[int, ...]:
     from ascendtune.host.system import own_pid
 
     return (own_pid(),)
+
+
+def live_plan_document(opts: PlanOptions) -> tuple[dict[str, Any], str]:
+    """`watch --policy P`: the plan of this host to watch the workers against, and its name."""
+    from ascendtune.app import plan as app_plan
+    from ascendtune.app.hosts import load
+    from ascendtune.app.options import HostSource
+
+    got = load(HostSource())
+    result = app_plan.plan(got.host, opts, got.root)
+    doc = app_plan.plan_document(result.plan, got.identity, result.target_reason)
+    return doc, f"{result.plan.policy} plan of this host"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ascendtune.cli.common import JsonOpt, handle_errors, print_json
+from ascendtune.cli.planopts import TargetOpt, _complete_policy, plan_options
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -171,6 +172,17 @@ def register(app: typer.Typer) -> None:
                 help="The plan's rank the process serves (one per --pid, or one for all).",
             ),
         ] = None,
+        policy: Annotated[
+            str | None,
+            typer.Option(
+                "--policy",
+                metavar="POLICY",
+                help="Watch against this host's plan under POLICY (with --rank), instead of "
+                "--plan FILE.",
+                autocompletion=_complete_policy,
+            ),
+        ] = None,
+        version: TargetOpt = "auto",
         interval: Annotated[
             float,
             typer.Option("--interval", min=0.05, help="Seconds between samples."),
@@ -203,12 +215,23 @@ def register(app: typer.Typer) -> None:
         sampler = live_sampler()
         from ascendtune.app.bind import read_plan_file
 
+        if policy is not None and (plan is not None or cpus is not None):
+            raise UsageError("give one of --plan FILE, --policy P or --cpus LIST")
         plan_doc = read_plan_file(plan) if plan is not None else None
+        plan_source = str(plan) if plan is not None else ""
+        if policy is not None:
+            from ascendtune.app.plan import check_policy
+            from ascendtune.app.watch import live_plan_document
+
+            check_policy(policy)
+            plan_doc, plan_source = live_plan_document(
+                plan_options(policy=policy, target=version)
+            )
         targets = targets_for(
             list(pid),
             cpus=cpus,
             plan_doc=plan_doc,
-            plan_source=str(plan) if plan is not None else "",
+            plan_source=plan_source,
             ranks=list(rank or []),
             online=sampler.online_cpus(),
             node_map=sampler.node_map(),
