@@ -184,7 +184,7 @@ def document_schema(name: str, spec: Any) -> dict[str, Any]:
     else:
         out = {
             **head,
-            "description": " Or: ".join(x.pop("description", "") for x in bodies),
+            "description": " Or: ".join(x.get("description", "") for x in bodies),
             "oneOf": bodies,
         }
     if b.defs:
@@ -208,7 +208,7 @@ def _type_words(s: dict[str, Any], defs: dict[str, Any]) -> str:
     if "$ref" in s:
         return "object"
     if "anyOf" in s:
-        return " or ".join(_type_words(x, defs) for x in s["anyOf"])
+        return " or ".join(dict.fromkeys(_type_words(x, defs) for x in s["anyOf"]))
     if "enum" in s:
         return " / ".join(json.dumps(v) for v in s["enum"])
     kind = s.get("type")
@@ -259,11 +259,10 @@ def _nested(
         ):
             inner, suffix = inner["additionalProperties"], suffix + ".*"
         elif "anyOf" in inner:
-            refs = [
-                x for x in inner["anyOf"] if "$ref" in x or ("type" in x and x["type"] != "null")
-            ]
+            refs = [x for x in inner["anyOf"] if x.get("type") != "null"]
             if len(refs) != 1:
-                return []
+                # one of several objects: the rows of each
+                return [r for x in refs for r in _nested(x, defs, p + suffix, seen)]
             inner = refs[0]
         else:
             break
@@ -286,7 +285,7 @@ def readme_section() -> str:
         lines.append("")
         forms = schema.get("oneOf", [schema])
         for form in forms:
-            lines.append(form.get("description") or schema.get("description", ""))
+            lines.append(form.get("description", ""))
             lines.append("")
             lines.append("| key | type | meaning |")
             lines.append("|---|---|---|")

@@ -44,3 +44,13 @@ def loads(name: str, text: str) -> Any:
 def plan_kind(doc: Any) -> str:
     """`plan --json` prints a plan, or with --policy compare every policy's."""
     return "plan-compare" if isinstance(doc, dict) and "policies" in doc else "plan"
+
+
+COMMANDS = ("topo", "plan", "doctor", "check-config", "bind", "snapshot", "log", "watch")
+
+
+def loads_cli(args: tuple[str, ...] | list[str], text: str) -> Any:
+    """json.loads(text) of `ascendtune ARGS --json`, validated as that command's document."""
+    command = next(a for a in args if a in COMMANDS)
+    doc = json.loads(text)
+    return checked(plan_kind(doc) if command == "plan" else command, doc)

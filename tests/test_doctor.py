@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +10,7 @@ from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core.doctor import HOST_CHECK_IDS
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import A2_AFFINITY, A2_BUS, A2_NODE, npu_smi_info, npu_smi_m, npu_smi_topo
 from tests.irqhosts import plan_irq_cpus, write_npu_irqs
@@ -40,7 +40,7 @@ def run(*args: str) -> Any:
 def doctor_json(b: SysrootBuilder, *extra: str) -> tuple[int, dict[str, Any]]:
     res = run("doctor", "--sysroot", str(b.root), "--json", *extra)
     assert res.exit_code in (0, 1), res.output
-    return res.exit_code, json.loads(res.stdout)
+    return res.exit_code, schemas.loads("doctor", res.stdout)
 
 
 def rows(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -573,7 +573,7 @@ def test_live_doctor_runs_and_reports_no_workers_as_skip(section: str | None) ->
     res = runner.invoke(app, args, env={**ENV, "ASCENDTUNE_SYSROOT": ""})
     assert res.exit_code in (0, 1), res.output
     assert "Traceback" not in res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("doctor", res.stdout)
     assert doc["live"] is True
     workers = [c for c in doc["checks"] if c["section"] == "workers"]
     assert workers

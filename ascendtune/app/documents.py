@@ -367,10 +367,13 @@ class ProcessInfo(TypedDict):
     status: Annotated[str, "its state (`running`, `sleeping`, ...)"]
 
 
-class MigrateMemory(TypedDict, total=False):
+class _MigrateBody(TypedDict):
     nodes: Annotated[str, "the NUMA nodes the pages go to"]
     argv: Annotated[list[str], "the migratepages command"]
     ran: Annotated[bool, "it was run"]
+
+
+class MigrateMemory(_MigrateBody, total=False):
     ok: Annotated[bool, "it succeeded (when ran)"]
     error: Annotated[str | None, "why not"]
 
