@@ -95,3 +95,17 @@ def _demo_path(demo: str) -> str:
     import ascendtune.demos
 
     return str(Path(ascendtune.demos.__file__).parent / f"{demo}.tar.gz")
+
+
+def test_readme_links_stay_inside_the_repository() -> None:
+    import re
+
+    text = gen_schemas.README.read_text()
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert any(t.startswith("schemas/") for t in targets)
+    for t in targets:
+        if t.startswith("#"):
+            continue
+        assert "://" not in t and not t.startswith(("/", "..")), t
+        assert (gen_schemas.TOP / t.split("#", 1)[0]).exists(), t
+    assert "SPEC" not in text
