@@ -8,13 +8,13 @@ per-device domain `ITS-PCI-MSIX-<bdf> <index> Edge`), "x86" (`IR-PCI-MSI <hwirq>
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core.cpulist import format_cpulist, format_cpumask, parse_cpulist
+from tests import schemas
 from tests.builder import SysrootBuilder
 
 BASE_IRQ = 2753  # NPU0's sq_send_trigger_irq in a public vLLM-Ascend run log
@@ -82,7 +82,7 @@ def plan_irq_cpus(b: SysrootBuilder, *extra: str) -> dict[int, tuple[int, int]]:
     if res.exit_code != 0:
         return {}
     out: dict[int, tuple[int, int]] = {}
-    for r in json.loads(res.stdout)["ranks"]:
+    for r in schemas.loads("plan", res.stdout)["ranks"]:
         irq = [int(x) for x in r["roles"]["irq"].replace("-", ",").split(",") if x]
         out[r["logical_id"]] = (irq[0], irq[-1])
     return out

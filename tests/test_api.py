@@ -14,6 +14,7 @@ from ascendtune import api
 from ascendtune.cli.app import app
 from ascendtune.core.errors import AscendtuneError, UsageError
 from ascendtune.host.demos import DEMOS
+from tests import schemas
 
 runner = CliRunner()
 
@@ -21,7 +22,7 @@ runner = CliRunner()
 def cli_json(*args: str) -> dict[str, Any]:
     res = runner.invoke(app, [*args, "--json"])
     assert res.exit_code in (0, 1), res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads_cli(args, res.stdout)
     assert isinstance(doc, dict)
     return doc
 
@@ -56,8 +57,10 @@ def test_api_plan_options_travel_typed() -> None:
 def test_api_check_config_equals_cli() -> None:
     cfg = '{"enable_fused_mc2": 1, "multistream_overlap_shared_expert": true}'
     res = runner.invoke(app, ["check-config", cfg, "--json"])
-    assert api.check_config(cfg) == json.loads(res.stdout)
-    assert api.check_config(json.loads(cfg)) == json.loads(res.stdout)
+    assert api.check_config(cfg) == schemas.loads("check-config", res.stdout)
+    assert schemas.checked("check-config", api.check_config(json.loads(cfg))) == json.loads(
+        res.stdout
+    )
 
 
 def test_api_raises_the_projects_errors() -> None:
@@ -80,11 +83,12 @@ def test_demo_snapshot_round_trip(name: str, tmp_path: Path) -> None:
     for dest in (tmp_path / "dir", tmp_path / "host.tar.gz"):
         res = runner.invoke(app, ["snapshot", str(dest), "--demo", name, "--json"])
         assert res.exit_code == 0, res.output
-        path = json.loads(res.stdout)["path"]
+        path = schemas.loads("snapshot", res.stdout)["path"]
         assert _without_root(api.topo(sysroot=path)) == _without_root(api.topo(demo=name))
-        assert api.topo(sysroot=path)["host"]["source"] == "sysroot"
+        assert schemas.checked("topo", api.topo(sysroot=path))["host"]["source"] == "sysroot"
         for policy in ("auto", "compare"):
             assert _without_root(api.plan(sysroot=path, policy=policy)) == _without_root(
                 api.plan(demo=name, policy=policy)
             )
         assert _without_root(api.doctor(sysroot=path)) == _without_root(api.doctor(demo=name))
+        schemas.checked("doctor", api.doctor(sysroot=path))

@@ -25,6 +25,7 @@ from ascendtune.core.bindplan import BindTarget
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.host import affinity
 from ascendtune.host.affinity import Tasks, bind_process
+from tests import schemas
 
 REPO = Path(__file__).resolve().parents[1]
 BOTH = frozenset({0, 1})
@@ -140,7 +141,7 @@ def bind(*args: str) -> tuple[int, dict[str, object] | None, str, str]:
     result = runner.invoke(app, ["bind", *args])
     doc = None
     if "--json" in args and result.stdout.strip():
-        doc = json.loads(result.stdout)
+        doc = schemas.loads("bind", result.stdout)
     return result.exit_code, doc, result.stdout, result.stderr
 
 
@@ -534,7 +535,7 @@ def test_unprivileged_bind_is_exit_4_and_leaves_every_mask(
         env=nobody_env(site), cwd="/", capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["threads_total"] == 6
+    assert schemas.loads("bind", done.stdout)["threads_total"] == 6
 
 
 def test_help_does_not_import_psutil() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -10,6 +9,7 @@ import time
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from tests import schemas
 
 runner = CliRunner()
 
@@ -23,7 +23,7 @@ def test_json_names_the_process() -> None:
             app, ["bind", "--cpus", "0", "--pid", str(child.pid), "--dry-run", "--json"]
         )
         assert res.exit_code == 0, res.stderr
-        proc = json.loads(res.stdout)["process"]
+        proc = schemas.loads("bind", res.stdout)["process"]
         assert proc["name"].startswith("python")
         assert proc["status"] in ("sleeping", "running")
         assert "s3cret" not in " ".join(proc["cmdline"]) and "***" in proc["cmdline"]

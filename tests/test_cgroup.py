@@ -3,7 +3,6 @@ Kubernetes pod layout on which topo, plan, doctor, bind and a snapshot replay al
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.facts import doctor_paths, gather_host_facts
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, MemRoot, open_root
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import atlas_a2
 
@@ -381,7 +381,7 @@ def pod(b: SysrootBuilder) -> SysrootBuilder:
 
 def _json(*args: str) -> tuple[int, dict[str, object]]:
     res = CliRunner().invoke(app, [*args, "--json"], env=ENV)
-    return res.exit_code, json.loads(res.stdout) if res.stdout.strip() else {}
+    return res.exit_code, schemas.loads_cli(args, res.stdout) if res.stdout.strip() else {}
 
 
 def _check(doc: dict[str, object], cid: str) -> dict[str, object]:

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from tests import schemas
 from tests.builder import SysrootBuilder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check_config"
@@ -58,7 +59,7 @@ def test_strict_makes_warnings_fail() -> None:
 def test_json_output() -> None:
     r = run(FUSED, "--json", "--arch", "aarch64", "--env-file", ENV_FILE)
     assert r.exit_code == 0
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     assert doc["schema_version"] == 1
     assert doc["target"] == "main-2026-09"
     f = next(f for f in doc["findings"] if f["code"] == "fused-mc2-disables-overlap")
@@ -124,13 +125,13 @@ def test_cmdline_supplies_the_deployment_facts() -> None:
         "--additional-config '{\"enable_shared_expert_dp\": true}'"
     )
     r = run("--cmdline", cmd, "--json", "--env-file", ENV_FILE)
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     f = next(f for f in doc["findings"] if f["code"] == "shared-expert-dp-off")
     assert f["severity"] == "warning" and f["needs"] == []
     assert doc["effective"]["enable_shared_expert_dp"] is False
     # an explicit option wins over the command line
     r = run("--cmdline", cmd, "--tp", "4", "--json", "--env-file", ENV_FILE)
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     assert "shared-expert-dp-off" not in [f["code"] for f in doc["findings"]]
     assert doc["effective"]["enable_shared_expert_dp"] is True
 
@@ -141,14 +142,14 @@ def test_cmdline_kv_role_from_kv_transfer_config() -> None:
         '--additional-config \'{"scheduler_config": {"recompute_scheduler_enable": true}}\''
     )
     r = run("--cmdline", cmd, "--json", "--env-file", ENV_FILE)
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     assert r.exit_code == 0
     assert doc["effective"]["scheduler_config"]["recompute_scheduler_enable"] is False
 
 
 def test_facts_without_cmdline_are_unknown() -> None:
     r = run('{"enable_shared_expert_dp": true}', "--json", "--env-file", ENV_FILE)
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     f = next(f for f in doc["findings"] if f["code"] == "shared-expert-dp-off")
     assert f["severity"] == "info"
     assert f["needs"] == ["--enable-expert-parallel", "--tp"]
@@ -166,7 +167,7 @@ def test_hf_config_and_soc() -> None:
         ENV_FILE,
     )
     assert r.exit_code == 1
-    codes = {f["code"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
+    codes = {f["code"]: f["severity"] for f in schemas.loads("check-config", r.stdout)["findings"]}
     assert codes["fused-mc2-minimax"] == "error"
     assert codes["mc2-hierarchy-soc"] == "error"
     assert codes["fused-mc2-with-hierarchy"] == "error"
@@ -174,7 +175,7 @@ def test_hf_config_and_soc() -> None:
 
 def test_binders_from_env_file_on_arm() -> None:
     r = run("{}", "--arch", "aarch64", "--env-file", str(FIXTURES / "server.env"), "--json")
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     f = next(f for f in doc["findings"] if f["code"] == "two-cpu-binders")
     assert f["severity"] == "info"
     assert "OMP_PROC_BIND=true" in f["message"] and "CPU_AFFINITY_CONF=mode:1" in f["message"]
@@ -212,7 +213,7 @@ def test_pid_under_sysroot(sysroot: SysrootBuilder) -> None:
     sysroot.file("meta.json", json.dumps({"hostname": "a2", "arch": "aarch64"}))
     r = run("--pid", "4242", "--sysroot", str(sysroot.root), "--json")
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
+    doc = schemas.loads("check-config", r.stdout)
     codes = [f["code"] for f in doc["findings"]]
     assert "fused-mc2-disables-overlap" in codes
     assert "cpu-binding-not-arm" not in codes  # meta.json says aarch64

@@ -6,7 +6,6 @@ PR #13838 (234aa00ca8, main-2026-09).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core.vllm_config import Facts, Finding, ModelFacts, check
+from tests import schemas
 
 V23, M08, M09 = "v0.23.0", "main-2026-08", "main-2026-09"
 MOE = ModelFacts(is_moe=True, num_experts=256)
@@ -313,7 +313,7 @@ def test_cli_reproducer_for_the_env(tmp_path: Path) -> None:
     args = ["check-config", '{"enable_fused_mc2":0}', "--target", M08, "--json"]
     r = CliRunner().invoke(app, [*args, "--env-file", str(env), "--arch", "aarch64"])
     assert r.exit_code == 1, r.output
-    codes = {f["code"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
+    codes = {f["code"]: f["severity"] for f in schemas.loads("check-config", r.stdout)["findings"]}
     assert codes["env-invalid"] == "error"
     env.write_text("VLLM_ASCEND_ENABLE_FUSED_MC2=0\n")
     r = CliRunner().invoke(app, [*args, "--env-file", str(env), "--arch", "aarch64"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -15,6 +14,7 @@ from ascendtune.core.doctor import HOST_CHECK_IDS
 from ascendtune.synth.spec import Status
 from ascendtune.synth.standard import atlas_800i_a2
 from ascendtune.synth.text import status_text
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import (
     A2_BUS,
@@ -50,7 +50,7 @@ def run(*args: str) -> Any:
 def doctor_json(b: SysrootBuilder, *extra: str) -> tuple[int, dict[str, Any]]:
     res = run("doctor", "--sysroot", str(b.root), "--json", *extra)
     assert res.exit_code in (0, 1), res.output
-    return res.exit_code, json.loads(res.stdout)
+    return res.exit_code, schemas.loads("doctor", res.stdout)
 
 
 def rows(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -567,7 +567,7 @@ def test_live_doctor_runs_and_reports_no_workers_as_skip(section: str | None) ->
     res = runner.invoke(app, args, env={**ENV, "ASCENDTUNE_SYSROOT": ""})
     assert res.exit_code in (0, 1), res.output
     assert "Traceback" not in res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("doctor", res.stdout)
     assert doc["live"] is True
     workers = [c for c in doc["checks"] if c["section"] == "workers"]
     assert workers

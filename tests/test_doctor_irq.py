@@ -3,13 +3,13 @@ the CLI on sysroot trees, and replayed from a snapshot."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.irqhosts import BASE_IRQ, STEP, npu_interrupts, plan_irq_cpus, write_npu_irqs
 from tests.test_doctor import A2_BDF, ENV, doctor_json, rows, run, tuned
@@ -201,7 +201,7 @@ def test_snapshot_captures_and_replays_the_interrupts(
         )
         assert res.exit_code == 0, res.output
         res = run("doctor", "--sysroot", str(dest), "--json", "--section", "host")
-        after = json.loads(res.stdout)
+        after = schemas.loads("doctor", res.stdout)
         assert irq_rows(after) == irq_rows(before)
         assert rows(after)["npu_irq:3"]["status"] == "fail"
     snap = tmp_path / "snap"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -34,6 +33,7 @@ from ascendtune.core.doctor import (
 from ascendtune.host.facts import doctor_paths, find_workers, gather_host_facts
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.test_doctor import tuned, unbound_threads, vllm_threads, worker
 
@@ -242,7 +242,7 @@ def _doctor(root: Path) -> dict[str, object]:
         app, ["doctor", "--sysroot", str(root), "--json"], env={"NO_COLOR": "1"}
     )
     assert res.exit_code in (0, 1), res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("doctor", res.stdout)
     doc.pop("root")
     doc.pop("host")  # where it was read: the copy lies elsewhere by design
     return doc  # type: ignore[no-any-return]

@@ -3,7 +3,6 @@ without sysfs PCI devices, and `plan` on the GPU hosts the issue names, policy b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from ascendtune.core.planner import Plan, PlanRequest, make_plan
 from ascendtune.core.vendors.nvidia import build_gpus
 from ascendtune.host import pci
 from ascendtune.host.sysroot import DirRoot
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.conftest import sample
 from tests.planner_hosts import Hosts
@@ -59,7 +59,7 @@ def run(*args: str) -> Result:
 def topo_json(sb: SysrootBuilder) -> dict[str, Any]:
     res = run("topo", "--sysroot", str(sb.root), "--json")
     assert res.exit_code == 0, res.stderr
-    doc: dict[str, Any] = json.loads(res.stdout)
+    doc: dict[str, Any] = schemas.loads("topo", res.stdout)
     return doc
 
 
@@ -266,7 +266,7 @@ def test_topo_snc_excerpt_uneven_gpus_per_node(sysroot: SysrootBuilder, sysfs: b
     if not sysfs:
         return
     res = run("plan", "--sysroot", str(sysroot.root), "--policy", "numa-local", "--json")
-    ranks = json.loads(res.stdout)["ranks"]
+    ranks = schemas.loads("plan", res.stdout)["ranks"]
     assert [r["cpus"] for r in ranks[:4]] == [
         "0-7,96-103",
         "8-15,104-111",
@@ -583,7 +583,7 @@ def test_hidden_gpus_keep_their_share_in_exclusive_mode(gpu_hosts: GpuHosts) -> 
 def plan_json(root: str, *args: str) -> dict[str, Any]:
     res = run("plan", "--sysroot", root, "--json", *args)
     assert res.exit_code == 0, res.stderr
-    doc: dict[str, Any] = json.loads(res.stdout)
+    doc: dict[str, Any] = schemas.loads_cli(["plan"], res.stdout)
     return doc
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typer.testing import CliRunner, Result
 
 from ascendtune.cli.app import app
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.test_gpu_hosts import Gpu, write_gpus
 
@@ -58,7 +58,7 @@ def dgx_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_dgx_plan_file_is_a_gpu_plan(dgx_plan: Path) -> None:
-    doc = json.loads(dgx_plan.read_text())
+    doc = schemas.loads("plan", dgx_plan.read_text())
     assert (doc["schema_version"], doc["vendor"], doc["policy"], doc["mode"]) == (
         1,
         "nvidia",
@@ -130,7 +130,7 @@ def here(tmp_path: Path) -> tuple[Path, list[int]]:
 
 def bind_json(*args: str) -> tuple[int, dict[str, Any]]:
     res = run("bind", *args, "--json")
-    return res.exit_code, json.loads(res.stdout) if res.stdout else {}
+    return res.exit_code, schemas.loads("bind", res.stdout) if res.stdout else {}
 
 
 def test_dry_run_of_a_gpu_plan_changes_nothing(here: tuple[Path, list[int]], child: int) -> None:
@@ -191,7 +191,7 @@ def gpu_host_with_workers(sb: SysrootBuilder) -> SysrootBuilder:
 
 def doctor_rows(sb: SysrootBuilder, *args: str) -> tuple[int, dict[str, dict[str, Any]]]:
     res = run("doctor", "--sysroot", str(sb.root), "--section", "workers", "--json", *args)
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("doctor", res.stdout)
     return res.exit_code, {c["id"]: c for c in doc["checks"]}
 
 

@@ -3,13 +3,13 @@ options, the device list from the environment, and exit codes for bad input."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
 from ascendtune.cli.app import app
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.planner_hosts import Hosts
 from tests.planner_hosts import hosts_fixture as hosts_fixture  # the `hosts` fixture
@@ -36,7 +36,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> Result:
 def plan_json(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     res = run(*args, "--json", env=env)
     assert res.exit_code == 0, res.output
-    doc: dict[str, Any] = json.loads(res.stdout)
+    doc: dict[str, Any] = schemas.loads_cli(["plan"], res.stdout)
     return doc
 
 

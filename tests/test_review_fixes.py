@@ -20,6 +20,7 @@ from ascendtune.core.model import Soc
 from ascendtune.host import affinity
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import atlas_a2
 
@@ -37,8 +38,9 @@ def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder) -> None:
     assert len(host.npus) == 8 and host.npu_smi_found
     assert host.tool_errors == ("npu-smi info -t topo: " + ERR.strip(),)
     assert host.npus[0].affinity_source is not None  # from sysfs now
-    doc = json.loads(
-        runner.invoke(app, ["doctor", "--sysroot", str(sysroot.root), "--json"], env=ENV).stdout
+    doc = schemas.loads(
+        "doctor",
+        runner.invoke(app, ["doctor", "--sysroot", str(sysroot.root), "--json"], env=ENV).stdout,
     )
     row = next(c for c in doc["checks"] if c["id"] == "npu_smi")
     assert row["status"] == "fail" and "8005" in row["detail"]
@@ -69,7 +71,7 @@ def test_live_failing_npu_smi_is_a_note(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    doc = schemas.loads("topo", done.stdout)
     assert doc["npu_smi"]["found"] is True
     assert any("8005" in w for w in doc["warnings"])
     snap = tmp_path / "snap"

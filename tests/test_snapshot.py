@@ -12,6 +12,7 @@ from ascendtune.cli.app import app
 from ascendtune.host.reader import read_host
 from ascendtune.host.snapshot import redact_cmdline
 from ascendtune.host.sysroot import DirRoot, open_root
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import atlas_a2
 
@@ -33,7 +34,7 @@ def test_snapshot_folder_and_archive_replay(sysroot: SysrootBuilder, tmp_path: P
             app, ["snapshot", "--sysroot", str(sysroot.root), str(dest), "--json"], env=ENV
         )
         assert res.exit_code == 0, res.stderr
-        doc = json.loads(res.stdout)
+        doc = schemas.loads("snapshot", res.stdout)
         assert doc["accelerators"] == 8 and doc["cpus_online"] == 192
         assert read_host(open_root(str(dest))) == read_host(DirRoot(sysroot.root))
     with tarfile.open(tmp_path / "snap.tar.gz") as tar:
@@ -62,7 +63,7 @@ def test_doctor_replays_from_snapshot(sysroot: SysrootBuilder, tmp_path: Path) -
     b = runner.invoke(
         app, ["doctor", "--sysroot", str(dest), "--json", "--section", "host"], env=ENV
     )
-    rows = lambda r: {c["id"]: c["status"] for c in json.loads(r.stdout)["checks"]}  # noqa: E731
+    rows = lambda r: {c["id"]: c["status"] for c in schemas.loads("doctor", r.stdout)["checks"]}  # noqa: E731
     assert rows(a)["numa_balancing"] == rows(b)["numa_balancing"] == "fail"
     assert rows(a)["swappiness"] == rows(b)["swappiness"]
 

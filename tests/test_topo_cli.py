@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import atlas_a2
 
@@ -24,7 +24,7 @@ def test_topo_json_keys(sysroot: SysrootBuilder) -> None:
     atlas_a2(sysroot, cpuset="0-47")
     res = run("topo", "--sysroot", str(sysroot.root), "--json")
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("topo", res.stdout)
     assert doc["schema_version"] == 1
     assert doc["cpus_online"] == "0-191" and doc["cpus_allowed"] == "0-47"
     assert doc["numa_nodes"][0] == {
@@ -72,7 +72,7 @@ def test_topo_table(sysroot: SysrootBuilder) -> None:
 
 def test_topo_flags_cpuless_and_offline(sysroot: SysrootBuilder) -> None:
     sysroot.cpus("0-6", present="0-7").node(0, "0-7").node(1, "", mem_mib=4096)
-    doc = json.loads(run("topo", "--sysroot", str(sysroot.root), "--json").stdout)
+    doc = schemas.loads("topo", run("topo", "--sysroot", str(sysroot.root), "--json").stdout)
     text = " ".join(doc["warnings"])
     assert "NUMA node 1 holds no online CPU" in text
     assert "CPUs 7 are offline" in text
@@ -119,7 +119,7 @@ def test_live_machine_runs() -> None:
     # asserted, only that reading it succeeds and the JSON has the stable keys).
     res = run("topo", "--json")
     assert res.exit_code == 0, res.stderr
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("topo", res.stdout)
     assert {"cpus_online", "cpus_allowed", "numa_nodes", "accelerators", "links"} <= set(doc)
     table = run("topo")
     if not doc["accelerators"]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core import versions
+from tests import schemas
 
 runner = CliRunner()
 
@@ -19,7 +19,7 @@ DP_ARGS = ["--policy", "vllm-ascend", "--visible-devices", "4,5,6,7", "--json"]
 def run_json(*args: str) -> dict[str, Any]:
     res = runner.invoke(app, list(args))
     assert res.exit_code in (0, 1), res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads_cli(args, res.stdout)
     assert isinstance(doc, dict)
     return doc
 

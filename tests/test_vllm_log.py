@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from ascendtune.core.vllm_log import (
     safe_literal,
     split_lines,
 )
+from tests import schemas
 
 FIX = Path(__file__).parent / "fixtures" / "vllm_log"
 runner = CliRunner()
@@ -458,7 +458,7 @@ def run(*args: str, input: bytes | None = None):  # type: ignore[no-untyped-def]
 def test_cli_json_bound() -> None:
     res = run("log", str(FIX / "a2_tp4_bound.log"), "--json")
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("log", res.stdout)
     assert doc["schema_version"] == 1 and doc["binding_seen"] is True
     r0 = doc["ranks"][0]
     assert {k: r0[k] for k in ("rank", "pid", "binding", "reason", "plan")} == {
@@ -488,7 +488,7 @@ def test_cli_json_bound() -> None:
 def test_cli_compare_with_demo() -> None:
     res = run("log", str(FIX / "a2_tp4_bound.log"), "--json", "--demo", "atlas-800i-a2")
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("log", res.stdout)
     assert doc["comparison"]["mode"] == "topo_affinity"
     assert doc["comparison"]["predicted"]["0"]["main"] == "146-165"
     assert [f["code"] for f in doc["findings"]] == ["plan_matches"]
@@ -505,12 +505,12 @@ def test_cli_stdin_and_gzip(tmp_path: Path) -> None:
     data = (FIX / "dp2_worker_dp.log").read_bytes()
     res = run("log", "-", "--json", input=data)
     assert res.exit_code == 0, res.output
-    assert len(json.loads(res.stdout)["ranks"]) == 4
+    assert len(schemas.loads("log", res.stdout)["ranks"]) == 4
     gz = tmp_path / "server.log.gz"
     gz.write_bytes(gzip.compress(data))
     res = run("log", str(gz), "--json")
     assert res.exit_code == 0, res.output
-    assert [r["dp_rank"] for r in json.loads(res.stdout)["ranks"]] == [0, 0, 1, 1]
+    assert [r["dp_rank"] for r in schemas.loads("log", res.stdout)["ranks"]] == [0, 0, 1, 1]
 
 
 def test_cli_no_binding_text() -> None:
@@ -545,7 +545,7 @@ def test_cli_unknown_target_exit_2() -> None:
 
 def test_cli_target_override() -> None:
     res = run("log", str(FIX / "a2_tp4_bound.log"), "--json", "--target", "main-2026-08")
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("log", res.stdout)
     assert doc["check_config"]["target"] == "main-2026-08"
     assert doc["check_config"]["target_reason"] == "--target"
     # enable_fused_mc2: 2 is refused after v0.23.0

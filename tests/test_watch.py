@@ -25,6 +25,7 @@ from ascendtune.core.parsers.procfs import (
 )
 from ascendtune.core.watch import HostSample, ProcessSample, ThreadSample, Watch, WatchTarget
 from ascendtune.host.watch import ProcSampler
+from tests import schemas
 
 BOTH = frozenset({0, 1})
 live_only = pytest.mark.skipif(
@@ -217,7 +218,7 @@ def once(tree: ProcTree, **kw: object) -> dict[str, object]:
         **kw,  # type: ignore[arg-type]
     )
     report = watch_once(targets, sampler, interval_s=1.0, sleep=lambda _s: second_sample(tree))
-    return watch_document(report)
+    return schemas.checked("watch", watch_document(report))
 
 
 def test_proc_root_exact_numbers_against_a_plan(tree: ProcTree) -> None:
@@ -424,7 +425,7 @@ runner = CliRunner()
 def watch(*args: str) -> tuple[int, dict[str, object] | None, str, str]:
     result = runner.invoke(app, ["watch", *args])
     doc = (
-        json.loads(result.stdout)
+        schemas.loads("watch", result.stdout)
         if "--once" in args and "--json" in args and result.exit_code == 0
         else None
     )
@@ -506,7 +507,7 @@ def test_live_view_runs_headless_for_a_count(spawn: Spawn) -> None:
     assert code == 0, err
     lines = out.splitlines()
     assert len(lines) == 2
-    assert all(json.loads(line)["workers"][0]["pid"] == p.pid for line in lines)
+    assert all(schemas.loads("watch", line)["workers"][0]["pid"] == p.pid for line in lines)
     code, _, out, err = watch("--pid", str(p.pid), "--once", "--interval", "0.1")
     assert code == 0, err
     assert f"PID {p.pid}" in out and "Ctrl-C" not in out
@@ -570,7 +571,7 @@ def test_zombie_threads_run_nowhere_and_a_zombie_process_has_exited(tmp_path: Pa
     report = watch_once([WatchTarget(pid=100)], sampler, interval_s=1.0, sleep=die)
     (w,) = report.workers
     assert (w.alive, len(w.threads), w.threads_exited) == (False, 0, 2)
-    assert watch_document(report)["workers"][0]["alive"] is False
+    assert schemas.checked("watch", watch_document(report))["workers"][0]["alive"] is False
 
 
 def test_watch_against_a_policy_is_one_plan_source() -> None:

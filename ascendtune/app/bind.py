@@ -21,6 +21,7 @@ from ascendtune.core.errors import (
 )
 
 if TYPE_CHECKING:
+    from ascendtune.app.documents import BindLaunchDocument
     from ascendtune.host.affinity import MigrateResult, ProcessIdentity
 
 
@@ -150,6 +151,7 @@ def bind_pid(
 
 
 def pid_document(outcome: PidOutcome) -> dict[str, Any]:
+    """Described by documents.BindPidDocument (the report's to_json is typed loosely)."""
     doc = outcome.report.to_json()
     doc["process"] = outcome.ident.to_json() if outcome.ident is not None else None
     if outcome.migrate_doc is not None:
@@ -266,7 +268,7 @@ def prepare_launch(
     got = own_affinity()
     verified = got == pool.cpus
     origin = f"rank {target.rank} of {target.source}" if target.rank is not None else target.source
-    doc: dict[str, Any] = {
+    doc: BindLaunchDocument = {
         "command": command,
         "argv": argv,
         "cpus": format_cpulist(pool.cpus),
@@ -285,7 +287,9 @@ def prepare_launch(
         f"ascendtune: {'would run' if dry_run else 'running'} `{shlex.join(command)}` "
         f"on CPUs {format_cpulist(pool.cpus)} ({origin}){mem}"
     )
-    return Launch(argv, doc, line, verified, pool.cpus, got)
+    from ascendtune.app.documents import plain
+
+    return Launch(argv, plain(doc), line, verified, pool.cpus, got)
 
 
 def check_launch(launch: Launch) -> None:

@@ -157,6 +157,7 @@ def _resolve(opts: CheckConfigOptions, root: Root | None) -> tuple[Any, str, Any
 
 
 def check_config_document(result: CheckConfigReport) -> dict[str, Any]:
+    """Described by documents.CheckConfigDocument (the report's to_json is typed loosely)."""
     doc = result.report.to_json()
     doc["target_reason"] = result.target_reason
     return doc

@@ -9,6 +9,7 @@ from ascendtune.app.options import DoctorOptions, PlanOptions
 from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
+    from ascendtune.app.documents import DoctorDocument
     from ascendtune.core.doctor import Check, PlanFacts
     from ascendtune.core.model import Host
     from ascendtune.host.sysroot import Root
@@ -109,10 +110,11 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
 
 
 def doctor_document(report: DoctorReport) -> dict[str, Any]:
+    from ascendtune.app.documents import plain
     from ascendtune.core.doctor import summary
 
     plan, host, root = report.plan, report.host, report.root
-    return {
+    doc: DoctorDocument = {
         "host": report.identity,
         "root": root.describe(),
         "live": root.live,
@@ -127,3 +129,4 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
         "summary": summary(report.checks),
         "notes": list(host.notes) if host else [],
     }
+    return plain(doc)

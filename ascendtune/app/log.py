@@ -10,6 +10,7 @@ from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.vllm_log import LogFinding, LogReport, WorkerLog
 
 if TYPE_CHECKING:
+    from ascendtune.app.documents import LogDocument, LogRank
     from ascendtune.core.model import Host
     from ascendtune.core.vllm_config import Report
 
@@ -82,7 +83,7 @@ def compare_with_host(report: LogReport, host: Host, label: str) -> Comparison:
     )
 
 
-def _worker(w: WorkerLog) -> dict[str, Any]:
+def _worker(w: WorkerLog) -> LogRank:
     return {
         "rank": w.rank,
         "pid": w.pid,
@@ -126,10 +127,12 @@ def log_document(
     comparison: Comparison | None = None,
 ) -> dict[str, Any]:
     """The `ascendtune log --json` document (the printer adds schema_version)."""
+    from ascendtune.app.documents import plain
+
     findings = [f.to_json() for f in report.findings]
     if comparison is not None:
         findings += [f.to_json() for f in comparison.findings]
-    return {
+    doc: LogDocument = {
         "binding_seen": report.binding_seen,
         "ranks": [_worker(w) for w in report.workers],
         "versions": dict(report.versions),
@@ -159,6 +162,7 @@ def log_document(
             for b in ("bound", "failed", "skipped", "not seen")
         },
     }
+    return plain(doc)
 
 
 def failed_ranks(report: LogReport) -> list[str]:

@@ -12,6 +12,7 @@ from ascendtune.core.errors import AscendtuneError, InvalidInput, ParseError, Pl
 from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, make_plan
 
 if TYPE_CHECKING:
+    from ascendtune.app.documents import PlanBody, PlanCompareBody
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
     from ascendtune.core.versions import VllmAscendVersion
@@ -226,13 +227,13 @@ def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareR
 
 
 def compare_document(report: CompareReport, identity: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        **({"host": identity} if identity is not None else {}),
+    body: PlanCompareBody = {
         "policies": {
             n: (plan_document(p, None, report.target_reason) if not isinstance(p, str) else {"error": p})
             for n, p in report.plans.items()
         },
     }
+    return {**({"host": identity} if identity is not None else {}), **body}
 
 
 def require_some_plan(report: CompareReport) -> None:
@@ -248,8 +249,7 @@ def plan_document(
 ) -> dict[str, Any]:
     """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back; identity is
     the host it was made for (`bind --plan` refuses a plan of another host)."""
-    return {
-        **({"host": identity} if identity is not None else {}),
+    body: PlanBody = {
         "policy": plan.policy,
         "target": plan.target,
         "target_reason": target_reason,
@@ -287,3 +287,5 @@ def plan_document(
         "findings": [f.to_json() for f in plan.findings],
         "notes": list(plan.notes),
     }
+    # the typed body is what documents.PlanDocument (and schemas/plan.schema.json) describe
+    return {**({"host": identity} if identity is not None else {}), **body}

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ascendtune.core import vendors
 
 if TYPE_CHECKING:
+    from ascendtune.app.documents import TopoBody
     from ascendtune.core.model import Host
 
 
@@ -14,8 +15,7 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
     """`topo --json` (SPEC section 3) from the host model, and which host it is."""
     from ascendtune.core.cpulist import format_cpulist as f
 
-    return {
-        **({"host": identity} if identity is not None else {}),
+    body: TopoBody = {
         "hostname": host.hostname,
         "arch": host.arch,
         "soc": vendors.vendor_of(host).soc_of(host).value if host.accelerators else None,
@@ -71,6 +71,8 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
         ],
         "warnings": topo_warnings(host),
     }
+    # the typed body is what documents.TopoDocument (and schemas/topo.schema.json) describe
+    return {**({"host": identity} if identity is not None else {}), **body}
 
 
 def topo_warnings(host: Host) -> list[str]:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.core.bindplan import target_from_plan
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, UsageError
 from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, WorkerReport
+
+if TYPE_CHECKING:
+    from ascendtune.app.documents import WatchDocument
 
 SCHEMA_VERSION = 1
 
@@ -274,7 +277,9 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
 
 def watch_document(report: WatchReport) -> dict[str, Any]:
     """The `watch --json` document (SPEC section 3 style: schema_version first, cpulists)."""
-    return {
+    from ascendtune.app.documents import plain
+
+    doc: WatchDocument = {
         "schema_version": SCHEMA_VERSION,
         "interval_s": report.interval_s,
         "elapsed_s": round(report.elapsed_s, 3),
@@ -282,6 +287,7 @@ def watch_document(report: WatchReport) -> dict[str, Any]:
         "clock_ticks": report.clock_ticks,
         "workers": [_worker_doc(w) for w in report.workers],
     }
+    return plain(doc)
 
 
 def live_sampler() -> ProcSampler:
