@@ -432,7 +432,7 @@ _IDX = re.compile(r"(?:^|_)(DP|TP|PP|EP|PCP|DCP)(\d+)")
 def _ints(text: str) -> tuple[int, ...]:
     out: list[int] = []
     for tok in re.split(r"[,\s]+", text.strip()):
-        if tok.isdigit() and int(tok) < MAX_CPU:
+        if (tok.isascii() and tok.isdigit()) and int(tok) < MAX_CPU:
             out.append(int(tok))
     return tuple(out)
 

@@ -86,7 +86,7 @@ class Tasks:
             names = os.listdir(f"{self.proc}/{pid}/task")
         except OSError:
             return None
-        return sorted(int(n) for n in names if n.isdigit())
+        return sorted(int(n) for n in names if (n.isascii() and n.isdigit()))
 
     def name(self, pid: int, tid: int) -> str | None:
         """The thread's name (comm), None when it has exited."""
@@ -154,7 +154,7 @@ def numa_nodes_of(cpus: CpuSet) -> tuple[int, ...]:
         return (0,)
     out: list[int] = []
     for n in sorted(names):
-        if not (n.startswith("node") and n[4:].isdigit()):
+        if not (n.startswith("node") and (n[4:].isascii() and n[4:].isdigit())):
             continue
         got = _read_cpus_file(f"{SYS_NODES}/{n}/cpulist")
         if got and got & cpus:

@@ -89,7 +89,7 @@ def _pids(root: Root) -> list[int] | None:
     entries = root.listdir("proc")
     if entries is None:
         return None
-    return sorted(int(e) for e in entries if e.isdigit())
+    return sorted(int(e) for e in entries if (e.isascii() and e.isdigit()))
 
 
 def _governors(root: Root) -> dict[int, str]:
@@ -318,7 +318,7 @@ def _threads(root: Root, pid: int) -> tuple[ThreadFacts, ...]:
         tids = [str(pid)]
         paths = {pid: f"proc/{pid}"}
     else:
-        paths = {int(t): f"proc/{pid}/task/{t}" for t in tids if t.isdigit()}
+        paths = {int(t): f"proc/{pid}/task/{t}" for t in tids if (t.isascii() and t.isdigit())}
     out: list[ThreadFacts] = []
     for tid, base in sorted(paths.items()):
         status = root.read_text(f"{base}/status")

@@ -69,7 +69,7 @@ class ProcSampler:
             return {}
         out: dict[int, CpuSet] = {}
         for n in names:
-            if n.startswith("node") and n[4:].isdigit():
+            if n.startswith("node") and (n[4:].isascii() and n[4:].isdigit()):
                 text = _read(f"{base}/{n}/cpulist")
                 if text is None:
                     continue
@@ -81,7 +81,7 @@ class ProcSampler:
 
     def pids(self) -> list[int]:
         try:
-            return sorted(int(n) for n in os.listdir(self.proc) if n.isdigit())
+            return sorted(int(n) for n in os.listdir(self.proc) if (n.isascii() and n.isdigit()))
         except OSError:
             return []
 
@@ -96,14 +96,14 @@ class ProcSampler:
                 return None
             if line.startswith("Tgid:"):
                 value = line.split(":", 1)[1].strip()
-                tgid = int(value) if value.isdigit() else pid
+                tgid = int(value) if (value.isascii() and value.isdigit()) else pid
         return tgid
 
     # ---- one process ---------------------------------------------------------------------
 
     def tids(self, pid: int) -> list[int] | None:
         try:
-            return sorted(int(n) for n in os.listdir(f"{self.proc}/{pid}/task") if n.isdigit())
+            return sorted(int(n) for n in os.listdir(f"{self.proc}/{pid}/task") if (n.isascii() and n.isdigit()))
         except OSError:
             return None
 

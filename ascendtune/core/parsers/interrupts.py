@@ -94,7 +94,7 @@ def _parse_line(irq: int, rest: str, ncols: int) -> IrqLine:
     tokens = rest.split()
     counts: list[int] = []
     i = 0
-    while i < len(tokens) and len(counts) < ncols and tokens[i].isdigit():
+    while i < len(tokens) and len(counts) < ncols and (tokens[i].isascii() and tokens[i].isdigit()):
         counts.append(int(tokens[i]))
         i += 1
     tail = tokens[i:]
@@ -160,7 +160,7 @@ def parse_interrupts(
             continue
         head, sep, rest = ln.partition(":")
         head = head.strip()
-        if not sep or not head.isdigit():
+        if not sep or not (head.isascii() and head.isdigit()):
             continue
         out.append(_parse_line(int(head), rest, ncols))
     return Interrupts(tuple(int(c) for c in cols), tuple(out))
@@ -221,7 +221,7 @@ def npu_irqs(interrupts: Interrupts, pci: str, msi_irqs: Collection[int] | None 
 
 def msi_irq_numbers(entries: Collection[str]) -> frozenset[int]:
     """IRQ numbers from a sys/bus/pci/devices/BDF/msi_irqs listing (entries are numbers)."""
-    return frozenset(int(e) for e in entries if e.isdigit())
+    return frozenset(int(e) for e in entries if (e.isascii() and e.isdigit()))
 
 
 def affinity_paths(irq: int) -> tuple[str, str]:

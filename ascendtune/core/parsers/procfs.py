@@ -76,7 +76,7 @@ def parse_status(text: str) -> StatusFields:
 
     def num(key: str) -> int | None:
         raw = fields.get(key)
-        return int(raw) if raw is not None and raw.isdigit() else None
+        return int(raw) if raw is not None and (raw.isascii() and raw.isdigit()) else None
 
     return StatusFields(
         ctx_voluntary=num("voluntary_ctxt_switches"),
