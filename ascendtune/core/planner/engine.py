@@ -25,6 +25,7 @@ from ascendtune.core.planner.model import (
     RankPlan,
     Roles,
 )
+from ascendtune.core.planner.trace import PoolTrace, RankTrace, VllmTrace
 
 
 @dataclass(frozen=True)
@@ -141,9 +142,10 @@ def _host_busy(ctx: _Ctx) -> set[int]:
     return out
 
 
-def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
+def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _Result:
     """vLLM-Ascend's binding as the target version does it: per DP engine, the running list it
-    sees, the NPU each local rank binds (sorted busy list or the device vLLM assigned), pools."""
+    sees, the NPU each local rank binds (sorted busy list or the device vLLM assigned), pools.
+    trace, when given, receives every step's inputs and results (the plan stays the same)."""
     host = ctx.host
     target = req.target or va_versions.get(va_versions.PLANNER_DEFAULT)
     b = target.binding
@@ -157,20 +159,31 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
     env = ctx.env_visible
     cache: dict[tuple[int, ...], dict[int, list[int]]] = {}
     hidden: dict[int, tuple[int, ...]] = {}
+    if trace is not None:
+        trace.target, trace.npu_of_rank, trace.dp_mode = target.name, b.npu_of_rank, b.dp
+        trace.mode, trace.mode_notes, trace.soc = mode, list(notes), ctx.soc.value
+        trace.all_ids, trace.jobs, trace.env_visible = list(ctx.all_ids), list(jobs), env
+        trace.device_ids, trace.busy = req.device_ids, sorted(busy)
+        trace.busy_source = "--busy" if req.busy is not None else "npu-smi's table + the job's NPUs"
+        trace.affinity, trace.allowed, trace.usable = dict(affinity), host.cpus_allowed, ctx.usable
+        trace.world, trace.dp = world, ctx.dp
 
     def pools_for(running: list[int]) -> dict[int, list[int]]:
         key = tuple(running)
         if key not in cache:
+            pt = PoolTrace(key) if trace is not None else None
+            if pt is not None and trace is not None:
+                trace.pools[key] = pt
             if mode == TOPO_AFFINITY:
                 every = vllm_ascend.topo_affinity_pools(
-                    host, ctx.all_ids, running, affinity, ctx.usable
+                    host, ctx.all_ids, running, affinity, ctx.usable, pt
                 )
                 cache[key] = every
                 if not hidden:
                     hidden.update({n: tuple(p) for n, p in every.items() if n not in running})
             elif mode == GLOBAL_SLICE:
                 cache[key] = vllm_ascend.global_slice_pools(
-                    ctx.all_ids, running, affinity, ctx.usable
+                    ctx.all_ids, running, affinity, ctx.usable, pt
                 )
             else:
                 cache[key] = vllm_ascend.a5_cluster_pools(
@@ -197,8 +210,9 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
                     "npu-smi's process table lists none of the visible NPUs "
                     '("Can not get running npu info.")'
                 )
-                logical = device
+                logical, how = device, "none: no busy NPU"
             elif b.npu_of_rank == va_versions.SORTED_BUSY:
+                how = f"entry {local} (the local rank) of the sorted busy list"
                 if local < len(running):
                     logical = running[local]
                 else:
@@ -210,14 +224,21 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest) -> _Result:
                 # device_id_to_physical_device_id(local_rank): assigned id, else the entry of
                 # ASCEND_RT_VISIBLE_DEVICES at that position, else the local rank itself
                 if assigned:
-                    logical = device
+                    logical, how = device, "the device id vLLM assigned the rank"
                 elif env is not None:
                     logical = env[local]
+                    how = f"entry {local} of ASCEND_RT_VISIBLE_DEVICES"
                 else:
-                    logical = local
+                    logical, how = local, "the local rank itself (no device list)"
                 # only running NPUs keep a pool (the hidden ones' pools only shape the split)
                 if logical not in running:
                     skipped = f"NPU {logical} has no process in npu-smi's table, so it has no pool"
+            if trace is not None:
+                trace.ranks.append(
+                    RankTrace(
+                        rank, d, local, device, tuple(seen), tuple(running), logical, how, skipped
+                    )
+                )
             if skipped is not None:
                 rp = _rank_plan(host, rank, device, logical, [], Roles())
                 ranks.append(
@@ -413,8 +434,9 @@ def compare_policies(vendor: Vendor | None) -> tuple[str, ...]:
     return tuple(p.name for p in POLICIES.values() if vendor is None or vendor in p.compare)
 
 
-def make_plan(host: Host, req: PlanRequest) -> Plan:
-    """Plan req's ranks on host under req.policy; raises PlanError when no plan is possible."""
+def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -> Plan:
+    """Plan req's ranks on host under req.policy; raises PlanError when no plan is possible.
+    trace (policy vllm-ascend only) receives the steps vLLM-Ascend's binding takes."""
     if req.policy not in POLICIES:
         raise InvalidInput(f"unknown policy {req.policy!r} (known: {', '.join(POLICIES)})")
     ctx = _context(host, req)
@@ -427,7 +449,10 @@ def make_plan(host: Host, req: PlanRequest) -> Plan:
             + f"; this host has {ctx.vendor.value} devices",
             "use --policy " + " or ".join(fits[:2]),
         )
-    res = POLICIES[req.policy].run(ctx, req)
+    if trace is not None and req.policy == "vllm-ascend":
+        res = _plan_vllm(ctx, req, trace)
+    else:
+        res = POLICIES[req.policy].run(ctx, req)
     ranks = res.ranks
     overlaps = tuple(
         Overlap((a.rank, b.rank), a.cpuset & b.cpuset)

@@ -16,6 +16,7 @@ from ascendtune.core.errors import PlanError
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Host, Soc
 from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, RankPlan, Roles
+from ascendtune.core.planner.trace import PoolTrace
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + >=1 main + 1 acl + 1 release
 A5_PHYSICAL_CPUS_PER_CLUSTER = 8
@@ -43,11 +44,15 @@ class _NumaMap:
         return self.cpus.setdefault(node, [])
 
     def extend(self, pool: list[int], allowed: CpuSet) -> list[int]:
+        return self.extend_onto(pool, allowed)[0]
+
+    def extend_onto(self, pool: list[int], allowed: CpuSet) -> tuple[list[int], int | None]:
+        """The pool extended onto the next node, and that node (None: not extended)."""
         nodes = {self.node_of[c] for c in pool if c in self.node_of}
         if len(nodes) != 1:
-            return pool
+            return pool, None
         nxt = (nodes.pop() + 1) % len(self.cpus)
-        return sorted(set(pool) | {c for c in self.get(nxt) if c in allowed})
+        return sorted(set(pool) | {c for c in self.get(nxt) if c in allowed}), nxt
 
 
 def choose_mode(soc: Soc, affinity: Mapping[int, CpuSet]) -> tuple[str, list[str]]:
@@ -68,9 +73,11 @@ def topo_affinity_pools(
     running: list[int],
     affinity: Mapping[int, CpuSet],
     allowed: CpuSet,
+    trace: PoolTrace | None = None,
 ) -> dict[int, list[int]]:
     """The pool of every candidate NPU: the running ones first-class, and the hidden ones whose
-    affinity meets the cpuset (vLLM-Ascend computes theirs too, then keeps the running ones)."""
+    affinity meets the cpuset (vLLM-Ascend computes theirs too, then keeps the running ones).
+    trace, when given, receives each step's intermediate pools."""
     numa = _NumaMap(host)
     # every logical NPU that is visible, or whose affinity meets this cpuset (hidden NPUs count,
     # so two services splitting one NUMA pair do not overlap: vLLM-Ascend PR #8792)
@@ -87,10 +94,16 @@ def topo_affinity_pools(
                 "vLLM-Ascend raises this and binds nothing; give the process CPUs of the NPU's "
                 "NUMA node, or make the NPU not visible",
             )
-        pools[npu] = numa.extend(base, allowed)
+        pools[npu], nxt = numa.extend_onto(base, allowed)
+        if trace is not None:
+            trace.base[npu], trace.next_node[npu] = base, nxt
     groups: dict[tuple[int, ...], list[int]] = {}
     for npu, cpus in pools.items():
         groups.setdefault(tuple(cpus), []).append(npu)
+    if trace is not None:
+        trace.candidates = list(candidates)
+        trace.extended = {n: list(p) for n, p in pools.items()}
+        trace.shared = {n: list(groups[tuple(p)]) for n, p in pools.items()}
     final: dict[int, list[int]] = {}
     for cpus_t, npus in groups.items():
         if len(npus) == 1:
@@ -100,15 +113,23 @@ def topo_affinity_pools(
         for i, npu in enumerate(npus):
             end = (i + 1) * per if i < len(npus) - 1 else len(cpus_t)
             final[npu] = list(cpus_t[i * per : end])
+    if trace is not None:
+        trace.final = {n: list(p) for n, p in final.items()}
     return final
 
 
 def global_slice_pools(
-    all_ids: list[int], running: list[int], affinity: Mapping[int, CpuSet], allowed: CpuSet
+    all_ids: list[int],
+    running: list[int],
+    affinity: Mapping[int, CpuSet],
+    allowed: CpuSet,
+    trace: PoolTrace | None = None,
 ) -> dict[int, list[int]]:
     cpus = sorted(allowed)
     total = len(all_ids) or len(affinity) or len(running)
     base, extra = divmod(len(cpus), total)
+    if trace is not None:
+        trace.total, trace.per_npu, trace.extra = total, base, extra
     if base < MIN_CPUS_PER_NPU:
         raise PlanError(
             "Insufficient CPUs for binding with CPU role reservations: global slicing needs "
@@ -123,6 +144,8 @@ def global_slice_pools(
         start = npu * base + min(npu, extra)
         take = base + (1 if npu < extra else 0)
         pools[npu] = cpus[start : start + take]
+    if trace is not None:
+        trace.final = {n: list(p) for n, p in pools.items()}
     return pools
 
 

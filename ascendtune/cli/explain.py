@@ -1,0 +1,230 @@
+"""`ascendtune explain`: what an additional-config key does on every known vLLM-Ascend version,
+every key by concern, or (`explain binding`) the steps of vLLM-Ascend's binding on a host."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.planopts import (
+    BusyOpt,
+    CmdlineOpt,
+    DeviceIdsOpt,
+    DpOpt,
+    NoIrqReserveOpt,
+    PpOpt,
+    ReserveOpt,
+    SocOpt,
+    SpillOpt,
+    TargetOpt,
+    TpOpt,
+    VisibleDevicesOpt,
+    plan_options,
+)
+
+HELP = """Explain a vLLM-Ascend --additional-config KEY (dotted for nested keys): host or device
+side, when it acts, its type and default on every known version, what it interacts with (the
+rules check-config applies), how to see that it took effect, and how it fails. Without KEY: every
+key of --target grouped by concern (--search WORD filters; --markdown prints the reference page).
+`explain binding [--rank R]` walks through the steps vLLM-Ascend's CPU binding takes for rank R on
+this host (or --demo / --sysroot), each with its input and result, then where numa-local departs."""
+
+
+def _render_key(doc: dict[str, Any], target: str | None) -> None:
+    from ascendtune.cli.common import stdout_console
+
+    con = stdout_console()
+    _out(con, f"{doc['key']}: {doc['summary']}")
+    _out(
+        con,
+        f"concern: {doc['concern_title']}; side: {doc['side']}; when: {doc['when']} ({doc['when_words']})",
+    )
+    if doc["detail"]:
+        _out(con)
+        _out(con, doc["detail"])
+    _out(con)
+    _out(con, "versions:")
+    for name, row in doc["versions"].items():
+        mark = "*" if name == target else " "
+        if row["present"] or row["status"] == "elsewhere":
+            text = f"{row['status']}, {row.get('type', '?')}, default {_show(row['default'])}"
+            if row.get("choices") is not None:
+                text += f", one of {_show(row['choices'])}"
+            if row.get("env"):
+                text += f", else ${row['env']}"
+            if row.get("default_from"):
+                text += f" (defaults to {row['default_from']})"
+        else:
+            text = row["status"]
+        if row.get("note"):
+            text += f": {row['note']}"
+        _out(con, f" {mark} {name:14} {text}")
+    if doc["interactions"]:
+        _out(con)
+        _out(con, "interactions:")
+        for i in doc["interactions"]:
+            keys = ", ".join(i["keys"]) or "alone"
+            where = _where(i["versions"], list(doc["versions"]))
+            _out(con, f"  - [{i['rule'] or 'not checked'}] with {keys}: {i['what']}{where}")
+    if doc["per_version"]:
+        _out(con)
+        _out(con, "per version:")
+        for pv in doc["per_version"]:
+            _out(con, f"  - {pv['versions']}: {pv['what']}")
+    _out(con)
+    _out(con, "how to verify:")
+    for v in doc["verify"]:
+        _out(con, f"  - {v}")
+    if doc["failure"]:
+        _out(con)
+        _out(con, "failure modes:")
+        for f in doc["failure"]:
+            _out(con, f"  - {f}")
+
+
+def _out(con: Any, text: str = "") -> None:
+    # log lines and rule codes are in brackets: print them as text, not as Rich markup
+    con.print(text, markup=False, soft_wrap=True)
+
+
+def _where(versions: list[str], every: list[str]) -> str:
+    return "" if versions == every else f" (on {', '.join(versions)})"
+
+
+def _show(v: Any) -> str:
+    import json
+
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def _render_listing(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from ascendtune.cli.common import stdout_console
+
+    con = stdout_console()
+    if not doc["groups"]:
+        _out(con, f"no key of {doc['target']} matches {doc['search']!r}")
+        return
+    for g in doc["groups"]:
+        t = Table(title=f"{g['title']} ({doc['target']})", title_justify="left")
+        for col in ("key", "default", "side", "what it does"):
+            t.add_column(col)
+        for k in g["keys"]:
+            default = "object" if k["type"] == "section" else _show(k["default"])
+            t.add_row(k["key"], default, k["side"], k["summary"])
+        con.print(t)
+
+
+def _render_binding(doc: dict[str, Any]) -> None:
+    from ascendtune.cli.common import stdout_console
+
+    con = stdout_console()
+    _out(
+        con,
+        f"vLLM-Ascend {doc['target']} ({doc['target_reason']}): binding of rank {doc['rank']}, "
+        f"mode {doc['mode']}",
+    )
+    for i, s in enumerate(doc["steps"], 1):
+        _out(con, f"{i:2}. {s['name']}: {s['words']}")
+        if s["name"] == "log_line":
+            _out(con, f"    {s['result']['line']}")
+    b = doc["better"]
+    if b["plan"] is not None or b["departures"]:
+        _out(con)
+        if b["plan"] is not None:
+            p = b["plan"]
+            r = p["roles"]
+            _out(
+                con,
+                f"{b['policy']}: {p['cpus']} on node(s) {','.join(map(str, p['numa_nodes']))} "
+                f"(IRQ {r['irq'] or '-'}, main {r['main'] or '-'}, acl {r['acl'] or '-'}, "
+                f"release {r['release'] or '-'})",
+            )
+        for d in b["departures"]:
+            _out(con, f"- {d}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("explain", help=HELP)
+    @handle_errors
+    def explain_cmd(
+        key: Annotated[
+            str | None,
+            typer.Argument(
+                help="An additional-config key (dotted for nested keys), or `binding`.",
+                metavar="KEY",
+                show_default=False,
+            ),
+        ] = None,
+        search: Annotated[
+            str | None,
+            typer.Option("--search", metavar="WORD", help="List only keys whose text has WORD."),
+        ] = None,
+        markdown: Annotated[
+            bool,
+            typer.Option("--markdown", help="Print the reference page of every key (Markdown)."),
+        ] = False,
+        rank: Annotated[
+            int, typer.Option("--rank", min=0, help="explain binding: the rank to follow.")
+        ] = 0,
+        target: TargetOpt = "auto",
+        visible_devices: VisibleDevicesOpt = None,
+        soc: SocOpt = None,
+        reserve: ReserveOpt = None,
+        no_irq_reserve: NoIrqReserveOpt = False,
+        spill: SpillOpt = False,
+        dp: DpOpt = None,
+        tp: TpOpt = None,
+        pp: PpOpt = None,
+        device_ids: DeviceIdsOpt = None,
+        busy: BusyOpt = None,
+        cmdline: CmdlineOpt = None,
+        json_out: JsonOpt = False,
+        sysroot: SysrootOpt = None,
+        demo: DemoOpt = None,
+    ) -> None:
+        from ascendtune.app import explain as app_explain
+
+        if markdown:
+            print(app_explain.markdown(), end="")
+            return
+        if key == app_explain.BINDING:
+            from ascendtune.cli.common import load_host
+
+            got = load_host(sysroot, demo)
+            opts = plan_options(
+                visible_devices=visible_devices,
+                soc=soc,
+                reserve=reserve,
+                no_irq_reserve=no_irq_reserve,
+                spill=spill,
+                target=target,
+                dp=dp,
+                tp=tp,
+                pp=pp,
+                device_ids=device_ids,
+                busy=busy,
+                cmdline=cmdline,
+            )
+            report = app_explain.binding(got.host, opts, rank, got.root)
+            doc = app_explain.binding_document(report, got.identity)
+            if json_out:
+                print_json(doc)
+            else:
+                _render_binding(doc)
+            return
+        if key is None:
+            listing = app_explain.listing_document(target, search)
+            if json_out:
+                print_json(listing)
+            else:
+                _render_listing(listing)
+            return
+        one = app_explain.key_document(key)
+        if json_out:
+            print_json(one)
+        else:
+            _render_key(one, None if target == "auto" else app_explain.resolve_target(target))
