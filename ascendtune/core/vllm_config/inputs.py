@@ -6,25 +6,23 @@ separated from /proc/PID/cmdline), an env file, and a model's Hugging Face confi
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ascendtune.core.errors import InvalidInput, UsageError
 from ascendtune.core.model import Soc, soc_of_name
+from ascendtune.core.text import loads_bounded
 from ascendtune.core.vllm_config.model import KV_ROLES, ModelFacts
 
 
 def parse_config(text: str, source: str) -> dict[str, Any]:
     """The additional-config JSON object; InvalidInput (one line, with line and column) if not."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(
-            f"{source} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
-            "JSON wants double quotes and no trailing commas; on a shell, wrap it in '...'",
-        ) from None
+    doc = loads_bounded(
+        text,
+        source=source,
+        hint="JSON wants double quotes and no trailing commas; on a shell, wrap it in '...'",
+    )
     if not isinstance(doc, dict):
         kind = "an array" if isinstance(doc, list) else f"a {type(doc).__name__}"
         raise InvalidInput(
@@ -146,12 +144,7 @@ def _flag_value(name: str, kind: str, raw: str, source: str) -> Any:
 
 
 def _json_arg(name: str, raw: str, source: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(
-            f"{source}: {name} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
+    return loads_bounded(raw, source=f"{source}: {name}")
 
 
 def parse_env_file(text: str) -> dict[str, str]:
@@ -221,12 +214,7 @@ def model_facts(doc: dict[str, Any]) -> ModelFacts:
 
 
 def parse_hf_config(text: str, source: str) -> ModelFacts:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(
-            f"{source} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
+    doc = loads_bounded(text, source=source)
     if not isinstance(doc, dict):
         raise InvalidInput(f"{source} is not a JSON object", "give the model's config.json")
     return model_facts(doc)
