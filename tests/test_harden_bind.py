@@ -133,7 +133,9 @@ def test_a_dying_process_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         os.kill(child.pid, signal.SIGSTOP)  # a stopped process cannot act on SIGKILL at once...
         os.kill(child.pid, signal.SIGKILL)  # ...so it stays "alive" with SIGKILL pending, or dies
         assert affinity.process_dying(child.pid)
-        with pytest.raises(MissingError, match="exited while it was being bound|no process|zombie"):
+        with pytest.raises(
+            MissingError, match=r"exited while it was being bound|no process|zombie"
+        ):
             affinity.bind_process(child.pid, target_from_cpus("0"))
     finally:
         child.kill()
