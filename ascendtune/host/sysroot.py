@@ -430,15 +430,29 @@ def read_archive_file(p: Path) -> bytes:
     return read_user_file(str(p), what="sysroot archive", cap=MAX_ARCHIVE_BYTES, binary=True)
 
 
+_TOP_LEVEL = ("sys", "proc", "commands", "meta.json", "etc")
+
+
+def _not_empty(root: Root, sysroot: str) -> Root:
+    """An empty folder (or archive) is no captured host: every command would guess from nothing."""
+    top = set(root.listdir(".") or [])
+    if not top.intersection(_TOP_LEVEL):
+        raise MissingError(
+            f"sysroot {sysroot} holds no captured host (none of sys/, proc/, commands/, meta.json)",
+            "give a folder or .tar.gz written by `ascendtune snapshot`",
+        )
+    return root
+
+
 def open_root(sysroot: str | None) -> Root:
     """The live host (None or "/"), a sysroot folder, or a sysroot archive (.tar, .tar.gz, .tgz)."""
     if sysroot is None or os.path.abspath(sysroot) == "/":
         return DirRoot("/", live=True)
     p = Path(sysroot)
     if p.is_dir():
-        return DirRoot(p)
+        return _not_empty(DirRoot(p), sysroot)
     if p.exists():
-        return open_archive(read_archive_file(p), str(p))
+        return _not_empty(open_archive(read_archive_file(p), str(p)), sysroot)
     raise MissingError(
         f"sysroot {sysroot} does not exist",
         "give a folder or .tar.gz written by `ascendtune snapshot`",

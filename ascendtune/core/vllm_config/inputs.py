@@ -23,6 +23,7 @@ def parse_config(text: str, source: str) -> dict[str, Any]:
         source=source,
         hint="JSON wants double quotes and no trailing commas; on a shell, wrap it in '...'",
     )
+    _check_key_count(doc, source)
     if not isinstance(doc, dict):
         kind = "an array" if isinstance(doc, list) else f"a {type(doc).__name__}"
         raise InvalidInput(
@@ -30,6 +31,28 @@ def parse_config(text: str, source: str) -> dict[str, Any]:
             "the additional config is an object: '{\"key\": value, ...}'",
         )
     return doc
+
+
+# A real additional-config has tens of keys; a bound keeps the checker (and its did-you-mean
+# over the known keys, per unknown key) linear and quick on any input.
+MAX_CONFIG_KEYS = 1000
+
+
+def _check_key_count(doc: Any, source: str) -> None:
+    count = 0
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            count += len(v)
+            if count > MAX_CONFIG_KEYS:
+                raise InvalidInput(
+                    f"{source} has more than {MAX_CONFIG_KEYS} keys (the limit)",
+                    "an additional config holds tens of keys",
+                )
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
 
 
 @dataclass(frozen=True)
