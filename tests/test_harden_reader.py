@@ -105,7 +105,8 @@ INERT = [
     ("\x1b[4mGPU0\x1b[0m", "GPU0"),
     ("a\x1b]0;owned\x07b", "ab"),
     ("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
-    ("a\rb\x08c\x7fd\x9be", "abcd")("tab\tnew\nline", "tab\tnew\nline"),  # CSI e: a sequence,
+    ("a\rb\x08c\x7fd\x9be", "abcd"),  # CSI e: a sequence
+    ("tab\tnew\nline", "tab\tnew\nline"),
     ("lone \ud800 surrogate", "lone \ufffd surrogate"),
     ("\x1bPq#0;2;0;0;0\x1b\\sixel", "sixel"),
     ("\x9b31mred", "red"),
