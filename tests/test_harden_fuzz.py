@@ -192,3 +192,13 @@ def test_hostile_configs_are_exit_5(tmp_path: Path, name: str, text: str) -> Non
         res = runner.invoke(app, ["check-config", "--", text], env=ENV)
         check(res, name)
         assert res.exit_code == 5, (name, res.stderr)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    ["-tp 0", "--tensor-parallel-size -1", "-dp 99999999999999999999999", "--block-size 0"],
+)
+def test_impossible_sizes_in_a_cmdline_are_exit_5(flags: str) -> None:
+    res = runner.invoke(app, ["check-config", "--cmdline", f"vllm serve m {flags}"], env=ENV)
+    check(res, flags)
+    assert res.exit_code == 5 and ("out of range" in res.stderr or "not an integer" in res.stderr)

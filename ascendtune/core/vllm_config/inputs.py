@@ -149,12 +149,22 @@ def parse_cmdline(argv: list[str], source: str) -> Cmdline:
     return Cmdline(**values)
 
 
+# vLLM refuses sizes below 1; far above, no deployment exists (and int() stays cheap)
+_INT_RANGE = (1, 1 << 24)
+
+
 def _flag_value(name: str, kind: str, raw: str, source: str) -> Any:
     if kind == "int":
         try:
-            return int(raw)
+            value = int(raw) if len(raw) <= 20 else None
         except ValueError:
-            raise InvalidInput(f"{source}: {name} {raw!r} is not an integer") from None
+            value = None
+        if value is None:
+            raise InvalidInput(f"{source}: {name} {raw[:40]!r} is not an integer")
+        lo, hi = _INT_RANGE
+        if not lo <= value <= hi:
+            raise InvalidInput(f"{source}: {name} {value} is out of range ({lo} to {hi})")
+        return value
     if kind == "kv":
         doc = _json_arg(name, raw, source)
         role = doc.get("kv_role") if isinstance(doc, dict) else None
