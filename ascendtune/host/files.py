@@ -91,3 +91,20 @@ def read_plan_json(path: str) -> object:
 
     text = read_user_file(path, what="plan", binary=False)
     return loads_bounded(text, source=path, hint="write it with `ascendtune plan --json > FILE`")
+
+
+def read_stdin_text(what: str, cap: int = MAX_USER_FILE_BYTES) -> str:
+    """Standard input (`--file -`, a config piped in) as text, at most cap bytes."""
+    import sys
+
+    from ascendtune.host.sysroot import read_capped
+
+    try:
+        data = read_capped(sys.stdin.buffer.fileno(), cap, f"{what} (standard input)")
+    except (AttributeError, OSError, ValueError):
+        # no real descriptor (an embedding, a test runner): read the text stream, bounded
+        text = sys.stdin.read(cap + 1)
+        if len(text) > cap:
+            raise InvalidInput(f"{what} (standard input) is larger than the limit") from None
+        return text
+    return decode_text(data, f"{what} (standard input)")
