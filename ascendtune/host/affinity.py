@@ -404,12 +404,15 @@ def _exited_text(pid: int, run: _Run) -> str:
 
 
 def _stat_fields(pid: int, proc: str) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state first), None when gone."""
+    """The fields of /proc/PID/stat after the command name (state first); None when gone,
+    [] when it cannot be read (then nothing can be told from it)."""
     try:
         with open(f"{proc}/{pid}/stat", "rb") as f:
             raw = f.read(4096)
-    except OSError:
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
         return None
+    except OSError:
+        return []
     return raw.rsplit(b")", 1)[-1].decode("ascii", "replace").split()
 
 
@@ -426,7 +429,7 @@ def process_dying(pid: int, proc: str = PROC) -> bool:
     it: either shows the process is on its way out.
     """
     fields = _stat_fields(pid, proc)
-    if fields is None or not fields or fields[0] in ("Z", "X", "x"):
+    if fields is None or (fields and fields[0] in ("Z", "X", "x")):
         return True
     try:
         if int(fields[6]) & PF_EXITING:
@@ -436,8 +439,10 @@ def process_dying(pid: int, proc: str = PROC) -> bool:
     try:
         with open(f"{proc}/{pid}/status", "rb") as f:
             status = f.read(1 << 16).decode("ascii", "replace")
-    except OSError:
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
         return True
+    except OSError:
+        return False  # unreadable (hidepid, a policy): the other checks have spoken
     for line in status.splitlines():
         key, _, value = line.partition(":")
         if key in ("SigPnd", "ShdPnd"):
