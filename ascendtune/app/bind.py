@@ -3,7 +3,6 @@ running process, verified, or preparing a command to start already bound."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,6 @@ from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import (
     InvalidInput,
     MissingError,
-    ParseError,
     PermissionDenied,
     ProblemsFound,
     UsageError,
@@ -63,19 +61,11 @@ def resolve_target(
 
 
 def read_plan_file(path: Path) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise MissingError(f"cannot read plan {path}: {e.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(
-            f"not JSON: {e.msg}",
-            source=str(path),
-            line=e.lineno,
-            hint="write it with `ascendtune plan --json > FILE`",
-        ) from None
+    """A plan written by `ascendtune plan --json`: a regular file, bounded, JSON (SPEC exit
+    codes: 3 absent, 4 unreadable, 5 not a plan)."""
+    from ascendtune.host.files import read_plan_json
+
+    return read_plan_json(str(path))
 
 
 # ---- a running process ----------------------------------------------------------------------

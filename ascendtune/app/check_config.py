@@ -171,16 +171,18 @@ def _root(sysroot: str | None) -> Root:
 
 
 def read_text_file(path: str, option: str) -> str:
-    """A file the user named (--file, --env-file, --hf-config), as text."""
-    from pathlib import Path
+    """A file the user named (--file, --env-file, --hf-config), as text: a regular file,
+    bounded (SPEC exit codes: 3 absent, 4 unreadable, 5 not text)."""
+    from ascendtune.host.files import read_user_file
 
-    p = Path(path)
-    try:
-        return p.read_text()
-    except FileNotFoundError:
-        raise MissingError(f"{option} {path} does not exist", "check the path") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"{option} {path} cannot be read: {e}") from None
+    return read_user_file(path, what=option)
+
+
+def read_stdin(what: str) -> str:
+    """The config from standard input, bounded."""
+    from ascendtune.host.files import read_stdin_text
+
+    return read_stdin_text(what)
 
 
 def _pid_argv(root: Root, pid: int) -> list[str]:

@@ -399,6 +399,8 @@ class _BindPidBody(TypedDict):
     converged: Annotated[bool, "a whole pass found every thread already on target"]
     rolled_back: Annotated[list[int], "threads put back after a failure"]
     restore_failed: Annotated[list[RestoreFailed], "threads that could not be put back"]
+    threads_exited: Annotated[int, "threads seen that ended while the process lived on"]
+    stopped: Annotated[bool, "the process is stopped (SIGSTOP): bound, it runs there once resumed"]
     process: Annotated[ProcessInfo | None, "who the process is (null: psutil cannot see it)"]
 
 

@@ -159,9 +159,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _stdin() -> str:
-    import sys
+    from ascendtune.app.check_config import read_stdin
 
-    return sys.stdin.read()
+    return read_stdin("CONFIG -")
 
 
 _STYLE = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}

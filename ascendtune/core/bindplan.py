@@ -195,6 +195,9 @@ class BindReport:
     restore_failed: tuple[ThreadFailure, ...] = ()
     dry_run: bool = False
     rows: tuple[ThreadRow, ...] = ()
+    # threads seen during the binding that had ended by the final re-read (the process lives on)
+    threads_exited: int = 0
+    stopped: bool = False  # the process was stopped (SIGSTOP): bound, it runs there once resumed
 
     @property
     def errno_names(self) -> frozenset[str]:
@@ -223,6 +226,8 @@ class BindReport:
             "converged": self.converged,
             "rolled_back": list(self.rolled_back),
             "restore_failed": [{"tid": f.tid, "error": f.error} for f in self.restore_failed],
+            "threads_exited": self.threads_exited,
+            "stopped": self.stopped,
         }
         if self.dry_run:
             doc["threads"] = [

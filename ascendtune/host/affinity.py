@@ -261,13 +261,15 @@ def bind_process(
     if first is None:
         raise MissingError(f"process {pid} exited before it could be bound")
     run = _Run(previous={}, failures={}, initial=frozenset(first))
+    seen: set[int] = set(first)
     passes = 0
     converged = False
     while passes < max(1, max_passes) and not run.fatal:
         passes += 1
         tids = first if passes == 1 else tasks.list_tids(pid)
         if tids is None:
-            raise MissingError(f"process {pid} exited while it was being bound")
+            raise MissingError(_exited_text(pid, run))
+        seen.update(tids)
         changed = 0
         for tid in _main_first(pid, tids):
             if tid in run.failures:
@@ -287,12 +289,16 @@ def bind_process(
     restore_failed: tuple[ThreadFailure, ...] = ()
     if run.fatal and not keep_partial:
         rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
-    total, bound, placed, off = _survey(pid, target, use, tasks, run)
-    if total == 0 or not tasks.alive(pid):
+    present: set[int] = set()
+    total, bound, placed, off = _survey(pid, target, use, tasks, run, present)
+    # liveness is judged AFTER the final re-read: a process killed before this point is never
+    # "verified", even when its last threads still showed their new masks
+    if total == 0 or not tasks.alive(pid) or process_dying(pid, tasks.proc):
         raise MissingError(
-            f"process {pid} exited while it was being bound: nothing left to verify",
+            _exited_text(pid, run),
             "start the worker again, then bind it (or launch it bound: ascendtune bind -- CMD)",
         )
+    exited = len(seen - present)
     failures = list(run.failures.values())
     if not run.fatal:
         # no error stopped us, yet threads are off target: the process fights back
@@ -305,6 +311,8 @@ def bind_process(
                         "(the process keeps changing it)",
                     )
                 )
+    # threads that ended while the process lives on are ordinary churn (worker pools come and
+    # go); a process that is itself exiting was refused above
     verified = not failures and not off and not run.fatal
     return BindReport(
         pid=pid,
@@ -320,7 +328,74 @@ def bind_process(
         roles_placed=placed,
         rolled_back=rolled_back,
         restore_failed=restore_failed,
+        threads_exited=exited,
+        stopped=process_stopped(pid, tasks.proc),
     )
+
+
+def _exited_text(pid: int, run: _Run) -> str:
+    done = len(run.previous)
+    return (
+        f"process {pid} exited while it was being bound: nothing left to verify "
+        f"({done} thread{'s' if done != 1 else ''} had been moved before it went)"
+    )
+
+
+def _stat_fields(pid: int, proc: str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first); None when gone,
+    [] when it cannot be read (then nothing can be told from it)."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as f:
+            raw = f.read(4096)
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return None
+    except OSError:
+        return []
+    return raw.rsplit(b")", 1)[-1].decode("ascii", "replace").split()
+
+
+PF_EXITING = 0x4  # task->flags bit set once a thread has started to exit
+SIGKILL_BIT = 1 << 8  # SIGKILL (9) in the SigPnd/ShdPnd masks
+
+
+def process_dying(pid: int, proc: str = PROC) -> bool:
+    """True when the process is gone, a zombie, already exiting, or has a SIGKILL pending.
+
+    kill(SIGKILL) returns once the signal is queued on every thread; /proc/PID/stat still says
+    "R" or "S" until the threads get to run, so the state alone lets a killed process pass as
+    alive. The kernel queues SIGKILL on each thread (SigPnd) and sets PF_EXITING once one takes
+    it: either shows the process is on its way out.
+    """
+    fields = _stat_fields(pid, proc)
+    if fields is None or (fields and fields[0] in ("Z", "X", "x")):
+        return True
+    try:
+        if int(fields[6]) & PF_EXITING:
+            return True
+    except (IndexError, ValueError):
+        pass
+    try:
+        with open(f"{proc}/{pid}/status", "rb") as f:
+            status = f.read(1 << 16).decode("ascii", "replace")
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return True
+    except OSError:
+        return False  # unreadable (hidepid, a policy): the other checks have spoken
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("SigPnd", "ShdPnd"):
+            try:
+                if int(value.strip(), 16) & SIGKILL_BIT:
+                    return True
+            except ValueError:
+                pass
+    return False
+
+
+def process_stopped(pid: int, proc: str = PROC) -> bool:
+    """True when the process is stopped (SIGSTOP, or under a tracer)."""
+    fields = _stat_fields(pid, proc)
+    return fields is not None and bool(fields) and fields[0] in ("T", "t")
 
 
 def _bind_one(
@@ -361,9 +436,15 @@ def _bind_one(
 
 
 def _survey(
-    pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run
+    pid: int,
+    target: BindTarget,
+    use: bool,
+    tasks: Tasks,
+    run: _Run,
+    present: set[int] | None = None,
 ) -> tuple[int, int, dict[str, tuple[int, ...]], list[tuple[int, CpuSet]]]:
-    """Re-read every thread: (total, on target, role threads placed, [(tid, mask) off target])."""
+    """Re-read every thread: (total, on target, role threads placed, [(tid, mask) off target]);
+    the threads read are added to `present`."""
     tids = tasks.list_tids(pid) or []
     total = bound = 0
     placed: dict[str, list[int]] = {}
@@ -376,6 +457,8 @@ def _survey(
         cur = tasks.get(tid)
         if cur is None:
             continue
+        if present is not None:
+            present.add(tid)
         total += 1
         if cur == want:
             bound += 1

@@ -58,7 +58,19 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
     if not online:
         raise InvalidInput(f"{root.describe()}: {CPU_DIR}/online lists no CPU")
     # `possible` often lists hotplug slots that never come online: offline means present - online
-    present = (_cpulist_file(root, f"{CPU_DIR}/present") or frozenset()) | online
+    present_file = _cpulist_file(root, f"{CPU_DIR}/present")
+    possible = _cpulist_file(root, f"{CPU_DIR}/possible")
+    if possible:
+        # the kernel never has a CPU outside `possible`: such a host was edited or garbled
+        for name, listed in (("online", online), ("present", present_file or frozenset())):
+            outside = listed - possible
+            if outside:
+                raise InvalidInput(
+                    f"{root.describe()}: {CPU_DIR}/{name} lists CPUs {format_cpulist(outside)} "
+                    f"outside {CPU_DIR}/possible ({format_cpulist(possible)})",
+                    "the CPU files contradict each other; capture the host again",
+                )
+    present = (present_file or frozenset()) | online
     cpus: dict[int, Cpu] = {}
     for c in sorted(online):
         base = f"{CPU_DIR}/cpu{c}/topology/"
@@ -114,22 +126,68 @@ def _int(text: str | None, default: int) -> int:
 _MEM = re.compile(r"Node\s+\d+\s+MemTotal:\s+(\d+)\s*kB")
 
 
-def read_nodes(root: Root, online: CpuSet) -> tuple[NumaNode, ...]:
+def read_nodes(root: Root, online: CpuSet, notes: list[str] | None = None) -> tuple[NumaNode, ...]:
+    """The NUMA nodes; contradictions (a CPU on two nodes, a CPU the host does not have) are
+    InvalidInput. Where the node view cannot be read, one node 0 holding every CPU is assumed
+    and a note in `notes` says it is a guess."""
+    entries = root.listdir(NODE_DIR)
+    if entries is None:
+        if notes is not None and "node" in (root.listdir(NODE_DIR.rsplit("/", 1)[0]) or []):
+            notes.append(
+                f"{NODE_DIR} cannot be read: the NUMA nodes are unknown, and every CPU is "
+                "shown on one node 0 as a guess"
+            )
+        return (NumaNode(id=0, cpus=online, mem_mib=None, guessed=True),)
+    possible = _cpulist_file(root, f"{CPU_DIR}/possible")
+    present = _cpulist_file(root, f"{CPU_DIR}/present")
+    # without possible/present an offline CPU cannot be told from one that does not exist
+    known = (
+        None
+        if possible is None and present is None
+        else (possible or frozenset()) | (present or frozenset()) | online
+    )
     nodes: list[NumaNode] = []
-    for entry in root.listdir(NODE_DIR) or []:
+    owner: dict[int, int] = {}
+    for entry in entries:
         m = re.fullmatch(r"node(\d+)", entry)
         if not m:
             continue
         nid = int(m.group(1))
-        cpus = _cpulist_file(root, f"{NODE_DIR}/{entry}/cpulist") or frozenset()
+        listed = _cpulist_file(root, f"{NODE_DIR}/{entry}/cpulist")
+        if listed is None:
+            if notes is not None and root.listdir(f"{NODE_DIR}/{entry}") is None:
+                notes.append(f"{NODE_DIR}/{entry} cannot be read: its CPUs are unknown")
+            listed = frozenset()
+        unknown = listed - known if known is not None else frozenset()
+        if unknown and known is not None:
+            raise InvalidInput(
+                f"{root.describe()}: {NODE_DIR}/{entry}/cpulist names CPUs "
+                f"{format_cpulist(unknown)} this host does not have "
+                f"(CPUs possible: {format_cpulist(known)})",
+                "the NUMA map contradicts the CPU list; capture the host again",
+            )
+        shared = sorted(c for c in listed if c in owner)
+        if shared:
+            other = owner[shared[0]]
+            both = frozenset(c for c in shared if owner[c] == other)
+            raise InvalidInput(
+                f"{root.describe()}: node{other} and node{nid} both list CPUs "
+                f"{format_cpulist(both)}: a CPU belongs to one NUMA node",
+                "the NUMA map contradicts itself; capture the host again",
+            )
+        owner.update(dict.fromkeys(listed, nid))
         meminfo = root.read_text(f"{NODE_DIR}/{entry}/meminfo")
         mem_mib: int | None = None
         if meminfo is not None:
             mm = _MEM.search(meminfo)
             if mm:
                 mem_mib = int(mm.group(1)) // 1024
-        nodes.append(NumaNode(id=nid, cpus=cpus & online, mem_mib=mem_mib))
+        nodes.append(NumaNode(id=nid, cpus=listed & online, mem_mib=mem_mib))
     if not nodes:
+        if notes is not None and entries:
+            notes.append(
+                f"{NODE_DIR} holds no nodeN folder: every CPU is shown on node 0 as a guess"
+            )
         return (NumaNode(id=0, cpus=online, mem_mib=None, guessed=True),)
     return tuple(sorted(nodes, key=lambda n: n.id))
 
@@ -293,8 +351,9 @@ def _read_vendor(
 
 
 def read_host(root: Root) -> Host:
+    notes: list[str] = []
     online, present, cpus = read_cpus(root)
-    nodes = read_nodes(root, online)
+    nodes = read_nodes(root, online, notes)
     node_of = {c: n.id for n in nodes for c in n.cpus}
     cpus = {
         c: Cpu(
@@ -309,7 +368,6 @@ def read_host(root: Root) -> Host:
     }
     allowed, mems, from_status, cgroup = read_allowed(root, online, present)
     meta = read_meta(root)
-    notes: list[str] = []
     pci_devices = read_pci(root)
 
     tools = _Tools(root, notes)

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import secrets
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from ascendtune import __version__
 from ascendtune.core import vendors
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.model import Soc
-from ascendtune.core.redact import redact_args
+from ascendtune.core.redact import redact_args, redact_environ
 from ascendtune.host import pci, reader
 from ascendtune.host.sysroot import MemRoot, Root, command_file, error_file
 
@@ -50,7 +51,7 @@ class Capture:
         if text is None:
             self.missing.append(rel)
         else:
-            self.files[rel] = text
+            self.files[rel] = redact_file(rel, text)
 
     def take_link(self, root: Root, rel: str) -> None:
         target = root.readlink(rel)
@@ -136,7 +137,13 @@ def capture(root: Root) -> Capture:
         else:
             text = root.read_text(rel)
             if text is not None:
-                cap.files[rel] = redact_cmdline(text) if rel.endswith("/cmdline") else text
+                cap.files[rel] = redact_file(rel, text)
+            if rel.endswith("/cmdline"):
+                # a worker's environment, secrets masked: `check-config --pid` replays it
+                env_rel = rel[: -len("cmdline")] + "environ"
+                env = root.read_text(env_rel)
+                if env is not None:
+                    cap.files[env_rel] = redact_environ(env)
     meta = _meta(root)
     if root.live and host is not None and host.npus and host.soc is Soc.UNKNOWN:
         # names do not tell the family: keep torch_npu's answer so the replay plans the same
@@ -172,6 +179,15 @@ def _meta(root: Root) -> dict[str, object]:
     }
 
 
+def redact_file(rel: str, text: str) -> str:
+    """What of a /proc file goes into a snapshot: command lines and environments masked."""
+    if rel.endswith("/cmdline"):
+        return redact_cmdline(text)
+    if rel.endswith("/environ"):
+        return redact_environ(text)
+    return text
+
+
 def redact_cmdline(raw: str) -> str:
     """Mask values of secret-looking flags (`--api-key X`, `--hf-token=X`) in a NUL-separated cmdline."""
     return "\0".join(redact_args(raw.split("\0")))
@@ -181,34 +197,126 @@ def is_archive(dest: str) -> bool:
     return dest.endswith((".tar.gz", ".tgz", ".tar"))
 
 
-def write(cap: Capture, dest: str) -> Path:
-    """Write a capture as a folder, or as a tar archive when dest ends in .tar.gz/.tgz/.tar."""
+def write(cap: Capture, dest: str, *, force: bool = False) -> Path:
+    """Write a capture as a folder, or as a tar archive when dest ends in .tar.gz/.tgz/.tar.
+
+    Atomic and private: everything goes to a temporary name beside dest (files 0600, folders
+    0700), is read back as a sysroot, and only then renamed onto dest; a failure leaves nothing
+    behind. An existing dest (a file, or a folder that is not empty) needs force.
+    """
     path = Path(dest)
+    tmp: Path | None = None
     try:
+        if not force:
+            _refuse_existing(path, dest)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         if is_archive(dest):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(archive_bytes(cap, gzip=not dest.endswith(".tar")))
-            return path
-        if path.exists() and any(path.iterdir()):
-            raise InvalidInput(
-                f"{dest} exists and is not empty", "give a new folder, or DIR.tar.gz"
-            )
-        for rel, text in sorted(cap.files.items()):
-            p = path / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8")
-        for rel, target in sorted(cap.links.items()):
-            p = path / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if not p.is_symlink():
-                p.symlink_to(target)
+            _write_private(tmp, archive_bytes(cap, gzip=not dest.endswith(".tar")))
+        else:
+            _write_folder(cap, tmp)
+        _read_back(tmp, dest)
+        _put_in_place(tmp, path, force)
+        tmp = None
     except PermissionError as e:
         raise PermissionDenied(f"cannot write {e.filename or dest}: permission denied") from None
     except FileNotFoundError as e:
         raise MissingError(f"cannot write {e.filename or dest}: no such folder") from None
     except OSError as e:  # a file where a folder should be, a full disk, a read-only mount
         raise InvalidInput(f"cannot write {e.filename or dest}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            _remove(tmp)
     return path
+
+
+def _refuse_existing(path: Path, dest: str) -> None:
+    if path.is_dir() and not path.is_symlink():
+        if any(path.iterdir()):
+            raise InvalidInput(
+                f"{dest} exists and is not empty", "give a new folder, DIR.tar.gz, or --force"
+            )
+    elif path.exists() or path.is_symlink():
+        raise InvalidInput(f"{dest} exists", "give a new name, or --force to replace it")
+
+
+def _write_private(p: Path, data: bytes) -> None:
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_folder(cap: Capture, base: Path) -> None:
+    os.mkdir(base, 0o700)
+    for rel, text in sorted(cap.files.items()):
+        p = base / rel
+        _mkdirs(base, p.parent)
+        _write_private(p, text.encode("utf-8", errors="surrogateescape"))
+    for rel, target in sorted(cap.links.items()):
+        p = base / rel
+        _mkdirs(base, p.parent)
+        if not p.is_symlink():
+            p.symlink_to(target)
+
+
+def _mkdirs(base: Path, folder: Path) -> None:
+    todo: list[Path] = []
+    while folder != base and not folder.is_dir():
+        todo.append(folder)
+        folder = folder.parent
+    for d in reversed(todo):
+        os.mkdir(d, 0o700)
+
+
+def _read_back(tmp: Path, dest: str) -> None:
+    """A snapshot that does not replay is worse than none: read it as the user will."""
+    from ascendtune.core.errors import AscendtuneError
+    from ascendtune.host.sysroot import open_root
+
+    try:
+        reader.read_host(open_root(str(tmp)))
+    except AscendtuneError as e:
+        raise type(e)(
+            f"{dest} was not written: it does not read back: {e.message}", e.hint
+        ) from None
+
+
+def _put_in_place(tmp: Path, path: Path, force: bool) -> None:
+    if not force:
+        if tmp.is_dir():
+            os.rename(tmp, path)  # onto nothing or an empty folder; ENOTEMPTY otherwise
+        else:
+            os.link(tmp, path)  # EEXIST if a file appeared meanwhile: never clobber
+            os.unlink(tmp)
+        return
+    if path.is_dir() and not path.is_symlink():
+        old = path.parent / f".{path.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        os.rename(path, old)
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            os.rename(old, path)
+            raise
+        _remove(old)
+    else:
+        os.replace(tmp, path)
+
+
+def _remove(p: Path) -> None:
+    import shutil
+
+    try:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    except OSError:
+        pass
 
 
 def archive_bytes(cap: Capture, *, gzip: bool = True) -> bytes:
@@ -227,7 +335,7 @@ def archive_bytes(cap: Capture, *, gzip: bool = True) -> bytes:
             else:
                 data = cap.files[rel].encode()
                 info.size = len(data)
-                info.mode = 0o644
+                info.mode = 0o600
                 tar.addfile(info, io.BytesIO(data))
     if not gzip:
         return raw.getvalue()

@@ -10,12 +10,23 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import stat
 import tarfile
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.host import runner
+
+# Bounds on what a captured host may make us read (README "Limits"). No real sysfs or proc file,
+# nor any tool output we parse, comes near them; a captured host is someone else's input.
+MAX_FILE_BYTES = 8 << 20
+MAX_ARCHIVE_BYTES = 64 << 20  # inflated, all members together (also the cap on the .tar.gz)
+MAX_ARCHIVE_MEMBERS = 200_000
+MAX_LINK_HOPS = 40  # what the kernel allows before ELOOP
+MAX_ERROR_CHARS = 300  # of a tool's error line kept (a tool may print megabytes to stderr)
 
 
 @dataclass(frozen=True)
@@ -65,24 +76,143 @@ class Root:
         if text is not None:
             return CommandOutput(text, True)
         err = self.read_text(error_file(argv))
-        return None if err is None else CommandOutput("", False, err.strip() or "failed")
+        if err is None:
+            return None
+        lines = err.strip().splitlines()
+        return CommandOutput("", False, lines[0][:MAX_ERROR_CHARS] if lines else "failed")
 
     def describe(self) -> str:
         return self.label
 
 
 class DirRoot(Root):
+    """The live `/`, or a captured host in a folder: a closed world.
+
+    A captured folder is read component by component through directory descriptors
+    (openat-style, O_NOFOLLOW), and every symlink in it is resolved relative to the folder as if
+    it were `/` (a link to /etc/shadow means DIR/etc/shadow), so no read leaves it. Only regular
+    files are opened (never a FIFO or a device), each read is bounded by MAX_FILE_BYTES.
+    """
+
+    tool_budget_s = runner.DEFAULT_TIMEOUT_S  # shared by all tool runs through this root
+
     def __init__(self, path: str | os.PathLike[str], *, live: bool = False) -> None:
         self.path = Path(path)
         self.live = live
         self.label = "/" if live else str(path)
+        self._deadline: runner.Deadline | None = None
 
     def _p(self, rel: str) -> Path:
         return self.path / rel.lstrip("/")
 
-    def read_text(self, rel: str) -> str | None:
+    # -- the closed-world walk ------------------------------------------------------------
+
+    def _walk(self, rel: str, *, last: str) -> int | None:
+        """A descriptor for rel resolved inside the root; None when absent.
+
+        last: "file" opens the final component for reading (regular files only), "dir" as a
+        directory, "parent" returns the folder holding the final component (for readlink) and
+        leaves the name unresolved. The caller closes the descriptor.
+        """
+        parts: deque[str] = deque(p for p in rel.split("/") if p not in ("", "."))
+        final = ""
+        if last == "parent":
+            if not parts or parts[-1] == "..":
+                return None
+            final = parts.pop()
+        stack = [os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+        hops = 0
         try:
-            return self._p(rel).read_text(errors="replace")
+            while parts:
+                name = parts.popleft()
+                if name == "..":
+                    if len(stack) > 1:  # never above the root: /.. is /
+                        os.close(stack.pop())
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                except (FileNotFoundError, NotADirectoryError):
+                    return None
+                if stat.S_ISLNK(st.st_mode):
+                    hops += 1
+                    if hops > MAX_LINK_HOPS:
+                        raise InvalidInput(
+                            f"{self._p(rel)}: too many levels of symbolic links (a link loop)",
+                            "a sysroot from `ascendtune snapshot` has no link loops",
+                        )
+                    target = os.readlink(name, dir_fd=stack[-1])
+                    if target.startswith("/"):
+                        while len(stack) > 1:
+                            os.close(stack.pop())
+                    parts.extendleft(reversed([p for p in target.split("/") if p not in ("", ".")]))
+                    continue
+                if parts or last != "file":
+                    if not stat.S_ISDIR(st.st_mode):
+                        return None
+                    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+                    stack.append(os.open(name, flags, dir_fd=stack[-1]))
+                    continue
+                self._refuse_special(rel, st.st_mode)
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+                return os.open(name, flags, dir_fd=stack[-1])
+            if last == "file":
+                return None  # rel named the root itself, or ended on a folder
+            if last == "parent":
+                if not final:
+                    return None
+                # the final component exists as an entry of this folder (a link or not)
+                os.stat(final, dir_fd=stack[-1], follow_symlinks=False)
+            return stack.pop()
+        except OSError as e:
+            if isinstance(e, FileNotFoundError | NotADirectoryError):
+                return None
+            if isinstance(e, PermissionError):
+                raise
+            # ELOOP from O_NOFOLLOW: the entry was swapped for a link under us
+            return None
+        finally:
+            for fd in stack:
+                os.close(fd)
+
+    def _refuse_special(self, rel: str, mode: int) -> None:
+        if stat.S_ISREG(mode):
+            return
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a folder"
+            if stat.S_ISDIR(mode)
+            else "not a regular file"
+        )
+        raise InvalidInput(
+            f"{self._p(rel)} is {kind}: a sysroot holds regular files only",
+            "give a folder or .tar.gz written by `ascendtune snapshot`",
+        )
+
+    def _open_live(self, rel: str) -> int:
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        return os.open(self._p(rel), flags)
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        """The bytes of a regular file, at most MAX_FILE_BYTES; None when absent."""
+        try:
+            fd = self._open_live(rel) if self.live else self._walk(rel, last="file")
+            if fd is None:
+                return None
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    if self.live:
+                        return None  # live /sys and /proc attributes are regular files
+                    self._refuse_special(rel, st.st_mode)
+                os.set_blocking(fd, True)
+                return read_capped(fd, MAX_FILE_BYTES, str(self._p(rel)))
+            finally:
+                os.close(fd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except PermissionError:
@@ -96,15 +226,35 @@ class DirRoot(Root):
             # sysfs files that refuse a read (EINVAL, EIO) are as good as absent
             return None
 
+    def read_text(self, rel: str) -> str | None:
+        data = self.read_bytes(rel)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
     def listdir(self, rel: str) -> list[str] | None:
         try:
-            return sorted(os.listdir(self._p(rel)))
+            if self.live:
+                return sorted(os.listdir(self._p(rel)))
+            fd = self._walk(rel, last="dir")
+            if fd is None:
+                return None
+            try:
+                return sorted(os.listdir(fd))
+            finally:
+                os.close(fd)
         except OSError:
             return None
 
     def readlink(self, rel: str) -> str | None:
         try:
-            return os.readlink(self._p(rel))
+            if self.live:
+                return os.readlink(self._p(rel))
+            fd = self._walk(rel, last="parent")
+            if fd is None:
+                return None
+            try:
+                return os.readlink(rel.rstrip("/").rsplit("/", 1)[-1], dir_fd=fd)
+            finally:
+                os.close(fd)
         except OSError:
             return None
 
@@ -114,8 +264,11 @@ class DirRoot(Root):
         exe = runner.which(argv[0], fallbacks)
         if exe is None:
             return None
+        if self._deadline is None:
+            # one budget for every tool this command runs: two hanging tools cost one timeout
+            self._deadline = runner.Deadline(self.tool_budget_s)
         try:
-            done = runner.run([exe, *argv[1:]])
+            done = runner.run([exe, *argv[1:]], deadline=self._deadline)
         except FileNotFoundError:
             return None
         except runner.CommandTimeout as e:
@@ -124,7 +277,7 @@ class DirRoot(Root):
             return CommandOutput("", False, str(e))
         if done.returncode != 0:
             err = (done.stderr.strip() or done.stdout.strip()).splitlines()
-            msg = err[0] if err else f"exit status {done.returncode}"
+            msg = err[0][:MAX_ERROR_CHARS] if err else f"exit status {done.returncode}"
             return CommandOutput(done.stdout, False, f"{' '.join(argv)}: {msg}")
         return CommandOutput(done.stdout, True)
 
@@ -170,44 +323,122 @@ def _strip_top(names: list[str]) -> str:
     return ""
 
 
-def open_archive(data: bytes, label: str) -> MemRoot:
-    if data[:2] == b"\x1f\x8b":
-        # inflate once up front: tarfile seeking through a gzip stream costs a third more
-        import gzip
-        import zlib
+def read_capped(fd: int, cap: int, label: str) -> bytes:
+    """Read fd to its end, refusing (InvalidInput) past cap bytes; never more than cap+1 in memory."""
+    chunks: list[bytes] = []
+    got = 0
+    while True:
+        chunk = os.read(fd, min(1 << 20, cap + 1 - got))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        got += len(chunk)
+        if got > cap:
+            raise InvalidInput(f"{label} is larger than the {_mib(cap)} limit on one file")
 
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise InvalidInput(f"{label} is not a readable gzip archive: {e}") from None
-    try:
-        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 (closed below)
-    except (tarfile.TarError, EOFError, OSError):
-        raise InvalidInput(
-            f"{label} is neither a folder nor a readable .tar/.tar.gz archive",
-            "give a sysroot written by `ascendtune snapshot`",
-        ) from None
+
+def _mib(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+class _Inflated(io.RawIOBase):
+    """A stream that refuses (InvalidInput) once more than `cap` bytes have come out of it."""
+
+    def __init__(self, inner: IO[bytes], cap: int, label: str) -> None:
+        self.inner = inner
+        self.cap = cap
+        self.label = label
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.inner.read(len(b))
+        self.count += len(data)
+        if self.count > self.cap:
+            raise InvalidInput(
+                f"{self.label} inflates past the {_mib(self.cap)} limit on an archive",
+                "a sysroot from `ascendtune snapshot` is a few MiB",
+            )
+        b[: len(data)] = data
+        return len(data)
+
+
+def open_archive(data: bytes, label: str) -> MemRoot:
+    """Read a sysroot archive member by member, bounded in inflated bytes and member count."""
+    import gzip
+    import zlib
+
+    stream: IO[bytes] = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+    counted = io.BufferedReader(_Inflated(stream, MAX_ARCHIVE_BYTES, label), 1 << 16)
     files: dict[str, str] = {}
     links: dict[str, str] = {}
-    with tar:
-        try:
-            members = tar.getmembers()
-        except (tarfile.TarError, EOFError, OSError) as e:
-            raise InvalidInput(f"{label} is a damaged archive: {str(e).splitlines()[0]}") from None
-        prefix = _strip_top([m.name.lstrip("./") for m in members])
-        for m in members:
-            name = m.name.lstrip("./")
-            if prefix:
-                name = name[len(prefix) :]
-            if not name or name.startswith("/") or ".." in name.split("/"):
-                continue
-            if m.issym():
-                links[name] = m.linkname
-            elif m.isfile():
-                f = tar.extractfile(m)
-                if f is not None:
-                    files[name] = f.read().decode("utf-8", errors="replace")
+    names: list[str] = []
+    try:
+        # a stream ("r|"): one pass, nothing held but the members kept
+        with tarfile.open(fileobj=counted, mode="r|") as tar:
+            for m in tar:
+                if len(names) >= MAX_ARCHIVE_MEMBERS:
+                    raise InvalidInput(
+                        f"{label} holds more than {MAX_ARCHIVE_MEMBERS} members (the limit)",
+                        "a sysroot from `ascendtune snapshot` holds a few thousand",
+                    )
+                name = m.name.lstrip("./")
+                names.append(name)
+                if not name or name.startswith("/") or ".." in name.split("/"):
+                    continue
+                if m.issym():
+                    links[name] = m.linkname
+                elif m.isfile():
+                    if m.size > MAX_FILE_BYTES:
+                        raise InvalidInput(
+                            f"{label}: member {name} is larger than the "
+                            f"{_mib(MAX_FILE_BYTES)} limit on one file"
+                        )
+                    f = tar.extractfile(m)
+                    if f is not None:
+                        files[name] = f.read().decode("utf-8", errors="replace")
+    except InvalidInput:
+        raise
+    except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        if not names:
+            raise InvalidInput(
+                f"{label} is neither a folder nor a readable .tar/.tar.gz archive ({first})",
+                "give a sysroot written by `ascendtune snapshot`",
+            ) from None
+        raise InvalidInput(f"{label} is a damaged archive: {first}") from None
+    prefix = _strip_top(names)
+    if prefix:
+        files = {k[len(prefix) :]: v for k, v in files.items() if k.startswith(prefix)}
+        links = {k[len(prefix) :]: v for k, v in links.items() if k.startswith(prefix)}
+        files.pop("", None)
+        links.pop("", None)
     return MemRoot(files, links, label=label)
+
+
+def read_archive_file(p: Path) -> bytes:
+    """The bytes of an archive given as --sysroot: a regular file, at most MAX_ARCHIVE_BYTES."""
+    from ascendtune.host.files import read_user_file
+
+    return read_user_file(str(p), what="sysroot archive", cap=MAX_ARCHIVE_BYTES, binary=True)
+
+
+_TOP_LEVEL = ("sys", "proc", "commands", "meta.json", "etc")
+
+
+def _not_empty(root: Root, sysroot: str) -> Root:
+    """An empty folder (or archive) is no captured host: every command would guess from nothing."""
+    top = set(root.listdir(".") or [])
+    if not top.intersection(_TOP_LEVEL):
+        raise MissingError(
+            f"sysroot {sysroot} holds no captured host (none of sys/, proc/, commands/, meta.json)",
+            "give a folder or .tar.gz written by `ascendtune snapshot`",
+        )
+    return root
 
 
 def open_root(sysroot: str | None) -> Root:
@@ -216,9 +447,9 @@ def open_root(sysroot: str | None) -> Root:
         return DirRoot("/", live=True)
     p = Path(sysroot)
     if p.is_dir():
-        return DirRoot(p)
-    if p.is_file():
-        return open_archive(p.read_bytes(), str(p))
+        return _not_empty(DirRoot(p), sysroot)
+    if p.exists():
+        return _not_empty(open_archive(read_archive_file(p), str(p)), sysroot)
     raise MissingError(
         f"sysroot {sysroot} does not exist",
         "give a folder or .tar.gz written by `ascendtune snapshot`",

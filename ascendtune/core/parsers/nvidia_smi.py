@@ -12,6 +12,11 @@ Decisions worth knowing:
   `TopoMDetails.missing_rows` tells the caller what was lost.
 - The table ends at the first blank or non-row line; a GPU/NIC row that shows up after that is
   an error (a line was garbled in the middle of the table), not silently dropped.
+- Terminal escape sequences are stripped first (current drivers underline the header with
+  ESC[4m ... ESC[0m).
+- Cells that ran together (hosts with 16 NICs print `PXBNODE`, `SYSSYS`; the last link cell can
+  run into CPU Affinity, `PHB0-115`) are split on the link codes of the Legend (and the built-in
+  ones) when exactly one split exists; otherwise the row is refused, named.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.errors import ParseError
 from ascendtune.core.model import TopoMatrix
+from ascendtune.core.text import strip_ansi
 
 SOURCE = "nvidia-smi topo -m"
 
@@ -40,6 +46,10 @@ _NODE_LIST = re.compile(r"[0-9]{1,6}(?:[-,][0-9]{1,6})+")
 # such word so a new one does not break the parse.
 _LINK = re.compile(r"[A-Za-z][A-Za-z0-9#/_+-]{0,15}")
 _LEGEND_ENTRY = re.compile(r"(\S+):\s*(\S+)")
+_LEGEND_CODE = re.compile(r"\s*([A-Z][A-Z0-9#]{0,7})\s+=\s")
+_BUILTIN_CODES = frozenset({"X", "SYS", "NODE", "PHB", "PXB", "PIX", "SOC", "C2C", "NV#"})
+_NVLINK = re.compile(r"NV[0-9]{1,3}")
+_CPULIST_TAIL = re.compile(r"[0-9][0-9,-]*")
 _NOT_AVAILABLE = frozenset({"", "N/A"})
 
 # Messages nvidia-smi prints instead of a table, and what to do about each.
@@ -73,6 +83,7 @@ class _Header:
     line: int
     columns: tuple[str, ...]  # link columns in order: GPUn, then NICs (NIC0 or mlx5_0 names)
     trailing: tuple[str, ...]  # CPU Affinity, NUMA Affinity, GPU NUMA ID (those present)
+    codes: frozenset[str] = _BUILTIN_CODES  # link codes: the built-in ones and the Legend's
 
 
 @dataclass(frozen=True)
@@ -172,11 +183,78 @@ def _space_trailing(tokens: list[str], names: tuple[str, ...], no: int) -> list[
     return [*[""] * (len(names) - len(tokens)), *tokens]
 
 
+def _known(cell: str, codes: frozenset[str]) -> bool:
+    return cell in codes or ("NV#" in codes and _NVLINK.fullmatch(cell) is not None)
+
+
+def _splits(cell: str, codes: frozenset[str], tail: bool) -> list[list[str]]:
+    """Every way to read cell as link codes run together (and, when tail, a cpulist after)."""
+    memo: dict[int, list[list[str]]] = {}
+
+    def at(i: int) -> list[list[str]]:
+        if i == len(cell):
+            return [[]]
+        if i in memo:
+            return memo[i]
+        out: list[list[str]] = []
+        if tail and i > 0 and _CPULIST_TAIL.fullmatch(cell, i):
+            try:
+                parse_cpulist(cell[i:], source="")
+                out.append([cell[i:]])
+            except ParseError:
+                pass
+        for j in range(i + 1, min(len(cell), i + 8) + 1):
+            head = cell[i:j]
+            if _known(head, codes):
+                out += [[head, *rest] for rest in at(j)]
+        memo[i] = out[:3]  # two are enough to call it ambiguous
+        return memo[i]
+
+    return at(0)
+
+
+def _unglue(label: str, cells: list[str], n: int, codes: frozenset[str], no: int) -> list[str]:
+    """The cells after the label with link cells that ran together split apart."""
+    if all(_known(c, codes) for c in cells[:n]) and len(cells) >= n:
+        return cells
+    out: list[str] = []
+    for i, cell in enumerate(cells):
+        if len(out) >= n:
+            return out + cells[i:]
+        if _known(cell, codes) or not cell:
+            out.append(cell)  # an empty cell is refused below, as before
+            continue
+        ways = _splits(cell, codes, tail=True)
+        # a cpulist tail is only possible on the last link cell
+        ways = [w for w in ways if len(out) + len([p for p in w if _known(p, codes)]) <= n]
+        ways = [w for w in ways if _known(w[-1], codes) or len(out) + len(w) - 1 == n]
+        if len(ways) == 1 and len(ways[0]) > 1:
+            out += ways[0]
+        elif len(ways) > 1:
+            raise _fail(
+                f"row {label}: cell {cell!r} splits into link types more than one way "
+                f"({' + '.join(ways[0])} or {' + '.join(ways[1])})",
+                no,
+                hint="cells ran together; print it with `nvidia-smi topo -m` on a wider terminal",
+            )
+        elif re.search(r"[0-9][-,][0-9]", cell):
+            raise _fail(
+                f"row {label}: cell {cell!r} is neither a link type nor link types run together",
+                no,
+                hint="a link cell ran into CPU Affinity",
+            )
+        else:
+            out.append(cell)  # a link word this parser does not know yet
+    return out
+
+
 def _parse_row(no: int, line: str, header: _Header) -> _Row:
     body = line.lstrip(" \t")
     n = len(header.columns)
     tabs = "\t" in body
     cells = [c.strip() for c in body.split("\t")] if tabs else body.split()
+    if cells[0] in header.columns:
+        cells = [cells[0], *_unglue(cells[0], cells[1:], n, header.codes, no)]
     label, links, rest = cells[0], cells[1 : 1 + n], cells[1 + n :]
     if label not in header.columns:
         raise _fail(f"row label {label!r} is not a column of the header", no)
@@ -227,11 +305,28 @@ def _nic_legend(lines: list[tuple[int, str]]) -> dict[str, str]:
     return legend
 
 
+def _legend_codes(lines: list[tuple[int, str]]) -> frozenset[str]:
+    """The link codes the `Legend:` block names (X, SYS, NODE, ..., NV#), with the built-in ones."""
+    codes = set(_BUILTIN_CODES)
+    inside = False
+    for _, line in lines:
+        if line.strip() == "Legend:":
+            inside = True
+        elif inside and line.strip():
+            m = _LEGEND_CODE.match(line)
+            if not m:
+                break
+            codes.add(m.group(1))
+    return frozenset(codes)
+
+
 def parse_topo_m_details(text: str) -> TopoMDetails:
     """Parse `nvidia-smi topo -m` with everything it says (GPU NUMA ID, GPU-NIC links)."""
+    text = strip_ansi(text)
     lines = list(_numbered_lines(text))
     start = _find_header(lines, text)
     header = _parse_header(*lines[start])
+    header = _Header(header.line, header.columns, header.trailing, _legend_codes(lines[start:]))
     labels = set(header.columns)
 
     rows: dict[str, _Row] = {}

@@ -6,25 +6,24 @@ separated from /proc/PID/cmdline), an env file, and a model's Hugging Face confi
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ascendtune.core.errors import InvalidInput, UsageError
 from ascendtune.core.model import Soc, soc_of_name
+from ascendtune.core.text import loads_bounded
 from ascendtune.core.vllm_config.model import KV_ROLES, ModelFacts
 
 
 def parse_config(text: str, source: str) -> dict[str, Any]:
     """The additional-config JSON object; InvalidInput (one line, with line and column) if not."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(
-            f"{source} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
-            "JSON wants double quotes and no trailing commas; on a shell, wrap it in '...'",
-        ) from None
+    doc = loads_bounded(
+        text,
+        source=source,
+        hint="JSON wants double quotes and no trailing commas; on a shell, wrap it in '...'",
+    )
+    _check_key_count(doc, source)
     if not isinstance(doc, dict):
         kind = "an array" if isinstance(doc, list) else f"a {type(doc).__name__}"
         raise InvalidInput(
@@ -32,6 +31,28 @@ def parse_config(text: str, source: str) -> dict[str, Any]:
             "the additional config is an object: '{\"key\": value, ...}'",
         )
     return doc
+
+
+# A real additional-config has tens of keys; a bound keeps the checker (and its did-you-mean
+# over the known keys, per unknown key) linear and quick on any input.
+MAX_CONFIG_KEYS = 1000
+
+
+def _check_key_count(doc: Any, source: str) -> None:
+    count = 0
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            count += len(v)
+            if count > MAX_CONFIG_KEYS:
+                raise InvalidInput(
+                    f"{source} has more than {MAX_CONFIG_KEYS} keys (the limit)",
+                    "an additional config holds tens of keys",
+                )
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
 
 
 @dataclass(frozen=True)
@@ -137,12 +158,22 @@ def parse_cmdline(argv: list[str], source: str) -> Cmdline:
     return Cmdline(**values)
 
 
+# vLLM refuses sizes below 1; far above, no deployment exists (and int() stays cheap)
+_INT_RANGE = (1, 1 << 24)
+
+
 def _flag_value(name: str, kind: str, raw: str, source: str) -> Any:
     if kind == "int":
         try:
-            return int(raw)
+            value = int(raw) if len(raw) <= 20 else None
         except ValueError:
-            raise InvalidInput(f"{source}: {name} {raw!r} is not an integer") from None
+            value = None
+        if value is None:
+            raise InvalidInput(f"{source}: {name} {raw[:40]!r} is not an integer")
+        lo, hi = _INT_RANGE
+        if not lo <= value <= hi:
+            raise InvalidInput(f"{source}: {name} {value} is out of range ({lo} to {hi})")
+        return value
     if kind == "kv":
         doc = _json_arg(name, raw, source)
         role = doc.get("kv_role") if isinstance(doc, dict) else None
@@ -155,12 +186,7 @@ def _flag_value(name: str, kind: str, raw: str, source: str) -> Any:
 
 
 def _json_arg(name: str, raw: str, source: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(
-            f"{source}: {name} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
+    return loads_bounded(raw, source=f"{source}: {name}")
 
 
 def parse_env_file(text: str) -> dict[str, str]:
@@ -230,12 +256,7 @@ def model_facts(doc: dict[str, Any]) -> ModelFacts:
 
 
 def parse_hf_config(text: str, source: str) -> ModelFacts:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInput(
-            f"{source} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
+    doc = loads_bounded(text, source=source)
     if not isinstance(doc, dict):
         raise InvalidInput(f"{source} is not a JSON object", "give the model's config.json")
     return model_facts(doc)
