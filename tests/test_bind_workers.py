@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -468,3 +469,38 @@ def test_show_groups_the_masks_and_compares_with_a_plan(server: Server, tmp_path
     assert {frozenset(os.sched_getaffinity(t)) for t in tids(w.pid)} == {BOTH}, "a read only"
     res = runner.invoke(app, ["bind", "--pid", str(w.pid), "--show", "--cpus", "0-1"])
     assert res.exit_code == 0 and "0 off --cpus" in res.stdout
+
+
+def test_watch_stops_on_sigterm_with_every_worker_whole(server: Server, tmp_path: Path) -> None:
+    w = server.start(0, threads=6)
+    plan = write_plan(tmp_path)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ascendtune",
+            "bind",
+            "--workers",
+            "--watch",
+            "--plan",
+            str(plan),
+            "--interval",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the first pass is done once it prints
+        assert f"PID {w.pid} (device 0, rank 0)" in first
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1].split(" ", 1)[1].startswith("watch stopped after")
+    assert server.off_target()[w.pid] == 0
