@@ -641,7 +641,12 @@ def watch_workers(
             if stopping():
                 break
             left = interval_s if deadline is None else min(interval_s, deadline - clock())
-            if left > 0:
+            if left > 0 and sleep is time.sleep:
+                # in slices: a signal handler that returns does not cut time.sleep short
+                end = clock() + left
+                while not flag[0] and not should_stop() and clock() < end:
+                    time.sleep(min(0.2, max(0.0, end - clock())))
+            elif left > 0:
                 sleep(left)
             if stopping():
                 break

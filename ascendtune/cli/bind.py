@@ -43,8 +43,10 @@ def register(app: typer.Typer) -> None:
         "bind",
         context_settings={"allow_interspersed_args": False},
         epilog=(
-            "Exit status: 0 bound and verified; 1 a thread left off target; 3 no such PID or "
-            "tool; 4 permission denied (every mask left as it was); 5 CPUs not usable. "
+            "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
+            "target; 2 usage (a changing bind with --sysroot/--demo, a plan of another host "
+            "without --force); 3 no such PID, tool or worker; 4 permission denied (every mask "
+            "left as it was); 5 CPUs not usable. "
             "The launch form exits with the command's own status."
         ),
     )
