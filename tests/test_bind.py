@@ -313,11 +313,17 @@ def test_cpu_not_online_is_exit_5_and_names_the_usable_cpus(spawn: Spawn, tmp_pa
 def test_rank_with_a_demo_plan_does_not_fit_this_machine(spawn: Spawn) -> None:
     # --rank without --plan computes the plan (here of an embedded 192-CPU host): its CPUs are
     # not online on this 2-CPU machine, so nothing may change
+    # (a bind that changes processes does not run from a demo at all: only its dry run)
     pid = spawn(threads=1)
     before = masks(pid)
-    code, _doc, _out, err = bind("--rank", "0", "--demo", "atlas-800i-a2", "--pid", str(pid))
+    code, _doc, _out, err = bind(
+        "--rank", "0", "--demo", "atlas-800i-a2", "--pid", str(pid), "--dry-run"
+    )
     assert code == 5, err
     assert "are not online on this host" in err and "may use CPUs 0-1" in err
+    assert masks(pid) == before
+    code, _doc, _out, err = bind("--rank", "0", "--demo", "atlas-800i-a2", "--pid", str(pid))
+    assert code == 2 and "only --dry-run is allowed" in err
     assert masks(pid) == before
 
 

@@ -491,6 +491,35 @@ CASES = [
         {"arch": "aarch64", "env": {"CPU_AFFINITY_CONF": "1"}},
         miss_config={"enable_cpu_binding": False},
     ),
+    Case(
+        "outer-binder-narrowed",
+        "warning",
+        {},
+        {"arch": "aarch64", "outer_binder": "taskset -c 144-155"},
+        miss_config={"enable_cpu_binding": False},
+    ),
+    Case(
+        "outer-binder-narrowed",
+        "warning",
+        {},
+        {
+            "arch": "aarch64",
+            "process_cpus": frozenset(range(144, 156)),
+            "process_cpuset": frozenset(range(192)),
+        },
+        miss_facts={
+            "arch": "aarch64",
+            "process_cpus": frozenset(range(192)),
+            "process_cpuset": frozenset(range(192)),
+        },
+    ),
+    Case(
+        "outer-binder-narrowed",
+        "warning",
+        {},
+        {"arch": "aarch64", "env": {"CPU_AFFINITY_CONF": "1,npu0:144-155"}},
+        miss_facts={"arch": "x86_64", "env": {"CPU_AFFINITY_CONF": "1,npu0:144-155"}},
+    ),
     # --- v0.23.0 only ---
     Case(
         "shared-expert-dp-enables-sp",

@@ -623,12 +623,9 @@ def test_cuda_visible_devices_naming_a_missing_gpu_is_exit_5(
 @pytest.mark.parametrize(
     ("emit", "first"),
     [
-        ("numactl", f"numactl --physcpubind={SPLIT_2S[4]} --membind=1  # rank 0, GPU 4"),
-        (
-            "env",
-            f"CUDA_VISIBLE_DEVICES=4 ASCENDTUNE_CPUS={SPLIT_2S[4]} ASCENDTUNE_MEMBIND=1  # rank 0, GPU 4",
-        ),
-        ("taskset", f"taskset -c {SPLIT_2S[4]}  # rank 0, GPU 4"),
+        ("numactl", f'rank0() {{ numactl --physcpubind={SPLIT_2S[4]} --membind=1 "$@"; }}'),
+        ("env", f"CUDA_VISIBLE_DEVICES=4 ASCENDTUNE_CPUS={SPLIT_2S[4]} ASCENDTUNE_MEMBIND=1"),
+        ("taskset", f'rank0() {{ taskset -c {SPLIT_2S[4]} "$@"; }}'),
     ],
 )
 def test_emit_lines_for_gpus(gpu_hosts: GpuHosts, emit: str, first: str) -> None:
@@ -644,11 +641,17 @@ def test_emit_lines_for_gpus(gpu_hosts: GpuHosts, emit: str, first: str) -> None
         emit,
     )
     assert res.exit_code == 0, res.stderr
-    lines = res.stdout.strip().splitlines()
-    assert lines[0] == first and len(lines) == 2
-    assert lines[1].endswith("# rank 1, GPU 0") and "ASCEND" not in res.stdout.replace(
-        "ASCENDTUNE_", ""
-    )
+    lines = [line for line in res.stdout.strip().splitlines() if not line.startswith("#")]
+    assert lines[0] == first
+    assert len([x for x in lines if "_preferred" not in x]) == 2
+    assert "# rank 1, GPU 0" in res.stdout.splitlines()
+    assert "ASCEND" not in res.stdout.replace("ASCENDTUNE_", "")
+
+
+def test_cpu_affinity_conf_is_refused_on_a_gpu_host(gpu_hosts: GpuHosts) -> None:
+    res = run("plan", "--sysroot", gpu_hosts.root("2-socket-smt"), "--emit", "cpu-affinity-conf")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "for Ascend NPUs" in res.stderr and "nvidia" in res.stderr
 
 
 def test_vllm_ascend_policy_on_a_gpu_host_is_exit_5(gpu_hosts: GpuHosts) -> None:

@@ -147,7 +147,10 @@ def test_dry_run_of_a_gpu_plan_changes_nothing(here: tuple[Path, list[int]], chi
 
 def test_bind_applies_a_gpu_plan(here: tuple[Path, list[int]], child: int) -> None:
     plan, mine = here
-    code, doc = bind_json("--plan", str(plan), "--rank", "1", "--pid", str(child))
+    # the plan was computed from a sysroot: bind refuses it unless --force (issue 12)
+    res = run("bind", "--plan", str(plan), "--rank", "1", "--pid", str(child))
+    assert res.exit_code == 2 and "was not made for this host" in res.stderr
+    code, doc = bind_json("--plan", str(plan), "--rank", "1", "--pid", str(child), "--force")
     assert code == 0 and doc["verified"] is True
     assert doc["threads_bound"] == doc["threads_total"] and doc["threads_failed"] == []
     assert os.sched_getaffinity(child) == {mine[1]}
@@ -158,7 +161,7 @@ def test_bind_launches_a_command_on_a_gpu_rank(here: tuple[Path, list[int]]) -> 
     done = subprocess.run(
         [
             *(sys.executable, "-m", "ascendtune", "bind", "--plan", str(plan), "--rank", "0"),
-            *("--quiet", "--", sys.executable, "-c"),
+            *("--force", "--quiet", "--", sys.executable, "-c"),
             "import os; print(sorted(os.sched_getaffinity(0)))",
         ],
         capture_output=True,

@@ -97,19 +97,26 @@ def test_table_and_better_line(a2: str) -> None:
 @pytest.mark.parametrize(
     ("emit", "lines"),
     [
-        ("taskset", ["taskset -c 144-167  # rank 0, NPU 0", "taskset -c 168-191  # rank 1, NPU 1"]),
         (
-            "numactl",
+            "taskset",
             [
-                "numactl --physcpubind=144-167 --membind=6  # rank 0, NPU 0",
-                "numactl --physcpubind=168-191 --membind=7  # rank 1, NPU 1",
+                "# one shell function per rank: `rank0 CMD ARGS` runs CMD on rank 0's CPUs "
+                "(give --cmdline to get the commands themselves)",
+                "# rank 0, NPU 0",
+                'rank0() { taskset -c 144-167 "$@"; }',
+                "# rank 1, NPU 1",
+                'rank1() { taskset -c 168-191 "$@"; }',
             ],
         ),
         (
             "env",
             [
-                "ASCEND_RT_VISIBLE_DEVICES=0 ASCENDTUNE_CPUS=144-167 ASCENDTUNE_MEMBIND=6  # rank 0, NPU 0",
-                "ASCEND_RT_VISIBLE_DEVICES=1 ASCENDTUNE_CPUS=168-191 ASCENDTUNE_MEMBIND=7  # rank 1, NPU 1",
+                "# per rank, for a launch script: ASCEND_RT_VISIBLE_DEVICES picks the device, "
+                'taskset -c "$ASCENDTUNE_CPUS" / numactl --membind="$ASCENDTUNE_MEMBIND" bind it',
+                "# rank 0, NPU 0",
+                "ASCEND_RT_VISIBLE_DEVICES=0 ASCENDTUNE_CPUS=144-167 ASCENDTUNE_MEMBIND=6",
+                "# rank 1, NPU 1",
+                "ASCEND_RT_VISIBLE_DEVICES=1 ASCENDTUNE_CPUS=168-191 ASCENDTUNE_MEMBIND=7",
             ],
         ),
         ("cpu-affinity-conf", ["export CPU_AFFINITY_CONF=1,npu0:144-167,npu1:168-191"]),
@@ -119,6 +126,15 @@ def test_emit(a2: str, emit: str, lines: list[str]) -> None:
     res = run("--sysroot", a2, "--ranks", "2", "--emit", emit)
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == lines
+
+
+def test_emit_numactl_binds_memory_to_the_device_node_or_prefers_it(a2: str) -> None:
+    res = run("--sysroot", a2, "--ranks", "2", "--emit", "numactl")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert 'rank0() { numactl --physcpubind=144-167 --membind=6 "$@"; }' in lines
+    assert 'rank1_preferred() { numactl --physcpubind=168-191 --preferred=7 "$@"; }' in lines
+    assert all(line.startswith("#") or "#" not in line for line in lines)
 
 
 def test_emit_cpu_affinity_conf_notes_split_pool(hosts: Hosts) -> None:

@@ -31,6 +31,8 @@ def resolve_target(
     source: HostSource,
     plan: PlanOptions,
     plan_opts_given: list[str],
+    dry_run: bool = False,
+    force: bool = False,
 ) -> BindTarget:
     """The CPUs (and roles) to bind to, from exactly one of --cpus, --plan FILE or a computed plan."""
     if cpus is not None:
@@ -48,7 +50,14 @@ def resolve_target(
             raise UsageError(
                 f"{', '.join(plan_opts_given)} compute a plan; --plan FILE already is one"
             )
-        return target_from_plan(read_plan_file(plan_file), rank, source=str(plan_file))
+        doc = read_plan_file(plan_file)
+        if not dry_run:
+            from ascendtune.app.hosts import identity, open_root
+            from ascendtune.app.workers import check_plan_identity
+
+            # the identity of this host, whatever --sysroot/ASCENDTUNE_SYSROOT say
+            check_plan_identity(doc, identity(open_root(HostSource())), plan_file, force=force)
+        return target_from_plan(doc, rank, source=str(plan_file))
     from ascendtune.app import plan as app_plan
     from ascendtune.app.hosts import load
 

@@ -139,7 +139,56 @@ def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
         env=env,
         env_source=env_source,
     )
+    if opts.pid is not None and root is not None:
+        facts = _process_binding(facts, root, opts.pid)
+    elif opts.cmdline is not None:
+        from dataclasses import replace
+
+        from ascendtune.core.vllm_config.rules import outer_binder
+
+        facts = replace(facts, outer_binder=outer_binder(inputs.split_cmdline(opts.cmdline)))
     return CheckConfigReport(checker.check(cfg, ver, facts), ver.source, reason)
+
+
+def _process_binding(facts: Facts, root: Root, pid: int) -> Facts:
+    """The running server's mask, its cpuset and a taskset/numactl/ascendtune parent: what the
+    outer-binder-narrowed rule compares (vLLM-Ascend plans inside the mask it inherits)."""
+    from dataclasses import replace
+
+    from ascendtune.core.cpulist import parse_cpulist
+    from ascendtune.core.errors import ParseError
+    from ascendtune.core.vllm_config.rules import outer_binder
+    from ascendtune.host.cgroup import resolve_cpuset
+    from ascendtune.host.reader import read_status_list
+
+    mask = None
+    raw = read_status_list(root.read_text(f"proc/{pid}/status") or "", "Cpus_allowed_list")
+    if raw is not None:
+        try:
+            mask = parse_cpulist(raw, source=f"proc/{pid}/status")
+        except ParseError:
+            mask = None
+    found = resolve_cpuset(root, pid)
+    binder = None
+    cur = pid
+    for _ in range(3):  # the process itself, its parent and grandparent
+        argv = [a for a in (root.read_text(f"proc/{cur}/cmdline") or "").split("\0") if a]
+        binder = outer_binder(argv) if argv else None
+        if binder is not None:
+            break
+        stat = root.read_text(f"proc/{cur}/stat") or ""
+        try:
+            cur = int(stat.rpartition(")")[2].split()[1])
+        except (IndexError, ValueError):
+            break
+        if cur <= 1:
+            break
+    return replace(
+        facts,
+        process_cpus=mask,
+        process_cpuset=found.cpus if found is not None else None,
+        outer_binder=binder,
+    )
 
 
 def _resolve(opts: CheckConfigOptions, root: Root | None) -> tuple[Any, str, Any]:

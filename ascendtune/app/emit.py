@@ -1,64 +1,234 @@
-"""Ready-to-paste lines for a plan (`plan --emit KIND`)."""
+"""Lines for a plan that run as pasted (`plan --emit KIND`): every line is a comment of its own or
+a complete shell command; a comment never trails a command, so a command typed after a pasted
+line cannot land inside one."""
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from ascendtune.core.planner import Plan
+    from ascendtune.core.planner import Plan, RankPlan
 
-EMITS = ("taskset", "numactl", "env", "cpu-affinity-conf")
+EMITS = ("taskset", "numactl", "env", "cpu-affinity-conf", "systemd", "docker", "vllm")
+ASCEND_ONLY = ("cpu-affinity-conf",)
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _fmt(cpus: tuple[int, ...]) -> str:
+def _fmt(cpus: Sequence[int]) -> str:
     return format_cpulist(cpus) or "-"
 
 
-def emit_lines(plan: Plan, kind: str) -> list[str]:
-    """Ready-to-paste lines: one per rank (one line in all for cpu-affinity-conf)."""
+def shell_join(argv: Sequence[str]) -> str:
+    """argv as one bash line; leading NAME=VALUE words stay assignments (only the value quoted)."""
+    out: list[str] = []
+    leading = True
+    for a in argv:
+        m = _ASSIGNMENT.match(a) if leading else None
+        if m is not None:
+            out.append(m.group(0) + shlex.quote(a[m.end() :]))
+            continue
+        leading = False
+        out.append(shlex.quote(a))
+    return " ".join(out)
+
+
+def wrap(prefix: Sequence[str], argv: Sequence[str]) -> str:
+    """`prefix argv` as one bash line; the leading NAME=VALUE words of argv go before the
+    prefix (taskset would try to run `NAME=VALUE` as the program)."""
+    n = 0
+    while n < len(argv) and _ASSIGNMENT.match(argv[n]):
+        n += 1
+    return shell_join([*argv[:n], *prefix, *argv[n:]])
+
+
+def _nodes(r: RankPlan) -> str:
+    nodes = (
+        (r.device_node,)
+        if r.device_node is not None and r.device_node in r.numa_nodes
+        else r.numa_nodes
+    )
+    return ",".join(map(str, nodes))
+
+
+def _command(cmdline: str | None) -> list[str] | None:
+    if cmdline is None:
+        return None
+    from ascendtune.core.vllm_config import inputs
+
+    argv = inputs.split_cmdline(cmdline)
+    if not argv:
+        raise UsageError("--cmdline is empty: give the command to wrap")
+    return argv
+
+
+def disable_cpu_binding(argv: Sequence[str]) -> list[str]:
+    """argv with `"enable_cpu_binding": false` merged into its --additional-config (every other
+    key kept), or the option added when there is none."""
+    from ascendtune.core.vllm_config import inputs
+
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "--additional-config" and i + 1 < len(out):
+            cfg = inputs.parse_config(out[i + 1], "--additional-config of --cmdline")
+            cfg["enable_cpu_binding"] = False
+            out[i + 1] = json.dumps(cfg, separators=(", ", ": "))
+            return out
+        if a.startswith("--additional-config="):
+            cfg = inputs.parse_config(a.split("=", 1)[1], "--additional-config of --cmdline")
+            cfg["enable_cpu_binding"] = False
+            out[i] = "--additional-config=" + json.dumps(cfg, separators=(", ", ": "))
+            return out
+    return [*out, "--additional-config", json.dumps({"enable_cpu_binding": False})]
+
+
+def emit_lines(
+    plan: Plan,
+    kind: str,
+    *,
+    cmdline: str | None = None,
+    bind_args: Sequence[str] = (),
+) -> list[str]:
+    """The lines of `--emit kind`. cmdline: the command taskset/numactl/vllm wrap (a shell
+    line); bind_args: the plan options `ascendtune bind --workers` repeats (`--emit vllm`)."""
     from ascendtune.core import vendors
 
+    if kind not in EMITS:
+        raise UsageError(f"--emit {kind}: expected one of {', '.join(EMITS)}")
     profile = vendors.profile(plan.vendor)
-    word, env_name = profile.word, profile.visible_devices_env
-    out: list[str] = []
-    if kind == "cpu-affinity-conf":
-        # torch_npu: CPU_AFFINITY_CONF=<mode>,npu<device index>:<a>-<b>; one range per device,
-        # the device index as the process sees it (its position in the visible list)
-        items = []
-        for r in plan.ranks:
-            runs = _runs(r.cpus)
-            lo, hi = max(runs, key=lambda ab: ab[1] - ab[0])
-            items.append(f"npu{r.rank}:{lo}-{hi}")
-            if len(runs) > 1:
-                out.append(
-                    f"# rank {r.rank}: CPUs {_fmt(r.cpus)} are not one range; torch_npu takes a "
-                    f"single a-b range, so only {lo}-{hi} is given"
-                )
-        out.append("export CPU_AFFINITY_CONF=1," + ",".join(items))
-        return out
-    for r in plan.ranks:
-        tag = f"# rank {r.rank}, {word} {r.device}"
-        nodes = (
-            (r.device_node,)
-            if r.device_node is not None and r.device_node in r.numa_nodes
-            else r.numa_nodes
+    if kind in ASCEND_ONLY and plan.vendor != "huawei":
+        raise UsageError(
+            f"--emit {kind} is torch_npu's variable, for Ascend NPUs; this is a {plan.vendor} host",
+            "use --emit taskset, numactl, systemd or docker",
         )
+    word = profile.word
+    argv = _command(cmdline)
+    if kind == "cpu-affinity-conf":
+        return _cpu_affinity_conf(plan)
+    if kind == "vllm":
+        return _vllm(plan, argv, bind_args)
+    out: list[str] = []
+    if kind in ("taskset", "numactl") and argv is None:
+        out.append(
+            "# one shell function per rank: `rank0 CMD ARGS` runs CMD on rank 0's CPUs "
+            "(give --cmdline to get the commands themselves)"
+        )
+    elif kind in ("taskset", "numactl") and len(plan.ranks) > 1:
+        out.append(
+            "# one command per rank; a server that forks its ranks (vllm serve with TP > 1) "
+            "needs --emit vllm and `ascendtune bind --workers` instead"
+        )
+    if kind == "systemd":
+        out += [
+            "# one drop-in per unit: set unit_rankN to the unit that runs that rank",
+            'dropins="${SYSTEMD_DROPIN_DIR:-/etc/systemd/system}"',
+        ]
+    if kind == "env":
+        out.append(
+            f"# per rank, for a launch script: {profile.visible_devices_env} picks the device, "
+            'taskset -c "$ASCENDTUNE_CPUS" / numactl --membind="$ASCENDTUNE_MEMBIND" bind it'
+        )
+    for r in plan.ranks:
+        cpus, nodes = _fmt(r.cpus), _nodes(r)
+        out.append(f"# rank {r.rank}, {word} {r.device}")
         if kind == "taskset":
-            out.append(f"taskset -c {_fmt(r.cpus)}  {tag}")
-        elif kind == "numactl":
+            prefix = ["taskset", "-c", cpus]
             out.append(
-                f"numactl --physcpubind={_fmt(r.cpus)} --membind={','.join(map(str, nodes))}  {tag}"
+                wrap(prefix, argv)
+                if argv is not None
+                else f'rank{r.rank}() {{ {shell_join(prefix)} "$@"; }}'
             )
+        elif kind == "numactl":
+            strict = ["numactl", f"--physcpubind={cpus}", f"--membind={nodes}"]
+            soft = ["numactl", f"--physcpubind={cpus}", f"--preferred={nodes.split(',')[0]}"]
+            if argv is not None:
+                out.append(wrap(strict, argv))
+                out.append("# or, memory preferred on the node rather than bound to it:")
+                out.append("# " + wrap(soft, argv))
+            else:
+                out.append(f'rank{r.rank}() {{ {shell_join(strict)} "$@"; }}')
+                out.append(f'rank{r.rank}_preferred() {{ {shell_join(soft)} "$@"; }}')
         elif kind == "env":
             out.append(
-                f"{env_name}={r.device} ASCENDTUNE_CPUS={_fmt(r.cpus)} ASCENDTUNE_MEMBIND={','.join(map(str, nodes))}  {tag}"
+                f"{profile.visible_devices_env}={r.device} ASCENDTUNE_CPUS={cpus} "
+                f"ASCENDTUNE_MEMBIND={nodes}"
             )
+        elif kind == "systemd":
+            unit = f"unit_rank{r.rank}"
+            d = f'"$dropins/${{{unit}}}.d"'
+            out += [
+                f"{unit}=vllm-rank{r.rank}.service",
+                f"mkdir -p {d}",
+                f"cat > {d}/ascendtune-cpus.conf <<'EOF'",
+                "[Service]",
+                f"CPUAffinity={cpus.replace(',', ' ')}",
+                "NUMAPolicy=bind",
+                f"NUMAMask={nodes}",
+                "EOF",
+            ]
+        elif kind == "docker":
+            out.append(f"rank{r.rank}_docker=(--cpuset-cpus={cpus} --cpuset-mems={nodes})")
+    if kind == "systemd":
+        out += [
+            "# then reload systemd and restart the units:",
+            'if [ "$dropins" = /etc/systemd/system ]; then systemctl daemon-reload; fi',
+        ]
+    if kind == "docker":
+        example = shell_join(argv) if argv is not None else "IMAGE CMD ..."
+        out.append(f'# use: docker run "${{rank0_docker[@]}}" ... {example}')
+        out.append('# docker compose: `cpuset: "CPUS"` under the rank\'s service')
     return out
 
 
-def _runs(cpus: tuple[int, ...]) -> list[tuple[int, int]]:
+def _cpu_affinity_conf(plan: Plan) -> list[str]:
+    # torch_npu: CPU_AFFINITY_CONF=<mode>,npu<device index>:<a>-<b>; one range per device,
+    # the device index as the process sees it (its position in the visible list)
+    out: list[str] = []
+    items = []
+    for r in plan.ranks:
+        runs = _runs(r.cpus)
+        if not runs:
+            continue
+        lo, hi = max(runs, key=lambda ab: ab[1] - ab[0])
+        items.append(f"npu{r.rank}:{lo}-{hi}")
+        if len(runs) > 1:
+            out.append(
+                f"# rank {r.rank}: CPUs {_fmt(r.cpus)} are not one range; torch_npu takes a "
+                f"single a-b range, so only {lo}-{hi} is given"
+            )
+    out.append("export CPU_AFFINITY_CONF=1," + ",".join(items))
+    return out
+
+
+def _vllm(plan: Plan, argv: list[str] | None, bind_args: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    if argv is None:
+        argv = ["vllm", "serve", "MODEL"]
+        out.append('# give --cmdline "vllm serve ..." to get your own command back')
+    bind = shell_join(["ascendtune", "bind", "--workers", *bind_args])
+    if plan.vendor == "huawei":
+        out.append(
+            "# vLLM-Ascend's own binding off (enable_cpu_binding: false), so it neither "
+            "fails nor re-slices the mask ascendtune gives:"
+        )
+        out.append(shell_join(disable_cpu_binding(argv)))
+    else:
+        out.append("# vLLM does not bind CPUs by itself on GPUs: your command, unchanged:")
+        out.append(shell_join(argv))
+    out.append("# once the server is up (every worker started), in another shell:")
+    out.append(bind)
+    out.append("# or keep it applied across worker restarts:")
+    out.append(f"# {bind} --watch")
+    return out
+
+
+def _runs(cpus: Sequence[int]) -> list[tuple[int, int]]:
     runs: list[tuple[int, int]] = []
     for c in sorted(cpus):
         if runs and c == runs[-1][1] + 1:

@@ -43,8 +43,10 @@ def register(app: typer.Typer) -> None:
         "bind",
         context_settings={"allow_interspersed_args": False},
         epilog=(
-            "Exit status: 0 bound and verified; 1 a thread left off target; 3 no such PID or "
-            "tool; 4 permission denied (every mask left as it was); 5 CPUs not usable. "
+            "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
+            "target; 2 usage (a changing bind with --sysroot/--demo, a plan of another host "
+            "without --force); 3 no such PID, tool or worker; 4 permission denied (every mask "
+            "left as it was); 5 CPUs not usable. "
             "The launch form exits with the command's own status."
         ),
     )
@@ -113,6 +115,44 @@ def register(app: typer.Typer) -> None:
                 help="Launch form: run through `numactl --membind` (exit 3 if numactl is absent).",
             ),
         ] = False,
+        workers: Annotated[
+            bool,
+            typer.Option(
+                "--workers",
+                help="Bind every NPU/GPU worker of the running server, each to the rank of the "
+                "device it drives (one plan for all), verified.",
+            ),
+        ] = False,
+        watch: Annotated[
+            bool,
+            typer.Option(
+                "--watch",
+                help="With --workers: keep the plan applied (new threads, restarted workers) "
+                "until --for or SIGINT/SIGTERM.",
+            ),
+        ] = False,
+        interval: Annotated[
+            float,
+            typer.Option("--interval", metavar="S", help="--watch: seconds between passes."),
+        ] = 2.0,
+        for_: Annotated[
+            str | None,
+            typer.Option(
+                "--for", metavar="DURATION", help="--watch: stop after 90, 30s, 10m, 2h, 1d."
+            ),
+        ] = None,
+        show: Annotated[
+            bool,
+            typer.Option(
+                "--show",
+                help="With --pid: read every thread's mask back, grouped by mask (compared "
+                "with --rank/--plan or --cpus when given). Changes nothing.",
+            ),
+        ] = False,
+        force: Annotated[
+            bool,
+            typer.Option("--force", help="Apply a --plan FILE made for another host."),
+        ] = False,
         max_passes: Annotated[
             int,
             typer.Option("--max-passes", min=1, help="Give up after this many passes."),
@@ -153,22 +193,92 @@ def register(app: typer.Typer) -> None:
         from ascendtune.app import bind as app_bind
         from ascendtune.app.options import HostSource
 
+        popts = plan_options(
+            policy=policy,
+            visible_devices=visible_devices,
+            ranks=ranks,
+            soc=soc,
+            reserve=reserve,
+            no_irq_reserve=no_irq_reserve,
+            spill=spill,
+            target=version,
+        )
+        if watch and not workers:
+            raise UsageError("--watch keeps --workers bound: give --workers --watch")
+        if workers:
+            _workers(
+                conflicts=[
+                    n
+                    for n, given in (
+                        ("--pid", pid is not None),
+                        ("--rank", rank is not None),
+                        ("--cpus", cpus is not None),
+                        ("-- CMD", bool(command)),
+                        ("--show", show),
+                        ("--membind", membind),
+                        ("--migrate-memory", migrate_memory),
+                        ("--keep-partial", keep_partial),
+                    )
+                    if given
+                ],
+                source=HostSource(sysroot=sysroot, demo=demo),
+                plan=popts,
+                plan_file=plan,
+                force=force,
+                dry_run=dry_run,
+                use_roles=not no_roles,
+                max_passes=max_passes,
+                watch=watch,
+                interval=interval,
+                duration=for_,
+                json_out=json_out,
+                quiet=quiet,
+            )
+            return
+        foreign = sysroot is not None or demo is not None
+        if foreign and not dry_run and not show and (pid is not None or command):
+            what = f"--demo {demo}" if demo is not None else f"--sysroot {sysroot}"
+            raise UsageError(
+                f"bind changes processes of this host, and {what} plans another host: "
+                "only --dry-run is allowed with it",
+                "add --dry-run, or write the plan of this host "
+                "(`ascendtune plan --json > plan.json`) and give --plan",
+            )
+        if show:
+            if pid is None:
+                raise UsageError("--show reads a running process: give --pid PID")
+            from ascendtune.app import workers as app_workers
+
+            shown = app_workers.show_process(
+                pid,
+                app_bind.resolve_target(
+                    cpus=cpus,
+                    rank=rank,
+                    plan_file=plan,
+                    source=HostSource(sysroot=sysroot, demo=demo),
+                    plan=popts,
+                    plan_opts_given=plan_opts_given,
+                    dry_run=True,
+                )
+                if (cpus is not None or rank is not None)
+                else None,
+                use_roles=not no_roles,
+            )
+            if json_out:
+                print_json(shown.to_json())
+            elif not quiet:
+                _render_show(shown)
+            return
+
         target = app_bind.resolve_target(
             cpus=cpus,
             rank=rank,
             plan_file=plan,
             source=HostSource(sysroot=sysroot, demo=demo),
-            plan=plan_options(
-                policy=policy,
-                visible_devices=visible_devices,
-                ranks=ranks,
-                soc=soc,
-                reserve=reserve,
-                no_irq_reserve=no_irq_reserve,
-                spill=spill,
-                target=version,
-            ),
+            plan=popts,
             plan_opts_given=plan_opts_given,
+            dry_run=dry_run,
+            force=force,
         )
 
         if pid is not None and command:
@@ -216,6 +326,127 @@ def register(app: typer.Typer) -> None:
             app_bind.start(launch)
         else:
             raise UsageError("say what to bind: --pid PID, or -- CMD ARGS... to start a command")
+
+
+def _workers(
+    *,
+    conflicts: list[str],
+    source: Any,
+    plan: Any,
+    plan_file: Path | None,
+    force: bool,
+    dry_run: bool,
+    use_roles: bool,
+    max_passes: int,
+    watch: bool,
+    interval: float,
+    duration: str | None,
+    json_out: bool,
+    quiet: bool,
+) -> None:
+    from ascendtune.app import workers as app_workers
+
+    if conflicts:
+        raise UsageError(
+            f"--workers finds the processes itself: {', '.join(conflicts)} do not go with it"
+        )
+    opts = app_workers.WorkersOptions(
+        source=source,
+        plan=plan,
+        plan_file=plan_file,
+        force=force,
+        dry_run=dry_run,
+        use_roles=use_roles,
+        max_passes=max_passes,
+    )
+    if watch:
+        import json as _json
+
+        def on_event(e: app_workers.WatchEvent) -> None:
+            if json_out:
+                sys.stdout.write(_json.dumps(e.to_json()) + "\n")
+            elif not quiet or e.kind in ("failed", "restarted"):
+                sys.stdout.write(e.line() + "\n")
+            sys.stdout.flush()
+
+        summary = app_workers.watch_workers(
+            opts,
+            interval_s=interval,
+            duration_s=app_workers.parse_duration(duration) if duration is not None else None,
+            on_event=on_event,
+        )
+        if json_out:
+            sys.stdout.write(_json.dumps({"schema_version": 1, "watch": summary.to_json()}) + "\n")
+        if summary.failures:
+            from ascendtune.core.errors import ProblemsFound
+
+            raise ProblemsFound(f"{summary.failures} worker binding(s) failed while watching")
+        return
+    if duration is not None:
+        raise UsageError("--for bounds --watch: give --workers --watch --for DURATION")
+    report = app_workers.bind_workers(opts)
+    if json_out:
+        print_json(report.to_json())
+    elif not quiet:
+        _render_workers(report)
+    app_workers.check_workers(report)
+
+
+def _render_workers(report: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    con = stdout_console()
+    head = "Dry run: " if report.dry_run else ""
+    con.print(Text(f"{head}{len(report.workers)} workers on {report.root}, plan: {report.source}"))
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for col in ("PID", "NAME", "DEVICE", "RANK", "BEFORE", "AFTER", "THREADS", "STATE"):
+        table.add_column(col)
+    for w in report.workers:
+        if w.error:
+            state = f"NOT bound: {w.error}"
+        elif w.dry_run:
+            n = w.threads_total - w.threads_bound
+            state = f"{n} would change" if n else "unchanged"
+        else:
+            state = "verified" + (f", {w.threads_changed} moved" if w.changed else ", unchanged")
+        table.add_row(
+            str(w.pid),
+            Text(w.name or "?"),
+            "?" if w.device is None else str(w.device),
+            "-" if w.rank is None else str(w.rank),
+            format_cpulist(w.cpus_before),
+            format_cpulist(w.cpus_after),
+            f"{w.threads_bound}/{w.threads_total}",
+            Text(state),
+        )
+    con.print(table)
+    for note in report.handoff:
+        con.print(Text(f"note: {note}"))
+    if report.dry_run:
+        con.print(Text("Nothing was changed."))
+
+
+def _render_show(shown: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    con = stdout_console()
+    total = sum(len(g.tids) for g in shown.groups)
+    line = f"Process {shown.pid} ({shown.name or '?'}): {total} threads, {len(shown.groups)} masks"
+    if shown.target is not None:
+        line += f"; {shown.off_target} off {shown.target.source}"
+    con.print(Text(line))
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    cols = ["CPUS", "THREADS", "ROLE THREADS"] + (["PLAN", ""] if shown.target else [])
+    for col in cols:
+        table.add_column(col)
+    for g in shown.groups:
+        row = [format_cpulist(g.cpus), str(len(g.tids)), ", ".join(g.role_threads)]
+        if shown.target is not None:
+            row += [format_cpulist(g.expected or frozenset()), "ok" if g.matches else "differs"]
+        table.add_row(*(Text(c) for c in row))
+    con.print(table)
 
 
 def _who(ident: ProcessIdentity | None) -> str:

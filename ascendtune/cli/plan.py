@@ -114,7 +114,9 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--emit",
-                help="Print ready-to-paste lines: taskset, numactl, env, cpu-affinity-conf.",
+                help="Print lines that run as pasted: taskset, numactl, systemd, docker, vllm "
+                "(your --cmdline with enable_cpu_binding off, then `bind --workers`), env, "
+                "cpu-affinity-conf (Ascend only). With --json: in the document.",
             ),
         ] = None,
         json_out: JsonOpt = False,
@@ -163,11 +165,24 @@ def register(app: typer.Typer) -> None:
                 _render_compare(report)
             return
         result = app_plan.plan(host, opts, got.root)
+        lines = (
+            emit_lines(
+                result.plan,
+                emit,
+                cmdline=cmdline,
+                bind_args=["--policy", result.plan.policy, *opts.given()],
+            )
+            if emit
+            else None
+        )
         if json_out:
-            print_json(app_plan.plan_document(result.plan, got.identity, result.target_reason))
+            doc = app_plan.plan_document(result.plan, got.identity, result.target_reason)
+            if emit and lines is not None:
+                doc["emit"] = {"kind": emit, "lines": lines}
+            print_json(doc)
             return
-        if emit:
-            for line in emit_lines(result.plan, emit):
+        if lines is not None:
+            for line in lines:
                 print(line)
             return
         render_plan(result.plan, host, result.target_reason)

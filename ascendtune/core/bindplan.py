@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, ParseError
+
+if TYPE_CHECKING:
+    from ascendtune.core.planner.model import RankPlan
 
 ROLE_NAMES = ("irq", "main", "acl", "release")
 # torch_npu names its two runtime threads so; the kernel keeps 15 bytes of a thread name.
@@ -66,6 +69,27 @@ class BindTarget:
         for name in ROLE_THREADS:
             out.add(self.thread_target(name, use_roles=True)[1])
         return frozenset(out)
+
+
+def target_of_rank(rank: RankPlan, policy: str) -> BindTarget:
+    """The BindTarget of one rank of a computed plan (its pool, role split and NUMA nodes)."""
+    roles = {
+        name: frozenset(cpus)
+        for name, cpus in (
+            ("irq", rank.roles.irq),
+            ("main", rank.roles.main),
+            ("acl", rank.roles.acl),
+            ("release", rank.roles.release),
+        )
+        if cpus
+    }
+    return BindTarget(
+        cpus=rank.cpuset,
+        roles=roles,
+        numa_nodes=rank.numa_nodes,
+        rank=rank.rank,
+        source=f"{policy} plan",
+    )
 
 
 def target_from_cpus(text: str) -> BindTarget:
@@ -130,6 +154,24 @@ def target_from_plan(doc: Any, rank: int, *, source: str) -> BindTarget:
         )
     listed = ", ".join(str(r) for r in sorted(known)) or "none"
     raise InvalidInput(f"{source}: no rank {rank} in the plan (ranks: {listed})")
+
+
+def targets_by_device(doc: Any, *, source: str) -> dict[int, BindTarget]:
+    """device -> the BindTarget of the rank that runs on it, for every rank of a plan document
+    (`bind --workers --plan FILE`: a worker is matched to its rank by the device it holds)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("ranks"), list):
+        raise ParseError("no `ranks` list", source=source, hint="use `ascendtune plan --json`")
+    out: dict[int, BindTarget] = {}
+    for i, entry in enumerate(doc["ranks"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("rank"), int):
+            raise ParseError(f"ranks[{i}] has no integer `rank`", source=source)
+        device = entry.get("device", entry["rank"])
+        if not isinstance(device, int):
+            raise ParseError(f"ranks[{i}] has no integer `device`", source=source)
+        if entry.get("binding_skipped") or not entry.get("cpus"):
+            continue  # vLLM-Ascend skips this rank: nothing to bind it to
+        out.setdefault(device, target_from_plan(doc, entry["rank"], source=source))
+    return out
 
 
 def check_cpus_usable(

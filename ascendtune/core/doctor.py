@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ascendtune.core import vendors
-from ascendtune.core.bindplan import BindTarget
+from ascendtune.core.bindplan import BindTarget, target_of_rank
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import ParseError
 from ascendtune.core.model import Accelerator, Host, Vendor
@@ -956,26 +956,6 @@ def _ids(xs: Iterable[int]) -> str:
     return ",".join(map(str, xs))
 
 
-def _target(rank: RankPlan, policy: str) -> BindTarget:
-    roles = {
-        name: frozenset(cpus)
-        for name, cpus in (
-            ("irq", rank.roles.irq),
-            ("main", rank.roles.main),
-            ("acl", rank.roles.acl),
-            ("release", rank.roles.release),
-        )
-        if cpus
-    }
-    return BindTarget(
-        cpus=rank.cpuset,
-        roles=roles,
-        numa_nodes=rank.numa_nodes,
-        rank=rank.rank,
-        source=f"{policy} plan",
-    )
-
-
 def _match(threads: Sequence[ThreadFacts], target: BindTarget) -> str | None:
     """Which plan the threads follow: "roles" (each its role's mask), "pool" (all the pool)."""
     if target.has_roles and all(
@@ -1068,7 +1048,7 @@ def _audit_worker(w: WorkerFacts, inp: DoctorInput) -> tuple[Check, _Audit | Non
     dnode = _device_node(host, w.devices[0]) if len(w.devices) == 1 else None
     roles = _role_threads(threads)
     rank = plan.rank_of(w.devices[0]) if len(w.devices) == 1 else None
-    target = _target(rank, plan.policy) if rank is not None else None
+    target = target_of_rank(rank, plan.policy) if rank is not None else None
     matched = _match(threads, target) if target is not None else None
     audit = _Audit(w, used, cpuset, unbound, rank)
 

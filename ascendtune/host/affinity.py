@@ -536,6 +536,28 @@ def survey_process(
     )
 
 
+def thread_masks(pid: int, tasks: Tasks | None = None) -> dict[int, CpuSet]:
+    """tid -> mask of every thread of pid present now (threads that exit meanwhile are left out)."""
+    tasks = tasks or Tasks()
+    out: dict[int, CpuSet] = {}
+    for tid in tasks.list_tids(pid) or []:
+        cur = tasks.get(tid)
+        if cur is not None:
+            out[tid] = cur
+    return out
+
+
+def thread_names_and_masks(pid: int, tasks: Tasks | None = None) -> list[tuple[int, str, CpuSet]]:
+    """(tid, name, mask) of every thread of pid present now, main thread first (`bind --show`)."""
+    tasks = tasks or Tasks()
+    out: list[tuple[int, str, CpuSet]] = []
+    for tid in _main_first(pid, tasks.list_tids(pid) or []):
+        name, cur = tasks.name(pid, tid), tasks.get(tid)
+        if name is not None and cur is not None:
+            out.append((tid, name, cur))
+    return out
+
+
 # ---- memory ---------------------------------------------------------------------------------
 
 

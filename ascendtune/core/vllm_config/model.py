@@ -120,6 +120,12 @@ class Facts:
     # vLLM's --gdn-prefill-backend / --kda-prefill-backend: upstream puts them in additional_config
     gdn_prefill_backend: str | None = None
     kda_prefill_backend: str | None = None
+    # the server process's own CPU mask and its cgroup cpuset (a running PID), and the outer
+    # binder it was started under ("taskset -c 0-3", "numactl --physcpubind=...", an ascendtune
+    # launch), when known
+    process_cpus: frozenset[int] | None = None
+    process_cpuset: frozenset[int] | None = None
+    outer_binder: str | None = None
 
     @property
     def cudagraph_mode(self) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.vllm_config.model import (
     RUNNER_ENV,
     Facts,
@@ -1576,4 +1577,71 @@ def _two_binders(ctx: Context) -> None:
             + ", ".join(binders)
             + f" (from the {ctx.facts.env_label})",
             "keep one: set enable_cpu_binding to false, or unset the variables",
+        )
+
+
+OUTER_BINDERS = ("taskset", "numactl", "ascendtune")
+
+
+def outer_binder(argv: list[str] | tuple[str, ...]) -> str | None:
+    """The binder a command line starts vLLM under (`taskset -c 0-3 vllm serve ...`,
+    `numactl --physcpubind=... vllm ...`, `ascendtune bind --rank 0 -- vllm ...`), as typed up to
+    the vLLM part; None when it starts vLLM directly. Leading NAME=VALUE words are skipped."""
+    i = 0
+    while i < len(argv) and "=" in argv[i] and not argv[i].startswith("-"):
+        i += 1
+    if i >= len(argv):
+        return None
+    prog = argv[i].rsplit("/", 1)[-1]
+    if prog not in OUTER_BINDERS:
+        return None
+    end = next(
+        (
+            j
+            for j in range(i + 1, len(argv))
+            if argv[j].rsplit("/", 1)[-1] in ("vllm", "python", "python3")
+            or argv[j].startswith("vllm.")
+        ),
+        len(argv),
+    )
+    if prog == "ascendtune" and "bind" not in argv[i + 1 : end]:
+        return None
+    return " ".join(a for a in argv[i:end] if a != "--")
+
+
+@rule("outer-binder-narrowed")
+def _outer_binder(ctx: Context) -> None:
+    """cpu_binding.py (v0.23.0 and main): the binding after warm-up reads the worker's
+    Cpus_allowed_list and plans inside it; narrowed by an outer binder, the pools conflict with
+    the NPU affinity (no role thread bound) or are re-sliced from the narrowed mask."""
+    arch = ctx.facts.arch
+    if not ctx.on("enable_cpu_binding") or not arch or not is_arm(arch):
+        return
+    f = ctx.facts
+    why: list[str] = []
+    if f.outer_binder:
+        why.append(f"it is started under `{f.outer_binder}`")
+    if (
+        f.process_cpus is not None
+        and f.process_cpuset is not None
+        and f.process_cpus < f.process_cpuset
+    ):
+        why.append(
+            f"its mask {format_cpulist(f.process_cpus)} is narrower than its cpuset "
+            f"{format_cpulist(f.process_cpuset)}"
+        )
+    conf = [b for b in active_binders(f.env) if b.startswith("CPU_AFFINITY_CONF=")]
+    if conf:
+        why.append(f"{conf[0]} is set (from the {f.env_label})")
+    if why:
+        ctx.report(
+            "warning",
+            ("enable_cpu_binding",),
+            "enable_cpu_binding is on inside an outer binder's mask: "
+            + "; ".join(why)
+            + ". vLLM-Ascend then plans inside that mask after warm-up: it fails ('CPUs "
+            "available in Cpus_allowed_list conflict with NUMA affinity') or re-slices the mask "
+            "and leaves part of it idle",
+            "start the server with --additional-config '{\"enable_cpu_binding\": false}' and "
+            "bind with `ascendtune bind --workers` once it is up (`ascendtune plan --emit vllm`)",
         )

@@ -303,6 +303,7 @@ _MAIN_RULES: tuple[str, ...] = (
     # the host
     "cpu-binding-not-arm",
     "two-cpu-binders",
+    "outer-binder-narrowed",
 )
 
 MAIN_2026_08 = Version(

@@ -1,0 +1,749 @@
+"""`bind --workers`: find every accelerator worker of a running server, match each to its rank
+by the device it drives, bind every thread of every worker to one plan, verified; `--watch`
+keeps the plan applied (new threads, restarted workers); `--show` reads a process's masks back.
+
+Discovery goes through a Root (npu-smi's process table and /proc/*/fd, ascendtune.host.facts),
+binding through ascendtune.host.affinity (its Tasks seam), so tests can point both at processes
+of their own."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.app.options import HostSource, PlanOptions
+from ascendtune.core.bindplan import BindTarget, ThreadFailure
+from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.errors import AscendtuneError, PlanError, UsageError
+
+if TYPE_CHECKING:
+    from ascendtune.core.doctor import ThreadFacts, WorkerFacts
+    from ascendtune.core.model import Host
+    from ascendtune.host.affinity import Tasks
+    from ascendtune.host.sysroot import Root
+
+DRY_RUN_ONLY = (
+    "--workers changes processes of this host, and {what} is another host's view: "
+    "only --dry-run is allowed with it"
+)
+DISABLE_BINDING = '{"enable_cpu_binding": false}'
+
+
+@dataclass(frozen=True)
+class WorkersOptions:
+    source: HostSource = field(default_factory=HostSource)
+    plan: PlanOptions = field(default_factory=PlanOptions)
+    plan_file: Path | None = None
+    force: bool = False  # apply a plan file of another host
+    dry_run: bool = False
+    use_roles: bool = True
+    max_passes: int = 16
+
+
+@dataclass(frozen=True)
+class WorkerOutcome:
+    """One worker: what it was bound to and what the re-read found."""
+
+    pid: int
+    name: str | None
+    devices: tuple[int, ...]
+    rank: int | None
+    target: BindTarget | None
+    cpus_before: CpuSet
+    cpus_after: CpuSet
+    threads_total: int
+    threads_bound: int
+    threads_failed: tuple[ThreadFailure, ...] = ()
+    threads_changed: int = 0
+    verified: bool = False
+    dry_run: bool = False
+    error: str | None = None  # why it was not bound (no rank for its device, exited, EPERM...)
+    rolled_back: int = 0
+    bind_seconds: float = 0.0
+    self_binding: bool | None = None  # its vLLM-Ascend binds by itself (enable_cpu_binding)
+
+    @property
+    def device(self) -> int | None:
+        return self.devices[0] if len(self.devices) == 1 else None
+
+    @property
+    def changed(self) -> bool:
+        """Masks were changed (a dry run: would be)."""
+        if self.dry_run:
+            return self.error is None and self.threads_bound < self.threads_total
+        return self.threads_changed > 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and (self.dry_run or self.verified)
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.target
+        return {
+            "pid": self.pid,
+            "name": self.name,
+            "device": self.device,
+            "devices": list(self.devices),
+            "rank": self.rank,
+            "target_cpus": format_cpulist(t.cpus) if t is not None else None,
+            "roles": {r: format_cpulist(c) for r, c in t.roles.items()} if t is not None else {},
+            "cpus_before": format_cpulist(self.cpus_before),
+            "cpus_after": format_cpulist(self.cpus_after),
+            "threads_total": self.threads_total,
+            "threads_bound": self.threads_bound,
+            "threads_failed": [
+                {"tid": f.tid, "error": f.error, "errno": f.errno_name} for f in self.threads_failed
+            ],
+            "threads_changed": self.threads_changed,
+            "verified": self.verified,
+            "changed": self.changed,
+            "dry_run": self.dry_run,
+            "error": self.error,
+            "rolled_back": self.rolled_back,
+            "bind_ms": round(self.bind_seconds * 1000, 3),
+            "self_binding": self.self_binding,
+        }
+
+
+@dataclass(frozen=True)
+class WorkersReport:
+    workers: tuple[WorkerOutcome, ...]
+    source: str  # where the plan came from
+    root: str
+    dry_run: bool
+    handoff: tuple[str, ...] = ()  # what happens with vLLM-Ascend's own binding, in words
+
+    @property
+    def ok(self) -> bool:
+        return all(w.ok for w in self.workers)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "root": self.root,
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "workers": [w.to_json() for w in self.workers],
+            "handoff": list(self.handoff),
+            "summary": {
+                "workers": len(self.workers),
+                "bound": sum(1 for w in self.workers if w.ok and not w.dry_run),
+                "failed": sum(1 for w in self.workers if not w.ok),
+                "would_change": sum(
+                    1 for w in self.workers if w.dry_run and w.threads_bound < w.threads_total
+                ),
+            },
+        }
+
+
+# ---- the plan, per device ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Targets:
+    by_device: dict[int, BindTarget]
+    source: str
+    version: str | None = None  # the vLLM-Ascend version whose defaults the handoff uses
+
+
+def check_plan_identity(doc: Any, here: dict[str, Any], path: Path, *, force: bool) -> None:
+    """Refuse a plan file that carries another host's identity (or a sysroot's, a demo's)."""
+    from ascendtune.host.identity import same_host
+
+    plan_id = doc.get("host") if isinstance(doc, dict) else None
+    if force or not isinstance(plan_id, dict):
+        return  # plans written before identities existed cannot be told apart
+    same, why = same_host(plan_id, here)
+    if not same:
+        raise UsageError(
+            f"plan {path} was not made for this host: {why}",
+            "compute the plan here (`ascendtune plan --json` on this host), or give --force",
+        )
+
+
+def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
+    from ascendtune.app.plan import resolve_version
+
+    version = None
+    try:
+        version = resolve_version(host, opts.plan.target, root)[0].name
+    except AscendtuneError:
+        version = None
+    if opts.plan_file is not None:
+        from ascendtune.app.bind import read_plan_file
+        from ascendtune.app.hosts import identity
+        from ascendtune.core.bindplan import targets_by_device
+
+        doc = read_plan_file(opts.plan_file)
+        if not opts.dry_run:
+            check_plan_identity(doc, identity(root), opts.plan_file, force=opts.force)
+        src = str(opts.plan_file)
+        return Targets(targets_by_device(doc, source=src), src, version)
+    from ascendtune.app.doctor import plan_facts
+    from ascendtune.core.bindplan import target_of_rank
+
+    facts = plan_facts(host, None, opts.plan, root)
+    if facts.plan is None:
+        raise PlanError(f"no plan for the workers: {facts.error}")
+    by_device = {r.device: target_of_rank(r, facts.policy) for r in facts.plan.ranks if r.cpus}
+    return Targets(by_device, f"{facts.policy} plan of {root.describe()}", version)
+
+
+# ---- vLLM-Ascend's own binding ------------------------------------------------------------------
+
+
+def self_binding(root: Root, w: WorkerFacts, version: str | None) -> bool | None:
+    """Whether the worker's vLLM-Ascend binds by itself: enable_cpu_binding of the nearest
+    `vllm serve` command line (the worker's, else a parent's), the version's default filled in.
+    None when no vLLM command line is found (not a vLLM worker, or unreadable)."""
+    from ascendtune.core.vllm_config import checker, inputs
+
+    lines = [list(w.command)]
+    for a in w.ancestors:
+        text = root.read_text(f"proc/{a.pid}/cmdline")
+        lines.append([x for x in (text or "").split("\0") if x])
+    for argv in lines:
+        if not argv or not inputs.is_vllm(argv):
+            continue
+        try:
+            parsed = inputs.parse_cmdline(argv, f"PID {w.pid}")
+            cfg = inputs.parse_config(parsed.config_text or "{}", "--additional-config")
+            eff = checker.check(cfg, version).effective
+        except AscendtuneError:
+            return None
+        return bool(eff.get("enable_cpu_binding", True))
+    return None
+
+
+def handoff_notes(outcomes: tuple[WorkerOutcome, ...], dry_run: bool) -> tuple[str, ...]:
+    on = [w.pid for w in outcomes if w.self_binding]
+    off = [w.pid for w in outcomes if w.self_binding is False]
+    notes: list[str] = []
+    verb = "would override" if dry_run else "overrides"
+    if on:
+        notes.append(
+            f"vLLM-Ascend binds worker(s) {', '.join(map(str, on))} itself (enable_cpu_binding "
+            f"on): binding after warm-up {verb} its once-per-start binding, but a restarted "
+            "worker binds the vLLM-Ascend way again; start the server with --additional-config "
+            f"'{DISABLE_BINDING}' (`ascendtune plan --emit vllm --cmdline ...`) or keep "
+            "`ascendtune bind --workers --watch` running"
+        )
+    if off:
+        notes.append(
+            f"enable_cpu_binding is off for worker(s) {', '.join(map(str, off))}: this binding "
+            "stands until a worker restarts (`bind --workers --watch` rebinds restarted workers)"
+        )
+    return tuple(notes)
+
+
+# ---- binding ------------------------------------------------------------------------------------
+
+
+def _union(masks: Iterator[CpuSet] | list[CpuSet]) -> CpuSet:
+    out: set[int] = set()
+    for m in masks:
+        out |= m
+    return frozenset(out)
+
+
+def _planned(threads: tuple[ThreadFacts, ...], target: BindTarget, use_roles: bool) -> int:
+    return sum(1 for t in threads if t.cpus == target.thread_target(t.name, use_roles=use_roles)[1])
+
+
+def _unbound(
+    w: WorkerFacts,
+    error: str,
+    *,
+    dry_run: bool,
+    target: BindTarget | None = None,
+    rank: int | None = None,
+    self_bind: bool | None = None,
+) -> WorkerOutcome:
+    masks = _union([t.cpus for t in w.threads])
+    return WorkerOutcome(
+        pid=w.pid,
+        name=w.comm,
+        devices=w.devices,
+        rank=rank,
+        target=target,
+        cpus_before=masks,
+        cpus_after=masks,
+        threads_total=len(w.threads),
+        threads_bound=0,
+        dry_run=dry_run,
+        error=error,
+        self_binding=self_bind,
+    )
+
+
+def bind_worker(
+    w: WorkerFacts,
+    targets: Targets,
+    *,
+    root: Root,
+    dry_run: bool,
+    use_roles: bool = True,
+    max_passes: int = 16,
+    tasks: Tasks | None = None,
+) -> WorkerOutcome:
+    """Bind (or, dry_run, survey) one worker; every failure becomes the outcome's error."""
+    from ascendtune.core import vendors
+
+    word = vendors.profile(w.vendor).word
+    selfb = self_binding(root, w, targets.version)
+    if not w.present:
+        return _unbound(
+            w,
+            f"PID {w.pid} is not visible here (another PID namespace)",
+            dry_run=dry_run,
+            self_bind=selfb,
+        )
+    if len(w.devices) != 1:
+        held = ",".join(map(str, w.devices)) or "?"
+        return _unbound(
+            w,
+            f"holds {word}s {held}: one rank per device, bind it with --pid",
+            dry_run=dry_run,
+            self_bind=selfb,
+        )
+    target = targets.by_device.get(w.devices[0])
+    if target is None:
+        return _unbound(
+            w, f"the plan has no rank on {word} {w.devices[0]}", dry_run=dry_run, self_bind=selfb
+        )
+    use = use_roles and target.has_roles
+    before = _union([t.cpus for t in w.threads])
+    if dry_run:
+        after = _union([target.thread_target(t.name, use_roles=use)[1] for t in w.threads])
+        bound = _planned(w.threads, target, use)
+        return WorkerOutcome(
+            pid=w.pid,
+            name=w.comm,
+            devices=w.devices,
+            rank=target.rank,
+            target=target,
+            cpus_before=before,
+            cpus_after=after,
+            threads_total=len(w.threads),
+            threads_bound=bound,
+            verified=bound == len(w.threads),
+            dry_run=True,
+            self_binding=selfb,
+        )
+    from ascendtune.core.bindplan import check_cpus_usable
+    from ascendtune.host import affinity as aff
+
+    t0 = time.perf_counter()
+    try:
+        check_cpus_usable(
+            target,
+            online=aff.online_cpus(),
+            allowed=aff.cpuset_cpus(w.pid),
+            whom=f"process {w.pid}",
+        )
+        report = aff.bind_process(
+            w.pid,
+            target,
+            use_roles=use_roles,
+            keep_partial=False,
+            max_passes=max_passes,
+            tasks=tasks,
+        )
+    except AscendtuneError as e:
+        return replace(
+            _unbound(w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb),
+            bind_seconds=time.perf_counter() - t0,
+        )
+    dt = time.perf_counter() - t0
+    after = _union(list(aff.thread_masks(w.pid, tasks).values()))
+    error = None
+    if report.threads_failed or not report.verified:
+        first = report.threads_failed[0].error if report.threads_failed else "not verified"
+        error = f"{len(report.threads_failed) or 1} thread(s) not bound: {first}"
+        if report.rolled_back:
+            error += f"; {len(report.rolled_back)} threads put back"
+    return WorkerOutcome(
+        pid=w.pid,
+        name=w.comm,
+        devices=w.devices,
+        rank=target.rank,
+        target=target,
+        cpus_before=before,
+        cpus_after=after,
+        threads_total=report.threads_total,
+        threads_bound=report.threads_bound,
+        threads_failed=report.threads_failed,
+        threads_changed=report.threads_changed,
+        verified=report.verified,
+        error=error,
+        rolled_back=len(report.rolled_back),
+        bind_seconds=dt,
+        self_binding=selfb,
+    )
+
+
+def discover(root: Root) -> tuple[Host, list[WorkerFacts]]:
+    from ascendtune.host.facts import find_workers
+    from ascendtune.host.reader import read_host
+
+    host = read_host(root)
+    return host, find_workers(root, host)
+
+
+def require_live(root: Root, dry_run: bool) -> None:
+    if not root.live and not dry_run:
+        raise UsageError(
+            DRY_RUN_ONLY.format(what=root.describe()),
+            "add --dry-run to see what would change, or run on the host itself without "
+            "--sysroot/--demo (and without ASCENDTUNE_SYSROOT)",
+        )
+
+
+def bind_workers(
+    opts: WorkersOptions, *, root: Root | None = None, tasks: Tasks | None = None
+) -> WorkersReport:
+    """Bind every worker found to one plan; a worker that fails is rolled back and reported."""
+    from ascendtune.app.hosts import open_root
+    from ascendtune.core.errors import MissingError
+
+    if root is None:
+        root = open_root(opts.source)
+    require_live(root, opts.dry_run)
+    host, workers = discover(root)
+    if not workers:
+        from ascendtune.host.facts import scanned_note
+
+        raise MissingError(
+            f"no accelerator worker found on {root.describe()} ({scanned_note(root, host)})",
+            "start the server first; workers are found by npu-smi's process table and by "
+            "their open /dev/davinciN or /dev/nvidiaN files",
+        )
+    targets = resolve_targets(opts, root, host)
+    outcomes = tuple(
+        bind_worker(
+            w,
+            targets,
+            root=root,
+            dry_run=opts.dry_run,
+            use_roles=opts.use_roles,
+            max_passes=opts.max_passes,
+            tasks=tasks,
+        )
+        for w in workers
+    )
+    return WorkersReport(
+        outcomes,
+        targets.source,
+        root.describe(),
+        opts.dry_run,
+        handoff_notes(outcomes, opts.dry_run),
+    )
+
+
+def check_workers(report: WorkersReport) -> None:
+    from ascendtune.core.errors import ProblemsFound
+
+    bad = [w for w in report.workers if not w.ok]
+    if bad:
+        raise ProblemsFound(
+            f"{len(bad)} of {len(report.workers)} workers not bound: "
+            + "; ".join(f"PID {w.pid}: {w.error}" for w in bad[:3]),
+            "see workers[].error in --json; the other workers are bound",
+        )
+
+
+# ---- keeping it applied -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    at: float  # wall-clock time (time.time())
+    kind: str  # "bound", "threads", "restarted", "gone", "failed", "stopped"
+    pid: int | None
+    device: int | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.at))
+            + f".{int(self.at * 1000) % 1000:03d}",
+            "kind": self.kind,
+            "pid": self.pid,
+            "device": self.device,
+            "message": self.message,
+        }
+
+    def line(self) -> str:
+        return f"{self.to_json()['time']} {self.message}"
+
+
+@dataclass
+class WatchSummary:
+    """Counters only, so a watch running for days holds no history."""
+
+    ticks: int = 0
+    threads_bound: int = 0  # threads moved onto the plan after the first tick
+    restarts: int = 0
+    failures: int = 0
+    workers: dict[int, int] = field(default_factory=dict)  # device -> current pid
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ticks": self.ticks,
+            "threads_bound": self.threads_bound,
+            "restarts": self.restarts,
+            "failures": self.failures,
+            "workers": {str(d): p for d, p in sorted(self.workers.items())},
+        }
+
+
+def parse_duration(text: str) -> float:
+    """`--for 90`, `30s`, `10m`, `2h`, `1d` -> seconds."""
+    t = text.strip().lower()
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+    scale = 1.0
+    if t and t[-1] in units:
+        scale, t = units[t[-1]], t[:-1]
+    try:
+        value = float(t)
+    except ValueError:
+        raise UsageError(f"--for {text}: expected a duration such as 90, 30s, 10m, 2h") from None
+    if value <= 0:
+        raise UsageError(f"--for {text}: a duration is more than 0")
+    return value * scale
+
+
+@contextmanager
+def _stop_on_signals(flag: list[bool]) -> Iterator[None]:
+    """SIGINT/SIGTERM set the flag; the loop stops between workers, never inside one."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(_sig: int, _frame: object) -> None:
+        flag[0] = True
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def watch_workers(
+    opts: WorkersOptions,
+    *,
+    interval_s: float = 2.0,
+    duration_s: float | None = None,
+    on_event: Callable[[WatchEvent], None] = lambda e: None,
+    root: Root | None = None,
+    tasks: Tasks | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    should_stop: Callable[[], bool] = lambda: False,
+    handle_signals: bool = True,
+) -> WatchSummary:
+    """Every interval: find the workers, bind threads that appeared, rebind a worker restarted
+    under a new PID on the same device; until duration_s has passed, should_stop() or a signal.
+    The plan is computed once, at the start, for the devices as they are then."""
+    from ascendtune.app.hosts import open_root
+
+    if opts.dry_run:
+        raise UsageError("--watch keeps binding: it does not go with --dry-run")
+    if interval_s <= 0:
+        raise UsageError(f"--interval {interval_s}: expected more than 0 seconds")
+    if root is None:
+        root = open_root(opts.source)
+    require_live(root, False)
+    host, _ = discover(root)
+    targets = resolve_targets(opts, root, host)
+    deadline = None if duration_s is None else clock() + duration_s
+    summary = WatchSummary()
+    flag = [False]
+
+    def stopping() -> bool:
+        return flag[0] or should_stop() or (deadline is not None and clock() >= deadline)
+
+    def emit(kind: str, w: WorkerOutcome | None, message: str) -> None:
+        on_event(WatchEvent(wall(), kind, w.pid if w else None, w.device if w else None, message))
+
+    guard = _stop_on_signals(flag) if handle_signals else _nothing()
+    with guard:
+        while True:
+            summary.ticks += 1
+            _, workers = discover(root)
+            seen: dict[int, int] = {}
+            for wf in workers:
+                if flag[0] or should_stop():
+                    break  # between workers: none is left half-bound
+                o = bind_worker(
+                    wf,
+                    targets,
+                    root=root,
+                    dry_run=False,
+                    use_roles=opts.use_roles,
+                    max_passes=opts.max_passes,
+                    tasks=tasks,
+                )
+                dev = o.device
+                word = f"device {dev}" if dev is not None else f"PID {o.pid}"
+                if dev is not None:
+                    seen[dev] = o.pid
+                old = summary.workers.get(dev) if dev is not None else None
+                if not o.ok:
+                    summary.failures += 1
+                    emit("failed", o, f"PID {o.pid} ({word}): not bound: {o.error}")
+                elif dev is not None and old is not None and old != o.pid:
+                    summary.restarts += 1
+                    emit(
+                        "restarted",
+                        o,
+                        f"{word}: worker restarted, PID {old} -> {o.pid}, "
+                        f"{o.threads_bound} threads bound to CPUs {_cpus(o)}",
+                    )
+                elif old is None:
+                    emit(
+                        "bound",
+                        o,
+                        f"PID {o.pid} ({word}, rank {o.rank}): {o.threads_bound}/"
+                        f"{o.threads_total} threads on CPUs {_cpus(o)}, {o.threads_changed} "
+                        "moved",
+                    )
+                elif o.changed:
+                    summary.threads_bound += o.threads_changed
+                    emit(
+                        "threads",
+                        o,
+                        f"PID {o.pid} ({word}): {o.threads_changed} new or "
+                        f"moved thread(s) put back on CPUs {_cpus(o)}",
+                    )
+            for dev, pid in summary.workers.items():
+                if dev not in seen and not flag[0]:
+                    on_event(
+                        WatchEvent(
+                            wall(),
+                            "gone",
+                            pid,
+                            dev,
+                            f"device {dev}: PID {pid} is gone; waiting for its restart",
+                        )
+                    )
+            summary.workers = seen if not flag[0] else {**summary.workers, **seen}
+            if stopping():
+                break
+            left = interval_s if deadline is None else min(interval_s, deadline - clock())
+            if left > 0 and sleep is time.sleep:
+                # in slices: a signal handler that returns does not cut time.sleep short
+                end = clock() + left
+                while not flag[0] and not should_stop() and clock() < end:
+                    time.sleep(min(0.2, max(0.0, end - clock())))
+            elif left > 0:
+                sleep(left)
+            if stopping():
+                break
+    on_event(
+        WatchEvent(
+            wall(),
+            "stopped",
+            None,
+            None,
+            f"watch stopped after {summary.ticks} "
+            f"pass(es): {summary.threads_bound} threads rebound, {summary.restarts} "
+            "restart(s)",
+        )
+    )
+    return summary
+
+
+def _cpus(o: WorkerOutcome) -> str:
+    return format_cpulist(o.target.cpus) if o.target is not None else "?"
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+# ---- reading masks back -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaskGroup:
+    cpus: CpuSet
+    tids: tuple[int, ...]
+    role_threads: tuple[str, ...]  # "acl_thread 123", "release_thread 124"
+    expected: CpuSet | None = None  # what the plan wants for these threads (None: no plan)
+
+    @property
+    def matches(self) -> bool | None:
+        return None if self.expected is None else self.expected == self.cpus
+
+
+@dataclass(frozen=True)
+class ShowReport:
+    pid: int
+    name: str | None
+    groups: tuple[MaskGroup, ...]
+    target: BindTarget | None
+    off_target: int  # threads whose mask differs from the plan's (0 without a plan)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "pid": self.pid,
+            "name": self.name,
+            "threads_total": sum(len(g.tids) for g in self.groups),
+            "target": format_cpulist(self.target.cpus) if self.target is not None else None,
+            "source": self.target.source if self.target is not None else None,
+            "off_target": self.off_target,
+            "masks": [
+                {
+                    "cpus": format_cpulist(g.cpus),
+                    "threads": len(g.tids),
+                    "tids": list(g.tids),
+                    "role_threads": list(g.role_threads),
+                    "expected": format_cpulist(g.expected) if g.expected is not None else None,
+                    "matches": g.matches,
+                }
+                for g in self.groups
+            ],
+        }
+
+
+def show_process(
+    pid: int, target: BindTarget | None, *, use_roles: bool = True, tasks: Tasks | None = None
+) -> ShowReport:
+    """Every thread's mask, grouped by (mask, what the plan wants for it)."""
+    from ascendtune.core.bindplan import ROLE_THREADS
+    from ascendtune.host import affinity as aff
+
+    aff.require_process(pid, tasks)
+    ident = aff.process_identity(pid)
+    rows = aff.thread_names_and_masks(pid, tasks)
+    groups: dict[tuple[CpuSet, CpuSet | None], tuple[list[int], list[str]]] = {}
+    off = 0
+    for tid, name, cpus in rows:
+        want = target.thread_target(name, use_roles=use_roles)[1] if target is not None else None
+        if want is not None and want != cpus:
+            off += 1
+        tids, roles = groups.setdefault((cpus, want), ([], []))
+        tids.append(tid)
+        if name.strip() in ROLE_THREADS:
+            roles.append(f"{name.strip()} {tid}")
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1][0]), min(kv[0][0], default=-1)))
+    return ShowReport(
+        pid,
+        ident.name if ident is not None else None,
+        tuple(MaskGroup(c, tuple(t), tuple(r), w) for (c, w), (t, r) in ordered),
+        target,
+        off,
+    )
