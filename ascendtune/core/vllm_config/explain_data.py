@@ -1068,6 +1068,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "shared-expert-dp-enables-sp": ("enable_shared_expert_dp", "enable_flashcomm1"),
     "fused-mc2-minimax": ("enable_fused_mc2",),
     "fused-mc2-disables-overlap": ("enable_fused_mc2", "multistream_overlap_shared_expert"),
+    "outer-binder-narrowed": ("enable_cpu_binding",),
     "fused-mc2-megamoe-fallback": ("enable_fused_mc2",),
     "kv-nz-mla-only": ("enable_kv_nz",),
     "kv-nz-decode-only": ("enable_kv_nz",),
