@@ -63,14 +63,37 @@ def demo_flag_default(argv: list[str]) -> list[str]:
     return out
 
 
+PIPE_WIDTH = 200
+
+
 def stdout_console() -> Console:
+    """The console for human output: the terminal's width (or COLUMNS); piped, tables get
+    PIPE_WIDTH columns and lines of text are never wrapped (grep and less see whole lines)."""
     from rich.console import Console
 
     tty = sys.stdout.isatty()
     no_color = bool(os.environ.get("NO_COLOR")) or not tty
-    # piped output is read by people through less or a log: do not squeeze tables to 80 columns
-    width = None if tty or os.environ.get("COLUMNS") else 160
-    return Console(no_color=no_color, highlight=False, soft_wrap=False, width=width)
+    sized = tty or bool(os.environ.get("COLUMNS"))
+    return Console(
+        no_color=no_color,
+        highlight=False,
+        soft_wrap=not sized,
+        width=None if sized else PIPE_WIDTH,
+    )
+
+
+def host_line(identity: dict[str, Any]) -> str:
+    """Which host a report was read from, in words: live hostname, sysroot path, or demo."""
+    name = identity.get("hostname")
+    root = str(identity.get("root") or "")
+    source = identity.get("source")
+    if source == "live":
+        return f"this host ({name or '?'})"
+    if source == "demo":
+        where = "demo " + root.removeprefix("demo:")
+    else:
+        where = f"sysroot {root}"
+    return where + (f" (hostname {name})" if name else "")
 
 
 def stderr_console() -> Console:
