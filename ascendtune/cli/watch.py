@@ -120,6 +120,8 @@ def render(
     from rich.table import Table
     from rich.text import Text
 
+    from ascendtune.cli.cells import cpus
+
     parts: list[RenderableType] = [
         Text(
             f"ascendtune watch · {report.samples} samples over {report.elapsed_s:.1f}s "
@@ -142,10 +144,13 @@ def render(
             "ROLE",
         ):
             table.add_column(
-                col, justify="right" if col in ("MIGR", "VCSW", "ICSW", "CPU s") else "left"
+                col,
+                justify="right" if col in ("MIGR", "VCSW", "ICSW", "CPU s") else "left",
+                overflow="fold",  # a narrow terminal wraps a value, never cuts it
             )
         for row in rows:
-            table.add_row(*(Text(c) for c in row))
+            # RAN ON is a CPU list: it breaks after a comma only
+            table.add_row(*(cpus(c) if i == 3 else Text(c) for i, c in enumerate(row)))
         parts.append(table)
         parts.extend(Text(line) for line in tail)
     return Group(*parts)
