@@ -74,7 +74,15 @@ def stdout_console() -> Console:
     tty = sys.stdout.isatty()
     no_color = bool(os.environ.get("NO_COLOR")) or not tty
     sized = tty or bool(os.environ.get("COLUMNS"))
-    return Console(
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 ("problems found"); the error boundary and main() make a
+            # closed pipe (`| head`) a quiet exit 0 instead
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(
         no_color=no_color,
         highlight=False,
         soft_wrap=not sized,
@@ -137,8 +145,20 @@ def fail(err: AscendtuneError) -> typer.Exit:
     line = f"ascendtune: error: {err.message}"
     if err.hint:
         line += f" ({err.hint})"
+    if err.exit_code == 2:  # a usage error: the same form as click's (see cli/app.py)
+        ctx = _current_context()
+        line += f" (see `{ctx.command_path if ctx else 'ascendtune'} --help`)"
     sys.stderr.write(line + "\n")
     return typer.Exit(err.exit_code)
+
+
+def _current_context() -> Any:
+    """The running command's click context (typer vendors its own click, so ask that one)."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # a typer that uses the click package itself
+        from click import get_current_context  # type: ignore[no-redef]
+    return get_current_context(silent=True)
 
 
 def handle_errors(func: F) -> F:
