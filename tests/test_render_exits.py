@@ -17,7 +17,7 @@ ENV = dict(os.environ, PYTHONPATH=str(TOP))
 def script(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ascendtune", *args],
-        capture_output=True, text=True, timeout=120, env=ENV, cwd=TOP,
+        capture_output=True, text=True, timeout=120, env=ENV, cwd=TOP, check=False,
     )
 
 
