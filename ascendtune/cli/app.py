@@ -86,9 +86,24 @@ def _silence_stdout() -> None:
         pass
 
 
+COMPLETE_VAR = "_ASCENDTUNE_COMPLETE"
+
+
+def click_style_completion() -> None:
+    """Accept click's spelling of the completion request (`bash_complete`, `zsh_source`) as
+    well as Typer's own (`complete_bash`, `source_zsh`)."""
+    import os
+    import re
+
+    m = re.fullmatch(r"(bash|zsh|fish|powershell|pwsh)_(complete|source)", os.environ.get(COMPLETE_VAR, ""))
+    if m:
+        os.environ[COMPLETE_VAR] = f"{m.group(2)}_{m.group(1)}"
+
+
 def main() -> None:
     """The console script: `--demo` may stand alone, `--debug` may stand anywhere, usage
     errors are one line too, and a closed pipe (`| head`) ends quietly with status 0."""
+    click_style_completion()
     args = debug_anywhere(demo_flag_default(sys.argv[1:]))
     try:
         code = _run(args)

@@ -35,6 +35,13 @@ SysrootOpt = Annotated[
         metavar="DIR",
     ),
 ]
+def complete_demo(incomplete: str) -> list[str]:
+    """`--demo`: the embedded demo hosts, and list."""
+    from ascendtune.app.hosts import demo_names
+
+    return [n for n in ("list", *(name for name, _ in demo_names())) if n.startswith(incomplete)]
+
+
 DemoOpt = Annotated[
     str | None,
     typer.Option(
@@ -42,6 +49,7 @@ DemoOpt = Annotated[
         help="Read an embedded demo host (`--demo list` lists them; `--demo` alone picks atlas-800i-a2).",
         metavar="NAME",
         show_default=False,
+        autocompletion=complete_demo,
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts (schema_version 1).")]

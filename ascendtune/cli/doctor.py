@@ -16,6 +16,7 @@ from ascendtune.cli.planopts import (
     SocOpt,
     TargetOpt,
     VisibleDevicesOpt,
+    complete_section,
     plan_options,
 )
 
@@ -103,7 +104,12 @@ def register(app: typer.Typer) -> None:
     def doctor_cmd(
         section: Annotated[
             str | None,
-            typer.Option("--section", help="Run one part only: host or workers."),
+            typer.Option(
+                "--section",
+                metavar="SECTION",
+                help="Run one part only: host or workers.",
+                autocompletion=complete_section,
+            ),
         ] = None,
         policy: PolicyOpt = "auto",
         visible_devices: VisibleDevicesOpt = None,

@@ -21,6 +21,7 @@ from ascendtune.cli.planopts import (
     TargetOpt,
     TpOpt,
     VisibleDevicesOpt,
+    complete_policy_or_compare,
     plan_options,
     policy_help,
 )
@@ -133,7 +134,12 @@ def register(app: typer.Typer) -> None:
     def plan_cmd(
         policy: Annotated[
             str,
-            typer.Option("--policy", help=policy_help(compare=True)),
+            typer.Option(
+                "--policy",
+                metavar="POLICY",
+                help=policy_help(compare=True),
+                autocompletion=complete_policy_or_compare,
+            ),
         ] = "auto",
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[

@@ -55,6 +55,29 @@ def _complete_policy(incomplete: str) -> list[str]:
     return [p for p in policy_choices() if p.startswith(incomplete)]
 
 
+def complete_policy_or_compare(incomplete: str) -> list[str]:
+    """`plan --policy`: every policy, and compare."""
+    return [p for p in policy_choices(compare=True) if p.startswith(incomplete)]
+
+
+def complete_soc(incomplete: str) -> list[str]:
+    return [s for s in SOC_NAMES if s.lower().startswith(incomplete.lower())]
+
+
+def complete_emit(incomplete: str) -> list[str]:
+    """`plan --emit`: the ready-to-paste forms."""
+    from ascendtune.app.emit import EMITS
+
+    return [e for e in EMITS if e.startswith(incomplete)]
+
+
+def complete_section(incomplete: str) -> list[str]:
+    """`doctor --section`."""
+    from ascendtune.app.doctor import SECTION_NAMES
+
+    return [s for s in SECTION_NAMES if s.startswith(incomplete)]
+
+
 PolicyOpt = Annotated[
     str,
     typer.Option("--policy", help=policy_help(), autocompletion=_complete_policy),
@@ -71,7 +94,12 @@ VisibleDevicesOpt = Annotated[
 RanksOpt = Annotated[int | None, typer.Option("--ranks", help="Plan only the first N ranks.")]
 SocOpt = Annotated[
     str | None,
-    typer.Option("--soc", help=f"SoC family: {', '.join(SOC_NAMES[:4])} (default: from the chip names)."),
+    typer.Option(
+        "--soc",
+        metavar="SOC",
+        help=f"SoC family: {', '.join(SOC_NAMES[:4])} (default: from the chip names).",
+        autocompletion=complete_soc,
+    ),
 ]
 ReserveOpt = Annotated[
     str | None,
