@@ -47,6 +47,18 @@ for _module in (topo, plan, bind, check_config, doctor, snapshot, watch, log):
     _module.register(app)
 
 
+def _summary(doc: str) -> str:
+    """A command's first sentence, whole: click would cut it at about 45 characters."""
+    para = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = para.find(". ")
+    return para if end < 0 else para[: end + 1]
+
+
+for _info in app.registered_commands:
+    if _info.short_help is None and _info.callback is not None and _info.callback.__doc__:
+        _info.short_help = _summary(_info.callback.__doc__)
+
+
 def debug_anywhere(argv: list[str]) -> list[str]:
     """`--debug` is a root option; let it stand after the subcommand too (not after `--`,
     where a launched command's own arguments begin)."""

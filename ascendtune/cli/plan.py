@@ -143,7 +143,8 @@ def register(app: typer.Typer) -> None:
         ] = "auto",
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[
-            int | None, typer.Option("--ranks", help="Plan only the first N ranks.")
+            int | None,
+            typer.Option("--ranks", metavar="N", help="Plan only the first N ranks."),
         ] = None,
         soc: SocOpt = None,
         reserve: ReserveOpt = None,

@@ -80,7 +80,9 @@ def complete_section(incomplete: str) -> list[str]:
 
 PolicyOpt = Annotated[
     str,
-    typer.Option("--policy", help=policy_help(), autocompletion=_complete_policy),
+    typer.Option(
+        "--policy", metavar="POLICY", help=policy_help(), autocompletion=_complete_policy
+    ),
 ]
 VisibleDevicesOpt = Annotated[
     str | None,
@@ -91,7 +93,9 @@ VisibleDevicesOpt = Annotated[
         help="Devices the job sees, in its order (else ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, else all).",
     ),
 ]
-RanksOpt = Annotated[int | None, typer.Option("--ranks", help="Plan only the first N ranks.")]
+RanksOpt = Annotated[
+    int | None, typer.Option("--ranks", metavar="N", help="Plan only the first N ranks.")
+]
 SocOpt = Annotated[
     str | None,
     typer.Option(

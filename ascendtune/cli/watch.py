@@ -169,12 +169,12 @@ def register(app: typer.Typer) -> None:
         pid: Annotated[
             list[int] | None,
             typer.Option(
-                "--pid", min=1, help="A process to watch, every thread of it (repeat for more)."
+                "--pid", min=1, metavar="PID", help="A process to watch, every thread of it (repeat for more)."
             ),
         ] = None,
         cpus: Annotated[
             str | None,
-            typer.Option("--cpus", metavar="LIST", help="The CPUs the process should run on."),
+            typer.Option("--cpus", metavar="CPULIST", help="The CPUs the process should run on."),
         ] = None,
         plan: Annotated[
             Path | None,
@@ -191,12 +191,13 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--rank",
                 min=0,
+                metavar="RANK",
                 help="The plan's rank the process serves (one per --pid, or one for all).",
             ),
         ] = None,
         interval: Annotated[
             float,
-            typer.Option("--interval", min=0.05, help="Seconds between samples."),
+            typer.Option("--interval", min=0.05, metavar="SECONDS", help="Seconds between samples."),
         ] = 1.0,
         once: Annotated[
             bool, typer.Option("--once", help="Take one sample of length --interval and print it.")
@@ -204,7 +205,7 @@ def register(app: typer.Typer) -> None:
         count: Annotated[
             int | None,
             typer.Option(
-                "--count", "-n", min=1, help="Stop after this many intervals (like top -n)."
+                "--count", "-n", min=1, metavar="N", help="Stop after this many intervals (like top -n)."
             ),
         ] = None,
         json_out: JsonOpt = False,
