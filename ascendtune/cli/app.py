@@ -55,8 +55,9 @@ def _summary(doc: str) -> str:
 
 
 for _info in app.registered_commands:
-    if _info.short_help is None and _info.callback is not None and _info.callback.__doc__:
-        _info.short_help = _summary(_info.callback.__doc__)
+    _doc = _info.help or (_info.callback.__doc__ if _info.callback is not None else None)
+    if _info.short_help is None and isinstance(_doc, str):
+        _info.short_help = _summary(_doc)
 
 
 def debug_anywhere(argv: list[str]) -> list[str]:
