@@ -1,3 +1,5 @@
+# ascendtune completion for bash. Plain bash is enough (no bash-completion package):
+#   source /path/to/completions/ascendtune.bash   # in ~/.bashrc
 
 _ascendtune_completion() {
     local IFS=$'
@@ -9,4 +11,3 @@ _ascendtune_completion() {
 }
 
 complete -o default -F _ascendtune_completion ascendtune
-

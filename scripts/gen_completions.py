@@ -25,7 +25,31 @@ def script(shell: str) -> str:
         check=True,
         cwd=OUT.parent,
     )
-    return done.stdout
+    return finish(shell, done.stdout)
+
+
+BASH_HEAD = (
+    "# ascendtune completion for bash. Plain bash is enough (no bash-completion package):\n"
+    "#   source /path/to/completions/ascendtune.bash   # in ~/.bashrc\n"
+)
+ZSH_TAIL = """if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then
+  # autoloaded from $fpath as _ascendtune: complete this first TAB too
+  _ascendtune_completion "$@"
+else
+  compdef _ascendtune_completion ascendtune
+fi
+"""
+
+
+def finish(shell: str, text: str) -> str:
+    """Typer's script, made to work as installed: zsh's `#compdef` on line 1 (else compinit
+    ignores the file) and a first TAB that completes; a bash header saying how to load it."""
+    body = text.strip("\n") + "\n"
+    if shell == "zsh":
+        body = body.replace("compdef _ascendtune_completion ascendtune\n", ZSH_TAIL)
+    if shell == "bash":
+        body = BASH_HEAD + "\n" + body
+    return body
 
 
 def main() -> None:

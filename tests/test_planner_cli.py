@@ -232,10 +232,10 @@ def test_a3_container_json(hosts: Hosts) -> None:
         (["--policy", "fastest"], 2, "--policy fastest: expected one of"),
         (["--emit", "yaml"], 2, "--emit yaml: expected one of"),
         (["--soc", "A9"], 2, "--soc A9: expected one of"),
-        (["--visible-devices", "a,b"], 5, "'a' is not a number"),
+        (["--visible-devices", "a,b"], 2, "'a' is not a number"),  # a bad option value: usage (issue 16)
         (["--visible-devices", "9"], 5, "--visible-devices names device 9"),
         (["--ranks", "9"], 5, "between 1 and 8 ranks"),
-        (["--reserve", "0-"], 5, "--reserve"),
+        (["--reserve", "0-"], 2, "--reserve"),  # malformed: usage (issue 16)
         (["--reserve", "500"], 5, "not online"),
         (["--reserve", "0-191"], 5, "leaves no CPU"),
         (["--policy", "numa-local", "--visible-devices", "0,1", "--no-such"], 2, "No such option"),

@@ -35,6 +35,13 @@ SysrootOpt = Annotated[
         metavar="DIR",
     ),
 ]
+def complete_demo(incomplete: str) -> list[str]:
+    """`--demo`: the embedded demo hosts, and list."""
+    from ascendtune.app.hosts import demo_names
+
+    return [n for n in ("list", *(name for name, _ in demo_names())) if n.startswith(incomplete)]
+
+
 DemoOpt = Annotated[
     str | None,
     typer.Option(
@@ -42,6 +49,7 @@ DemoOpt = Annotated[
         help="Read an embedded demo host (`--demo list` lists them; `--demo` alone picks atlas-800i-a2).",
         metavar="NAME",
         show_default=False,
+        autocompletion=complete_demo,
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts (schema_version 1).")]
@@ -63,14 +71,45 @@ def demo_flag_default(argv: list[str]) -> list[str]:
     return out
 
 
+PIPE_WIDTH = 200
+
+
 def stdout_console() -> Console:
+    """The console for human output: the terminal's width (or COLUMNS); piped, tables get
+    PIPE_WIDTH columns and lines of text are never wrapped (grep and less see whole lines)."""
     from rich.console import Console
 
     tty = sys.stdout.isatty()
     no_color = bool(os.environ.get("NO_COLOR")) or not tty
-    # piped output is read by people through less or a log: do not squeeze tables to 80 columns
-    width = None if tty or os.environ.get("COLUMNS") else 160
-    return Console(no_color=no_color, highlight=False, soft_wrap=False, width=width)
+    sized = tty or bool(os.environ.get("COLUMNS"))
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 ("problems found"); the error boundary and main() make a
+            # closed pipe (`| head`) a quiet exit 0 instead
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(
+        no_color=no_color,
+        highlight=False,
+        soft_wrap=not sized,
+        width=None if sized else PIPE_WIDTH,
+    )
+
+
+def host_line(identity: dict[str, Any]) -> str:
+    """Which host a report was read from, in words: live hostname, sysroot path, or demo."""
+    name = identity.get("hostname")
+    root = str(identity.get("root") or "")
+    source = identity.get("source")
+    if source == "live":
+        return f"this host ({name or '?'})"
+    if source == "demo":
+        where = "demo " + root.removeprefix("demo:")
+    else:
+        where = f"sysroot {root}"
+    return where + (f" (hostname {name})" if name else "")
 
 
 def stderr_console() -> Console:
@@ -126,11 +165,23 @@ def fail(err: AscendtuneError) -> typer.Exit:
     line = f"ascendtune: error: {err.message}"
     if err.hint:
         line += f" ({err.hint})"
+    if err.exit_code == 2:  # a usage error: the same form as click's (see cli/app.py)
+        ctx = _current_context()
+        line += f" (see `{ctx.command_path if ctx else 'ascendtune'} --help`)"
     line = cap_line(inert_line(line), MAX_ERROR_LINE, " (cut; rerun with --debug for all of it)")
     sys.stderr.write(line + "\n")
     if State.debug and len(err.message) + len(err.hint or "") > MAX_ERROR_LINE:
         sys.stderr.write(inert(str(err)) + "\n")
     return typer.Exit(err.exit_code)
+
+
+def _current_context() -> Any:
+    """The running command's click context (typer vendors its own click, so ask that one)."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # a typer that uses the click package itself
+        from click import get_current_context  # type: ignore[no-redef]
+    return get_current_context(silent=True)
 
 
 def handle_errors(func: F) -> F:

@@ -3,7 +3,7 @@ workers are bound, as a report grouped by section or as JSON; exit 1 when a chec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,7 @@ from ascendtune.cli.planopts import (
     SocOpt,
     TargetOpt,
     VisibleDevicesOpt,
+    complete_section,
     plan_options,
 )
 
@@ -24,15 +25,34 @@ if TYPE_CHECKING:
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
+def _both_ids(text: str, smi: dict[int, str]) -> str:
+    """`NPU 0` -> `NPU 0 (npu-smi 4)` where the two numberings differ (the checks name the
+    logical id; an operator reading npu-smi beside this report needs its id too)."""
+    import re
+
+    if not smi or not text:
+        return text
+    return re.sub(
+        r"\bNPU (\d+)\b(?![,\d]| \(npu-smi)",
+        lambda m: f"{m.group(0)} (npu-smi {smi[int(m.group(1))]})"
+        if int(m.group(1)) in smi
+        else m.group(0),
+        text,
+    )
+
+
 def render(report: DoctorReport) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    from ascendtune.cli.common import stdout_console
+    from ascendtune.cli.cells import Wrapped, fitted_table, show
+    from ascendtune.cli.common import host_line, stdout_console
+    from ascendtune.cli.plan import npu_smi_ids
     from ascendtune.core.doctor import summary
 
     checks, root, host, plan = report.checks, report.root, report.host, report.plan
     con = stdout_console()
+    smi = npu_smi_ids(host) if host is not None else {}
+    con.print(Text(f"doctor for {host_line(report.identity)}"))
     for section in SECTION_NAMES:
         rows = [c for c in checks if c.section == section]
         if not rows:
@@ -41,25 +61,24 @@ def render(report: DoctorReport) -> None:
             f" {plan.plan.target}" if plan.plan and plan.plan.target and plan.policy == "vllm-ascend" else ""
         )
         title = "Host" if section == "host" else f"Workers (compared with the {against} plan)"
-        t = Table(title=title, title_justify="left")
-        for col in ("status", "check", "value", "expected"):
-            t.add_column(col)
-        for c in rows:
-            t.add_row(
+        cells: list[list[Any]] = [
+            [
                 Text(c.status, style=_STYLE[c.status]),
-                Text(c.id),
-                Text(c.value or "-"),
-                Text(c.expected or ""),
-            )
-        con.print(t)
+                Wrapped(c.id, ",:"),
+                Text(_both_ids(c.value or "-", smi)),
+                Text(_both_ids(c.expected or "", smi)),
+            ]
+            for c in rows
+        ]
+        show(con, fitted_table(con, title, ("status", "check", "value", "expected"), cells))
         for c in rows:
             if c.status in ("ok", "skip") and not c.detail:
                 continue
             if c.status == "skip" or (c.status == "ok" and c.detail):
-                con.print(Text(f"  {c.id}: {c.detail}", style="dim"))
+                con.print(Text(f"  {c.id}: {_both_ids(c.detail or '', smi)}", style="dim"))
                 continue
             line = Text(f"  {c.id}: ", style=_STYLE[c.status])
-            line.append(c.detail or c.value or "", style="")
+            line.append(_both_ids(c.detail or c.value or "", smi), style="")
             con.print(line)
             if c.fix:
                 con.print(Text(f"    fix: {c.fix}"))
@@ -85,7 +104,12 @@ def register(app: typer.Typer) -> None:
     def doctor_cmd(
         section: Annotated[
             str | None,
-            typer.Option("--section", help="Run one part only: host or workers."),
+            typer.Option(
+                "--section",
+                metavar="SECTION",
+                help="Run one part only: host or workers.",
+                autocompletion=complete_section,
+            ),
         ] = None,
         policy: PolicyOpt = "auto",
         visible_devices: VisibleDevicesOpt = None,

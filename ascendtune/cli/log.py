@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, BinaryIO, cast
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, cast
 
 import typer
 
@@ -169,10 +169,10 @@ def render(
 ) -> None:
     import functools
 
-    from rich.table import Table
     from rich.text import Text
 
     from ascendtune.app.log import plan_cells
+    from ascendtune.cli.cells import cpus, fitted_table, show
     from ascendtune.cli.common import stdout_console
 
     con = stdout_console()
@@ -196,35 +196,26 @@ def render(
         }
         out(Text.assemble(("args ", "dim"), ", ".join(f"{k}={v!r}" for k, v in shown.items())))
     if report.workers:
-        t = Table(title="CPU binding per rank", title_justify="left")
-        for col in (
-            "rank",
-            "process",
-            "binding",
-            "NPU",
-            "main",
-            "acl",
-            "release",
-            "IRQ CPUs",
-            "NUMA",
-        ):
-            t.add_column(col)
+        rows: list[list[Any]] = []
         for w in report.workers:
             npu, main, acl, rel = plan_cells(w)
             proc = (w.process or "") + (f" {w.pid}" if w.pid is not None else "")
             irq = ",".join(f"{i.sq_cpu},{i.cq_cpu}" for i in w.irqs[:2])
-            t.add_row(
-                "?" if w.rank is None else str(w.rank),
-                proc.strip() or "-",
-                Text(w.binding, style=_BINDING_STYLE[w.binding]),
-                npu,
-                main,
-                acl,
-                rel,
-                irq,
-                ",".join(map(str, w.migrate_nodes)),
+            rows.append(
+                [
+                    "?" if w.rank is None else str(w.rank),
+                    proc.strip() or "-",
+                    Text(w.binding, style=_BINDING_STYLE[w.binding]),
+                    npu,
+                    cpus(main),
+                    cpus(acl),
+                    cpus(rel),
+                    cpus(irq),
+                    cpus(",".join(map(str, w.migrate_nodes))),
+                ]
             )
-        con.print(t)
+        cols = ("rank", "process", "binding", "NPU", "main", "acl", "release", "IRQ CPUs", "NUMA")
+        show(con, fitted_table(con, "CPU binding per rank", cols, rows))
         for w in report.workers:
             if w.binding in ("failed", "skipped") and w.reason:
                 who = f"rank {w.rank}" if w.rank is not None else "worker"

@@ -21,6 +21,7 @@ from ascendtune.cli.planopts import (
     TargetOpt,
     TpOpt,
     VisibleDevicesOpt,
+    complete_policy_or_compare,
     plan_options,
     policy_help,
 )
@@ -41,37 +42,77 @@ def _locality(x: float | None) -> str:
     return "?" if x is None else f"{x:.0%}"
 
 
-def render_plan(plan: Plan, host: Host, target_reason: str | None = None) -> None:
-    from rich.table import Table
+def npu_smi_ids(host: Host) -> dict[int, str]:
+    """npu-smi's name for each logical id, where the two numberings differ anywhere on the host
+    (a container's NPU 0 may be npu-smi's 4; an A3 card holds two chips); else empty."""
+    accs = [a for a in host.accelerators if a.npu_id is not None]
+    multi_chip = any((a.chip_id or 0) > 0 for a in accs)
+    if not accs or all(a.npu_id == a.logical_id and not multi_chip for a in accs):
+        return {}
+    return {
+        a.logical_id: str(a.npu_id) + (f" chip {a.chip_id or 0}" if multi_chip else "")
+        for a in accs
+    }
 
-    from ascendtune.cli.common import stdout_console
+
+def render_plan(
+    plan: Plan,
+    host: Host,
+    target_reason: str | None = None,
+    identity: dict[str, Any] | None = None,
+) -> None:
+    from ascendtune.cli.cells import Wrapped, cpus, fitted_table, show
+    from ascendtune.cli.common import host_line, stdout_console
     from ascendtune.core import vendors
 
     con = stdout_console()
     word = vendors.profile(plan.vendor).word
-    title = f"plan: policy {plan.policy}, mode {plan.mode}, SoC {plan.soc.value}, {len(plan.ranks)} ranks"
-    t = Table(title=title, title_justify="left")
-    for col in ("rank", word, "pool of", "NUMA", "CPUs", "IRQ", "main", "acl", "release", "local"):
-        t.add_column(col, justify="right" if col in ("rank", word, "pool of", "local") else "left")
+    if identity:
+        con.print(f"plan for {host_line(identity)}")
+    title = (
+        f"plan: policy {plan.policy}, mode {plan.mode}, SoC {plan.soc.value}, "
+        f"{len(plan.ranks)} ranks"
+    )
+    smi = npu_smi_ids(host)
+    rows: list[list[Any]] = []
     for r in plan.ranks:
-        t.add_row(
-            str(r.rank),
-            str(r.device),
-            str(r.logical_id) if r.logical_id != r.device else "",
-            ",".join(map(str, r.numa_nodes))
-            + (
-                f" (dev {r.device_node})"
-                if r.device_node is not None and (r.device_node,) != r.numa_nodes
-                else ""
-            ),
-            _fmt(r.cpus),
-            _fmt(r.roles.irq),
-            _fmt(r.roles.main),
-            _fmt(r.roles.acl),
-            _fmt(r.roles.release),
-            _locality(r.locality),
+        numa = ",".join(map(str, r.numa_nodes)) + (
+            f" (dev {r.device_node})"
+            if r.device_node is not None and (r.device_node,) != r.numa_nodes
+            else ""
         )
-    con.print(t)
+        rows.append(
+            [
+                str(r.rank),
+                str(r.device),
+                smi.get(r.device, "?"),
+                str(r.logical_id) if r.logical_id != r.device else "",
+                Wrapped(numa, ", "),
+                cpus(_fmt(r.cpus)),
+                cpus(_fmt(r.roles.irq)),
+                cpus(_fmt(r.roles.main)),
+                cpus(_fmt(r.roles.acl)),
+                cpus(_fmt(r.roles.release)),
+                _locality(r.locality),
+            ]
+        )
+    head = ["rank", word, "npu-smi", "pool of", "NUMA", "CPUs", "IRQ", "main", "acl", "release", "local"]
+    # a column that says nothing on this plan is left out: npu-smi ids equal to the logical
+    # ids, no rank on another device's pool, roles a GPU plan does not have
+    keep = [
+        i
+        for i, h in enumerate(head)
+        if not (h == "npu-smi" and not smi)
+        and not (h == "pool of" and not any(row[i] for row in rows))
+        and not (
+            h in ("IRQ", "acl", "release") and all(row[i].text == "-" for row in rows)
+        )
+    ]
+    right = {j for j, i in enumerate(keep) if head[i] in ("rank", word, "pool of", "local")}
+    t = fitted_table(
+        con, title, [head[i] for i in keep], [[row[i] for i in keep] for row in rows], right=right
+    )
+    show(con, t)
     if plan.policy == "vllm-ascend" and plan.target:
         con.print(f"vLLM-Ascend {plan.target}" + (f" ({target_reason})" if target_reason else ""))
     con.print(
@@ -93,11 +134,17 @@ def register(app: typer.Typer) -> None:
     def plan_cmd(
         policy: Annotated[
             str,
-            typer.Option("--policy", help=policy_help(compare=True)),
+            typer.Option(
+                "--policy",
+                metavar="POLICY",
+                help=policy_help(compare=True),
+                autocompletion=complete_policy_or_compare,
+            ),
         ] = "auto",
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[
-            int | None, typer.Option("--ranks", help="Plan only the first N ranks.")
+            int | None,
+            typer.Option("--ranks", metavar="N", help="Plan only the first N ranks."),
         ] = None,
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
@@ -162,7 +209,7 @@ def register(app: typer.Typer) -> None:
                 print_json(app_plan.compare_document(report, got.identity))
             app_plan.require_some_plan(report)
             if not json_out:
-                _render_compare(report)
+                _render_compare(report, host, got.identity)
             return
         result = app_plan.plan(host, opts, got.root)
         lines = (
@@ -185,38 +232,45 @@ def register(app: typer.Typer) -> None:
             for line in lines:
                 print(line)
             return
-        render_plan(result.plan, host, result.target_reason)
+        render_plan(result.plan, host, result.target_reason, got.identity)
         if result.better:
             from ascendtune.cli.common import stdout_console
 
             stdout_console().print(result.better)
 
 
-def _render_compare(report: CompareReport) -> None:
+def _render_compare(report: CompareReport, host: Host | None = None, identity: dict[str, Any] | None = None) -> None:
     """Every policy side by side; a policy that cannot plan this host shows its error."""
-    from rich.table import Table
-
-    from ascendtune.cli.common import stdout_console
+    from ascendtune.cli.cells import Wrapped, fitted_table, show
+    from ascendtune.cli.common import host_line, stdout_console
+    from ascendtune.core import vendors
 
     plans = report.plans
     ok = report.ok
     con = stdout_console()
-    t = Table(title="plan: every policy side by side (CPUs, locality)", title_justify="left")
-    t.add_column("rank", justify="right")
-    t.add_column("device", justify="right")
-    for n in plans:
-        t.add_column(n)
     first = ok[0]
+    word = vendors.profile(first.vendor).word
+    smi = npu_smi_ids(host) if host is not None else {}
+    if identity:
+        con.print(f"plan for {host_line(identity)}")
+    head: list[Any] = ["rank", word]
+    if smi:
+        head.append("npu-smi")
+    head += [Wrapped(n, "-") for n in plans]
+    rows: list[list[Any]] = []
     for i, r in enumerate(first.ranks):
-        cells = []
+        cells: list[Any] = [str(r.rank), str(r.device)]
+        if smi:
+            cells.append(smi.get(r.device, "?"))
         for p in plans.values():
             if isinstance(p, str):
                 cells.append("" if i else "error (below)")
                 continue
             rp = p.ranks[i]
-            cells.append(f"{_fmt(rp.cpus)} ({_locality(rp.locality)})")
-        t.add_row(str(r.rank), str(r.device), *cells)
-    con.print(t)
+            cells.append(Wrapped(f"{_fmt(rp.cpus)} ({_locality(rp.locality)})", ", "))
+        rows.append(cells)
+    title = "plan: every policy side by side (CPUs, locality)"
+    show(con, fitted_table(con, title, head, rows, right=(0, 1)))
     for n, p in plans.items():
         if isinstance(p, str):
             con.print(f"{n}: error: {p}")

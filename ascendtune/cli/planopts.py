@@ -3,13 +3,16 @@ PlanOptions value the application layer takes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
 from ascendtune.app.options import PlanOptions
-from ascendtune.app.plan import AUTO, SOC_NAMES, policy_choices
+from ascendtune.app.plan import AUTO, SOC_NAMES, policy_choices, visible_list
 from ascendtune.core import versions
+from ascendtune.core.cpulist import parse_cpulist
+from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.planner import POLICIES
 
 
@@ -23,30 +26,93 @@ def policy_help(*, compare: bool = False) -> str:
     )
 
 
+def _checked(parse: Callable[[str, str], object]) -> Callable[[typer.Context, typer.CallbackParam, str | None], str | None]:
+    """A callback that refuses a malformed list while the options are parsed, so it is a usage
+    error (exit 2) in the same form as every other bad option value."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+        if value is None or ctx.resilient_parsing:  # completion parses without values
+            return value
+        name = max(param.opts, key=len) if param.opts else str(param.name)
+        try:
+            parse(value, name)
+        except AscendtuneError as e:
+            raise typer.BadParameter(str(e)) from None
+        return value
+
+    return check
+
+
+def _ids(text: str, source: str) -> object:
+    return visible_list(text, source)
+
+
+def _cpus(text: str, source: str) -> object:
+    return parse_cpulist(text, source=source)
+
+
 def _complete_policy(incomplete: str) -> list[str]:
     return [p for p in policy_choices() if p.startswith(incomplete)]
 
 
+def complete_policy_or_compare(incomplete: str) -> list[str]:
+    """`plan --policy`: every policy, and compare."""
+    return [p for p in policy_choices(compare=True) if p.startswith(incomplete)]
+
+
+def complete_soc(incomplete: str) -> list[str]:
+    return [s for s in SOC_NAMES if s.lower().startswith(incomplete.lower())]
+
+
+def complete_emit(incomplete: str) -> list[str]:
+    """`plan --emit`: the ready-to-paste forms."""
+    from ascendtune.app.emit import EMITS
+
+    return [e for e in EMITS if e.startswith(incomplete)]
+
+
+def complete_section(incomplete: str) -> list[str]:
+    """`doctor --section`."""
+    from ascendtune.app.doctor import SECTION_NAMES
+
+    return [s for s in SECTION_NAMES if s.startswith(incomplete)]
+
+
 PolicyOpt = Annotated[
     str,
-    typer.Option("--policy", help=policy_help(), autocompletion=_complete_policy),
+    typer.Option(
+        "--policy", metavar="POLICY", help=policy_help(), autocompletion=_complete_policy
+    ),
 ]
 VisibleDevicesOpt = Annotated[
     str | None,
     typer.Option(
         "--visible-devices",
         metavar="IDS",
+        callback=_checked(_ids),
         help="Devices the job sees, in its order (else ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, else all).",
     ),
 ]
-RanksOpt = Annotated[int | None, typer.Option("--ranks", help="Plan only the first N ranks.")]
+RanksOpt = Annotated[
+    int | None, typer.Option("--ranks", metavar="N", help="Plan only the first N ranks.")
+]
 SocOpt = Annotated[
     str | None,
-    typer.Option("--soc", help=f"SoC family: {', '.join(SOC_NAMES[:4])} (default: from the chip names)."),
+    typer.Option(
+        "--soc",
+        metavar="SOC",
+        help=f"SoC family: {', '.join(SOC_NAMES[:4])} (default: from the chip names).",
+        autocompletion=complete_soc,
+    ),
 ]
 ReserveOpt = Annotated[
     str | None,
-    typer.Option("--reserve", metavar="CPULIST", help="Housekeeping CPUs no rank may get."),
+    typer.Option(
+        "--reserve",
+        metavar="CPULIST",
+        help="Housekeeping CPUs no rank may get.",
+        callback=_checked(_cpus),
+    ),
 ]
 SpillOpt = Annotated[
     bool,
@@ -98,7 +164,10 @@ PpOpt = Annotated[
 DeviceIdsOpt = Annotated[
     str | None,
     typer.Option(
-        "--device-ids", metavar="IDS", help="vLLM's --device-ids: the NPUs in rank order."
+        "--device-ids",
+        metavar="IDS",
+        help="vLLM's --device-ids: the NPUs in rank order.",
+        callback=_checked(_ids),
     ),
 ]
 BusyOpt = Annotated[
@@ -106,6 +175,7 @@ BusyOpt = Annotated[
     typer.Option(
         "--busy",
         metavar="IDS",
+        callback=_checked(_ids),
         help="NPUs that will have a process when binding runs (default: npu-smi's table plus "
         "the job's own).",
     ),

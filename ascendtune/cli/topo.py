@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -10,19 +10,97 @@ from ascendtune.app.topo import topo_document, topo_warnings
 from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rich.console import Console
+
     from ascendtune.core.model import Host
 
 
-def render_topo(host: Host) -> None:
+# what each link code in a topology matrix means (npu-smi info -t topo, nvidia-smi topo -m)
+LINK_CODES = {
+    "HCCS": "Huawei Cache Coherence System, the NPU-to-NPU link",
+    "HCCS_SW": "HCCS through the HCCS switch",
+    "SIO": "the die-to-die link between the two chips of one card",
+    "UB": "the unified bus",
+    "PIX": "at most one PCIe bridge",
+    "PXB": "several PCIe bridges, no host bridge",
+    "PHB": "a PCIe host bridge (the CPU)",
+    "NODE": "PCIe host bridges within one NUMA node",
+    "SYS": "the CPU interconnect between NUMA nodes",
+    "NV#": "a bond of # NVLinks",
+}
+# two-letter forms for a matrix too wide for the terminal with the whole codes
+SHORT_CODES = {
+    "HCCS": "HC",
+    "HCCS_SW": "HW",
+    "SIO": "SI",
+    "UB": "UB",
+    "PIX": "PX",
+    "PXB": "PB",
+    "PHB": "PH",
+    "NODE": "ND",
+    "SYS": "SY",
+}
+
+
+def _link_key(code: str) -> str:
+    return "NV#" if code.startswith("NV") and code[2:].isdigit() else code
+
+
+def _short(code: str) -> str:
+    if _link_key(code) == "NV#":
+        return "N" + code[2:]
+    return SHORT_CODES.get(code, code)
+
+
+def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
+    """The link matrix as a grid (like nvidia-smi topo -m), codes whole or two-letter forms
+    when whole codes would not fit, and a legend for every code it shows."""
     from rich.table import Table
 
-    from ascendtune.cli.common import stdout_console
+    ids = sorted(links)
+    codes = sorted({c for row in links.values() for c in row.values() if c})
+    id_w = max(len(str(i)) for i in ids)
+
+    def width(names: list[str]) -> int:
+        cell = max([id_w, 1, *map(len, names)])
+        return (cell + 1) * (len(ids) + 1) - 1
+
+    short = width(codes) > con.width
+    show = _short if short else (lambda c: c)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right")
+    for _ in ids:
+        grid.add_column(justify="center")
+    grid.add_row("", *map(str, ids))
+    for a_id in ids:
+        grid.add_row(
+            str(a_id), *("X" if a_id == b else show(links[a_id].get(b, "")) or "-" for b in ids)
+        )
+    con.print("links")
+    con.print(grid)
+    seen = {_link_key(c): c for c in codes}
+    legend = []
+    for key, about in LINK_CODES.items():
+        if key in seen:
+            name = "NV#" if key == "NV#" else key
+            legend.append(f"{_short(seen[key]) + ' = ' if short else ''}{name}: {about}")
+    legend += [c for c in codes if _link_key(c) not in LINK_CODES]
+    if legend:
+        con.print("  " + "; ".join(legend))
+
+
+def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
+    from ascendtune.cli.cells import Wrapped, cpus, fitted_table, show
+    from ascendtune.cli.common import host_line, stdout_console
     from ascendtune.core import vendors
     from ascendtune.core.cpulist import format_cpulist as f
 
     con = stdout_console()
+    where = host_line(identity) if identity else f"host {host.hostname or '?'}"
     doc_head = [
-        f"host {host.hostname or '?'}",
+        where + (f", host {host.hostname}" if identity and host.hostname and host.hostname not in where else ""),
         f"arch {host.arch or '?'}",
         f"{len(host.cpus_online)} CPUs online",
         f"{len({c.socket for c in host.cpus.values()})} socket(s)",
@@ -41,77 +119,86 @@ def render_topo(host: Host) -> None:
         + ("" if host.allowed_from_status else " (no proc/self/status: every online CPU assumed)")
     )
     if host.accelerators:
-        # a GPU's index is its id: the npu and chip columns only mean something for NPUs
+        # a GPU's index is its id: the npu-smi and chip columns only mean something for NPUs
         npu_cols = prof.card_columns
-        t = Table(title="accelerators", title_justify="left")
-        head = ["id", "npu", "chip"] if npu_cols else [prof.word]
-        for col in (*head, "name", "bus id", "NUMA", "CPU affinity", "from", "in cpuset"):
-            t.add_column(col)
+        sources = {a.affinity_source.value if a.affinity_source else "-" for a in host.accelerators}
+        one_source = len(sources) == 1
+        head: list[Any] = [prof.word]
+        if npu_cols:
+            head += ["npu-smi", "chip"]
+        head += ["name", "bus id", "NUMA", "CPU affinity"]
+        if not one_source:
+            head.append("from")
+        head.append("in cpuset")
+        rows: list[list[Any]] = []
         for a in host.accelerators:
             inside = a.cpu_affinity & host.cpus_allowed
-            mark = f(inside) if inside == a.cpu_affinity else (f"[red]{f(inside) or 'none'}[/red]")
-            cells = [str(a.logical_id)]
+            mark = (
+                cpus(f(inside))
+                if inside == a.cpu_affinity
+                else cpus(f(inside) or "none", style="red")
+            )
+            cells: list[Any] = [str(a.logical_id)]
             if npu_cols:
                 cells += [
                     "" if a.npu_id is None else str(a.npu_id),
                     "" if a.chip_id is None else str(a.chip_id),
                 ]
-            t.add_row(
-                *cells,
+            cells += [
                 a.name,
                 a.bus_id or "?",
                 "?" if a.numa_node is None else str(a.numa_node),
-                f(a.cpu_affinity) or "?",
-                a.affinity_source.value if a.affinity_source else "-",
-                mark if a.cpu_affinity else "-",
-            )
-        con.print(t)
+                cpus(f(a.cpu_affinity) or "?"),
+            ]
+            if not one_source:
+                cells.append(a.affinity_source.value if a.affinity_source else "-")
+            cells.append(mark if a.cpu_affinity else "-")
+            rows.append(cells)
+        title = "accelerators" + (
+            f" (CPU affinity from {sources.pop()})" if one_source and "-" not in sources else ""
+        )
+        show(con, fitted_table(con, title, head, rows))
         if host.links:
-            ids = sorted(host.links)
-            lt = Table(title="links", title_justify="left")
-            lt.add_column("")
-            for b in ids:
-                lt.add_column(str(b), justify="center")
-            for a_id in ids:
-                lt.add_row(
-                    str(a_id), *("X" if a_id == b else host.links[a_id].get(b, "") for b in ids)
-                )
-            con.print(lt)
+            render_links(con, host.links)
     else:
         con.print(
             "no accelerator found (no npu-smi or nvidia-smi output, no Huawei or NVIDIA PCI device); "
             "try `ascendtune topo --demo` to see an Atlas 800I A2"
         )
-    nt = Table(title="NUMA nodes", title_justify="left")
-    for col in ("node", "CPUs", "memory", "allowed", "accelerators"):
-        nt.add_column(col)
+    nrows: list[list[Any]] = []
     for n in host.numa_nodes:
         accs = [str(a.logical_id) for a in host.accelerators if a.numa_node == n.id]
-        nt.add_row(
-            str(n.id),
-            f(n.cpus) or "(none)",
-            "?"
-            if n.mem_mib is None
-            else f"{n.mem_mib / 1024:.0f} GiB"
-            if n.mem_mib >= 1024
-            else f"{n.mem_mib} MiB",
-            f(n.cpus & host.cpus_allowed) or "-",
-            ",".join(accs),
+        nrows.append(
+            [
+                str(n.id),
+                cpus(f(n.cpus) or "(none)"),
+                "?"
+                if n.mem_mib is None
+                else f"{n.mem_mib / 1024:.0f} GiB"
+                if n.mem_mib >= 1024
+                else f"{n.mem_mib} MiB",
+                cpus(f(n.cpus & host.cpus_allowed) or "-"),
+                Wrapped(",".join(accs), ","),
+            ]
         )
-    con.print(nt)
+    show(con, fitted_table(con, "NUMA nodes", ("node", "CPUs", "memory", "allowed", "accelerators"), nrows))
     if host.processes:
-        pt = Table(title="processes on accelerators", title_justify="left")
-        for col in ("npu", "chip", "pid", "name", "memory MiB"):
-            pt.add_column(col)
+        by_card = {(a.npu_id, a.chip_id or 0): a.logical_id for a in host.accelerators}
+        prows = []
         for p in host.processes:
-            pt.add_row(
-                str(p.npu_id),
-                "" if p.chip_id is None else str(p.chip_id),
-                str(p.pid),
-                p.name,
-                "" if p.mem_mib is None else f"{p.mem_mib:.0f}",
+            logical = by_card.get((p.npu_id, p.chip_id or 0))
+            prows.append(
+                [
+                    "?" if logical is None else str(logical),
+                    str(p.npu_id),
+                    "" if p.chip_id is None else str(p.chip_id),
+                    str(p.pid),
+                    p.name,
+                    "" if p.mem_mib is None else f"{p.mem_mib:.0f}",
+                ]
             )
-        con.print(pt)
+        head = [prof.word, "npu-smi", "chip", "pid", "name", "memory MiB"]
+        show(con, fitted_table(con, "processes on accelerators", head, prows))
     for w in topo_warnings(host):
         con.print(f"[yellow]![/yellow] {w}")
 
@@ -129,4 +216,4 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(topo_document(got.host, got.identity))
         else:
-            render_topo(got.host)
+            render_topo(got.host, got.identity)

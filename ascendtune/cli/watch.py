@@ -103,6 +103,8 @@ def render(
     from rich.table import Table
     from rich.text import Text
 
+    from ascendtune.cli.cells import cpus
+
     parts: list[RenderableType] = [
         Text(
             f"ascendtune watch · {report.samples} samples over {report.elapsed_s:.1f}s "
@@ -125,10 +127,13 @@ def render(
             "ROLE",
         ):
             table.add_column(
-                col, justify="right" if col in ("MIGR", "VCSW", "ICSW", "CPU s") else "left"
+                col,
+                justify="right" if col in ("MIGR", "VCSW", "ICSW", "CPU s") else "left",
+                overflow="fold",  # a narrow terminal wraps a value, never cuts it
             )
         for row in rows:
-            table.add_row(*(Text(c) for c in row))
+            # RAN ON is a CPU list: it breaks after a comma only
+            table.add_row(*(cpus(c) if i == 3 else Text(c) for i, c in enumerate(row)))
         parts.append(table)
         parts.extend(Text(line) for line in tail)
     return Group(*parts)
@@ -147,12 +152,12 @@ def register(app: typer.Typer) -> None:
         pid: Annotated[
             list[int] | None,
             typer.Option(
-                "--pid", min=1, help="A process to watch, every thread of it (repeat for more)."
+                "--pid", min=1, metavar="PID", help="A process to watch, every thread of it (repeat for more)."
             ),
         ] = None,
         cpus: Annotated[
             str | None,
-            typer.Option("--cpus", metavar="LIST", help="The CPUs the process should run on."),
+            typer.Option("--cpus", metavar="CPULIST", help="The CPUs the process should run on."),
         ] = None,
         plan: Annotated[
             Path | None,
@@ -169,6 +174,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--rank",
                 min=0,
+                metavar="RANK",
                 help="The plan's rank the process serves (one per --pid, or one for all).",
             ),
         ] = None,
@@ -185,7 +191,7 @@ def register(app: typer.Typer) -> None:
         version: TargetOpt = "auto",
         interval: Annotated[
             float,
-            typer.Option("--interval", min=0.05, help="Seconds between samples."),
+            typer.Option("--interval", min=0.05, metavar="SECONDS", help="Seconds between samples."),
         ] = 1.0,
         once: Annotated[
             bool, typer.Option("--once", help="Take one sample of length --interval and print it.")
@@ -193,7 +199,7 @@ def register(app: typer.Typer) -> None:
         count: Annotated[
             int | None,
             typer.Option(
-                "--count", "-n", min=1, help="Stop after this many intervals (like top -n)."
+                "--count", "-n", min=1, metavar="N", help="Stop after this many intervals (like top -n)."
             ),
         ] = None,
         json_out: JsonOpt = False,
