@@ -1,0 +1,364 @@
+"""Gather a snapshot of every node of a running Ray cluster, read-only.
+
+One task is pinned to each alive node (`NodeAffinitySchedulingStrategy(node_id, soft=False)`,
+`num_cpus=0`, no accelerator, no placement group, `max_retries=0`), so it runs beside an engine
+that holds every CPU; the task only captures its node (`host.snapshot.capture`, no third-party
+package) and returns the archive. Ray is imported here only, and only when a gather runs.
+
+Connecting: the address is resolved before Ray is imported (`auto` reads the file `ray start`
+writes), and its GCS port is probed with a plain socket under a deadline: `ray.init` against
+nothing retries for minutes. `ray.init` is never called without an address (that would start a
+new local cluster, not join the engine's). Token auth is Ray's own (`RAY_AUTH_TOKEN`,
+`RAY_AUTH_TOKEN_PATH`); its value is never printed, and a snapshot never records RAY_* variables.
+
+`ASCENDTUNE_FLEET_SOURCE` (a sysroot folder, a .tar.gz, or `demo:NAME`), when set in a node's
+environment (the raylet's, which its workers inherit), makes that node's task capture that
+host instead of the live root. It exists for tests, where every node of a local cluster runs on
+one machine and must still replay a different host.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ascendtune.core import vendors
+from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
+
+SOURCE_ENV = "ASCENDTUNE_FLEET_SOURCE"
+CURRENT_CLUSTER = "/tmp/ray/ray_current_cluster"  # written by `ray start` (Ray's own file)
+DEFAULT_PORT = 6379
+TOKEN_ENV = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
+
+
+class ConnectError(MissingError):
+    """No Ray cluster answers at the address (exit 3)."""
+
+
+@dataclass
+class NodeAnswer:
+    """What one node sent back, or why it did not."""
+
+    node_id: str
+    hostname: str  # as Ray names the node (the capture's hostname is in the archive)
+    address: str
+    archive: bytes | None = None
+    status: str = "ok"  # "ok", "failed", "no answer"
+    reason: str | None = None
+    seconds: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # ray_version, python, ascendtune, source
+
+
+@dataclass
+class Gathered:
+    address: str
+    driver_ray: str
+    answers: list[NodeAnswer]
+    seconds: float
+    shipped: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_address(given: str | None, env: dict[str, str] | None = None) -> str:
+    """--ray-address, else RAY_ADDRESS, else auto; auto is the cluster `ray start` left here."""
+    env = dict(os.environ) if env is None else env
+    addr = (given or env.get("RAY_ADDRESS") or "auto").strip()
+    if addr != "auto":
+        return addr
+    try:
+        found = Path(CURRENT_CLUSTER).read_text().strip()
+    except OSError:
+        found = ""
+    if not found:
+        raise ConnectError(
+            "no Ray cluster found on this machine (--ray-address auto)",
+            "give --ray-address HOST:PORT of the head node, or set RAY_ADDRESS",
+        )
+    return found
+
+
+def host_port(address: str) -> tuple[str, int]:
+    rest = address.split("://", 1)[1] if "://" in address else address
+    rest = rest.split("/", 1)[0]
+    host, sep, port = rest.rpartition(":")
+    if not sep:
+        host, port = rest, ""
+    host = host.strip("[]")
+    if not host:
+        raise UsageError(f"--ray-address {address!r}: give HOST:PORT")
+    try:
+        default = 10001 if address.startswith("ray://") else DEFAULT_PORT
+        return host, int(port) if port else default
+    except ValueError:
+        raise UsageError(f"--ray-address {address!r}: the port must be a number") from None
+
+
+def probe(address: str, deadline_s: float = 5.0) -> None:
+    """Fail fast (one line) when nothing listens at the address's GCS port."""
+    host, port = host_port(address)
+    try:
+        with socket.create_connection((host, port), timeout=deadline_s):
+            return
+    except TimeoutError:
+        why = f"no answer within {deadline_s:g} s"
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+    raise ConnectError(
+        f"no Ray cluster at {host}:{port}: {why}",
+        "give --ray-address HOST:PORT of the head node's GCS (the port of `ray start --head`)",
+    )
+
+
+def noset_env() -> dict[str, str]:
+    """Ray blanks each vendor's visible-devices variable in tasks without devices; do not."""
+    return {
+        f"RAY_EXPERIMENTAL_NOSET_{p.visible_devices_env}": "1" for p in vendors.profiles()
+    }
+
+
+def package_dir() -> str:
+    import ascendtune
+
+    return str(Path(ascendtune.__file__).resolve().parent)
+
+
+def capture_here() -> dict[str, Any]:
+    """The task body, run on a node: capture it (or its test source) and return the archive."""
+    t0 = time.monotonic()
+    from ascendtune.host import snapshot
+    from ascendtune.host.sysroot import open_root
+
+    src = os.environ.get(SOURCE_ENV) or None
+    if src is not None and src.startswith("demo:"):
+        from ascendtune.host.demos import open_demo
+
+        root = open_demo(src[5:])
+    else:
+        root = open_root(src)
+    data = snapshot.archive_bytes(snapshot.capture(root))
+    info: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "ascendtune": package_dir(),
+        "capture_seconds": round(time.monotonic() - t0, 3),
+    }
+    try:
+        import ray
+
+        info["ray_version"] = ray.__version__
+    except ImportError:  # pragma: no cover - a task always runs under Ray
+        pass
+    if src is not None:
+        info["replayed"] = src
+    return {"archive": data, "info": info}
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MissingError(
+            "Ray is not installed for this Python",
+            "install the extra: python3 -m pip install 'ascendtune[ray]' "
+            "(the same Ray version as the cluster), or gather snapshots another way and run "
+            "`ascendtune fleet compare`",
+        ) from None
+    return ray
+
+
+def _redact(text: str) -> str:
+    for name in TOKEN_ENV[:1]:
+        secret = os.environ.get(name)
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return _redact(lines[0] if lines else type(e).__name__)
+
+
+def _connect_error(ray_version: str, address: str, e: BaseException) -> AscendtuneError:
+    text = str(e)
+    low = text.lower()
+    if "version mismatch" in low or "version" in low and "cluster was started with" in low:
+        import re
+
+        m = re.search(r"started with:\s*Ray:\s*(\S+)", text)
+        theirs = m.group(1).rstrip(",") if m else "another version"
+        return ConnectError(
+            f"the cluster at {address} runs Ray {theirs}, this driver Ray {ray_version}",
+            f"run fleet with the cluster's Ray (python3 -m pip install 'ray=={theirs}')"
+            if m
+            else "run fleet with the cluster's Ray version",
+        )
+    if "unauthenticated" in low or "auth" in low and "token" in low:
+        return ConnectError(
+            f"the Ray cluster at {address} refused this driver: {_first_line(e)}",
+            "the cluster uses token auth: set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH "
+            "(Ray's own variables) as on the cluster",
+        )
+    return ConnectError(f"cannot join the Ray cluster at {address}: {_first_line(e)}")
+
+
+def alive_nodes(ray: Any) -> list[dict[str, Any]]:
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+def select(nodes: list[dict[str, Any]], wanted: list[str] | None) -> list[dict[str, Any]]:
+    """Nodes named by hostname, IP or node id (a prefix); all when wanted is empty."""
+    if not wanted:
+        return nodes
+    out = []
+    for n in nodes:
+        names = {n.get("NodeManagerHostname"), n.get("NodeManagerAddress")}
+        nid = str(n.get("NodeID"))
+        if any(w in names or (len(w) >= 6 and nid.startswith(w)) for w in wanted):
+            out.append(n)
+    if not out:
+        raise UsageError(
+            f"--nodes {','.join(wanted)}: no alive node of the cluster has that name",
+            "give hostnames, IPs or node id prefixes (6+ characters) as `ray status` shows them",
+        )
+    return out
+
+
+def gather(
+    address: str,
+    *,
+    timeout: float = 60.0,
+    nodes: list[str] | None = None,
+    ship: bool = True,
+    probe_deadline: float = 5.0,
+) -> Gathered:
+    """One pinned capture task per alive node; every node comes back as an answer or a reason."""
+    t0 = time.monotonic()
+    probe(address, probe_deadline)
+    ray = _import_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    runtime_env: dict[str, Any] = {}
+    if ship:
+        # the package alone (pure Python): nodes without ascendtune run the driver's copy
+        runtime_env["py_modules"] = [package_dir()]
+    owned = not ray.is_initialized()
+    if owned:
+        saved = os.environ.get("RAY_ADDRESS")
+        # RAY_ADDRESS overrides ray.init(address=...): make it say the address we probed
+        os.environ["RAY_ADDRESS"] = address
+        try:
+            ray.init(
+                address=address,
+                runtime_env=runtime_env or None,
+                namespace="ascendtune-fleet",
+                logging_level="ERROR",
+                log_to_driver=False,
+            )
+        except Exception as e:
+            raise _connect_error(ray.__version__, address, e) from None
+        finally:
+            if saved is None:
+                os.environ.pop("RAY_ADDRESS", None)
+            else:
+                os.environ["RAY_ADDRESS"] = saved
+    try:
+        return _run(ray, NodeAffinitySchedulingStrategy, address, timeout, nodes, ship, t0)
+    finally:
+        if owned:
+            ray.shutdown()
+
+
+def _run(
+    ray: Any,
+    affinity: Any,
+    address: str,
+    timeout: float,
+    wanted: list[str] | None,
+    ship: bool,
+    t0: float,
+) -> Gathered:
+    task = ray.remote(capture_here)
+    chosen = select(alive_nodes(ray), wanted)
+    started = time.monotonic()
+    refs: dict[Any, NodeAnswer] = {}
+    for n in chosen:
+        ans = NodeAnswer(
+            str(n["NodeID"]), str(n.get("NodeManagerHostname")), str(n.get("NodeManagerAddress"))
+        )
+        ref = task.options(
+            scheduling_strategy=affinity(node_id=ans.node_id, soft=False),
+            num_cpus=0,
+            max_retries=0,
+            runtime_env={"env_vars": noset_env()},
+            name="ascendtune-fleet-capture",
+        ).remote()
+        refs[ref] = ans
+    pending = list(refs)
+    deadline = started + timeout
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        done, pending = ray.wait(pending, num_returns=1, timeout=left)
+        for ref in done:
+            _settle(ray, ref, refs[ref], started)
+    if pending:
+        alive = {str(n["NodeID"]) for n in alive_nodes(ray)}
+        for ref in pending:
+            ans = refs[ref]
+            ans.status = "no answer"
+            ans.reason = (
+                f"no answer in {timeout:g} s" if ans.node_id in alive else "node died"
+            )
+            try:  # stop the stuck capture: it only reads, so killing it changes nothing
+                ray.cancel(ref, force=True)
+            except Exception:
+                pass
+    answers = list(refs.values())
+    notes = []
+    versions = {a.info.get("ray_version") for a in answers if a.info.get("ray_version")}
+    other = sorted(str(v) for v in versions - {ray.__version__})
+    if other:
+        notes.append(
+            f"the driver runs Ray {ray.__version__}, nodes run Ray {', '.join(other)}"
+        )
+    return Gathered(address, ray.__version__, answers, time.monotonic() - t0, ship, notes)
+
+
+def _settle(ray: Any, ref: Any, ans: NodeAnswer, started: float) -> None:
+    ans.seconds = round(time.monotonic() - started, 3)
+    try:
+        got = ray.get(ref)
+    except Exception as e:
+        _classify(ray, ans, e)
+        return
+    ans.archive = got["archive"]
+    ans.info = dict(got.get("info") or {})
+
+
+def _classify(ray: Any, ans: NodeAnswer, e: BaseException) -> None:
+    exc = ray.exceptions
+    dead = {str(n["NodeID"]) for n in ray.nodes() if not n.get("Alive")}
+    if isinstance(e, exc.RayTaskError):
+        cause = e.cause if getattr(e, "cause", None) is not None else e
+        ans.status = "failed"
+        ans.reason = f"capture failed: {type(cause).__name__}: {_first_line(cause)}"
+        return
+    died = (exc.NodeDiedError, exc.LocalRayletDiedError, exc.WorkerCrashedError)
+    if isinstance(e, died) or ans.node_id in dead:
+        ans.status = "no answer"
+        ans.reason = "node died" if ans.node_id in dead or isinstance(e, exc.NodeDiedError) else (
+            f"worker died: {type(e).__name__}"
+        )
+        return
+    if isinstance(e, exc.RuntimeEnvSetupError):
+        ans.status = "failed"
+        ans.reason = f"Ray error: runtime_env setup failed: {_first_line(e)}"
+        return
+    ans.status = "failed"
+    ans.reason = f"Ray error: {type(e).__name__}: {_first_line(e)}"
