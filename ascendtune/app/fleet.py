@@ -60,7 +60,6 @@ def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, d
     from ascendtune.app.plan import plan as make_plan
     from ascendtune.app.plan import plan_document
     from ascendtune.app.topo import topo_document
-
     from ascendtune.host.reader import read_meta
 
     opts = plan or PlanOptions()
@@ -175,7 +174,7 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
 
     save = Path(opts.save) if opts.save else None
     if save is not None:
-        if save.exists() and not save.is_dir() or is_archive(str(save)):
+        if (save.exists() and not save.is_dir()) or is_archive(str(save)):
             raise UsageError(f"--save {opts.save}: give a folder (one NODE.tar.gz per node)")
         save.mkdir(parents=True, exist_ok=True)
     inputs: list[core.NodeInput] = []

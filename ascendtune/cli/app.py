@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from ascendtune import __version__
-from ascendtune.cli import bind, check_config, doctor, log, plan, snapshot, topo, watch
+from ascendtune.cli import bind, check_config, doctor, fleet, log, plan, snapshot, topo, watch
 from ascendtune.cli.common import State, demo_flag_default
 
 app = typer.Typer(
@@ -43,7 +43,7 @@ def _root(
     State.debug = debug
 
 
-for _module in (topo, plan, bind, check_config, doctor, snapshot, watch, log):
+for _module in (topo, plan, bind, check_config, doctor, snapshot, watch, log, fleet):
     _module.register(app)
 
 

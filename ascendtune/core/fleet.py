@@ -216,9 +216,9 @@ def compare(view: str, nodes: list[NodeInput]) -> FleetResult:
                 NodeResult(name, n.node_id, None, n.status or FAILED, (), (), n.reason, {}, n)
             )
             continue
-        members = len(next(gr for gr in groups if gr.name == g).nodes)
+        size = len(next(gr for gr in groups if gr.name == g).nodes)
         diffs: list[Difference] = []
-        if members > 1:
+        if size > 1:
             for k in keys:
                 value = facts.get(k, "-")
                 m = majority_of[g].get(k)

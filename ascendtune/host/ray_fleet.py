@@ -19,6 +19,7 @@ one machine and must still replay a different host.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -33,6 +34,7 @@ from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
 SOURCE_ENV = "ASCENDTUNE_FLEET_SOURCE"
 CURRENT_CLUSTER = "/tmp/ray/ray_current_cluster"  # written by `ray start` (Ray's own file)
 DEFAULT_PORT = 6379
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 TOKEN_ENV = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
 
 
@@ -186,7 +188,7 @@ def _first_line(e: BaseException) -> str:
 def _connect_error(ray_version: str, address: str, e: BaseException) -> AscendtuneError:
     text = str(e)
     low = text.lower()
-    if "version mismatch" in low or "version" in low and "cluster was started with" in low:
+    if "version mismatch" in low or ("version" in low and "cluster was started with" in low):
         import re
 
         m = re.search(r"started with:\s*Ray:\s*(\S+)", text)
@@ -197,13 +199,23 @@ def _connect_error(ray_version: str, address: str, e: BaseException) -> Ascendtu
             if m
             else "run fleet with the cluster's Ray version",
         )
-    if "unauthenticated" in low or "auth" in low and "token" in low:
+    if "unauthenticated" in low or ("auth" in low and "token" in low):
         return ConnectError(
             f"the Ray cluster at {address} refused this driver: {_first_line(e)}",
             "the cluster uses token auth: set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH "
             "(Ray's own variables) as on the cluster",
         )
     return ConnectError(f"cannot join the Ray cluster at {address}: {_first_line(e)}")
+
+
+def _driver_ip(address: str) -> dict[str, str]:
+    """A cluster on loopback (one machine, as in tests) is joined from loopback too: Ray would
+    otherwise announce this driver on the machine's outside address, which that cluster does
+    not listen on, and wait for it for minutes."""
+    host, _ = host_port(address)
+    if host == "localhost" or host.startswith("127."):
+        return {"_node_ip_address": "127.0.0.1"}
+    return {}
 
 
 def alive_nodes(ray: Any) -> list[dict[str, Any]]:
@@ -239,6 +251,10 @@ def gather(
     """One pinned capture task per alive node; every node comes back as an answer or a reason."""
     t0 = time.monotonic()
     probe(address, probe_deadline)
+    if _driver_ip(address) and "ray" not in sys.modules:
+        # Ray rewrites a loopback address to this machine's outside one unless it is told the
+        # cluster is a single-machine one (Ray's own switch, read when ray is imported)
+        os.environ.setdefault(LOOPBACK_ENV, "0")
     ray = _import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -255,6 +271,7 @@ def gather(
             ray.init(
                 address=address,
                 runtime_env=runtime_env or None,
+                **_driver_ip(address),
                 namespace="ascendtune-fleet",
                 logging_level="ERROR",
                 log_to_driver=False,
@@ -315,10 +332,9 @@ def _run(
             ans.reason = (
                 f"no answer in {timeout:g} s" if ans.node_id in alive else "node died"
             )
-            try:  # stop the stuck capture: it only reads, so killing it changes nothing
+            # stop the stuck capture: it only reads, so killing it changes nothing
+            with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)
-            except Exception:
-                pass
     answers = list(refs.values())
     notes = []
     versions = {a.info.get("ray_version") for a in answers if a.info.get("ray_version")}
