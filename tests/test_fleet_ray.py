@@ -1,0 +1,192 @@
+"""`fleet` against a real local multi-node Ray cluster (`ray.cluster_utils.Cluster`, loopback).
+
+Every node runs on this machine, so each replays another host: its raylet's environment names a
+snapshot in ASCENDTUNE_FLEET_SOURCE (see ascendtune/host/ray_fleet.py). Marked `ray`: skipped
+where ray is not importable (and said so at the end of the run), run by .ci/run after it
+installs the extra.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ascendtune.app.fleet import FleetOptions, FleetReport, compare, gather
+from tests.fleethosts import demo_copy, hanging_copy
+
+HAVE_RAY = importlib.util.find_spec("ray") is not None
+DEFERRED = os.environ.get("ASCENDTUNE_RAY_TIER") == "separate"
+
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.skipif(not HAVE_RAY, reason="ray is not importable (pip install -e '.[ray]')"),
+    pytest.mark.skipif(DEFERRED, reason="the Ray tier runs on its own in .ci/run"),
+]
+
+NODE = {
+    "num_cpus": 1,
+    "object_store_memory": 80 * 1024 * 1024,  # 4+ nodes fit on a small machine
+    "node_ip_address": "127.0.0.1",
+    "include_dashboard": False,
+}
+# a worker on this node finds no ascendtune except a copy shipped by runtime_env py_modules
+NO_ASCENDTUNE = '''
+import importlib.machinery, sys
+
+class _NoAscendtune:
+    def find_spec(self, name, path=None, target=None):
+        if name != "ascendtune":
+            return None
+        shipped = [p for p in sys.path if "runtime_resources" in p]
+        spec = importlib.machinery.PathFinder.find_spec(name, shipped)
+        if spec is None:
+            raise ModuleNotFoundError("No module named 'ascendtune' on this node", name=name)
+        return spec
+
+sys.meta_path.insert(0, _NoAscendtune())
+'''
+
+
+class Fleet:
+    def __init__(self, cluster: Any, hosts: Path) -> None:
+        self.cluster = cluster
+        self.hosts = hosts
+        self.address: str = cluster.address
+
+    def add(self, source: Path | str, **env: str) -> Any:
+        node = self.cluster.add_node(
+            **NODE, env_vars={"ASCENDTUNE_FLEET_SOURCE": str(source), **env}
+        )
+        self.cluster.wait_for_nodes()
+        return node
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # a single-machine cluster on loopback: keep Ray from rewriting 127.0.0.1 (see ray_fleet)
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    from ray.cluster_utils import Cluster
+
+    hosts = tmp_path_factory.mktemp("hosts")
+    a, b = demo_copy(hosts / "node-a", "node-a"), demo_copy(hosts / "node-b", "node-b")
+    c = demo_copy(hosts / "node-c", "node-c", tuned=False)
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={**NODE, "env_vars": {"ASCENDTUNE_FLEET_SOURCE": str(a)}},
+    )
+    f = Fleet(cluster, hosts)
+    f.add(b)
+    f.add(c)
+    yield f
+    cluster.shutdown()
+
+
+def rows(report: FleetReport) -> dict[str, dict[str, Any]]:
+    return {n["node"]: n for n in report.document["nodes"]}
+
+
+def test_every_node_answers_and_only_the_untuned_one_is_flagged(fleet: Fleet) -> None:
+    report = gather(FleetOptions(view="doctor", ray_address=fleet.address, timeout=60))
+    by = rows(report)
+    assert sorted(by) == ["node-a", "node-b", "node-c"]
+    assert {n: r["status"] for n, r in by.items()} == {
+        "node-a": "ok", "node-b": "ok", "node-c": "differs"
+    }
+    assert by["node-c"]["differs"] == ["check:numa_balancing"]
+    assert len({r["node_id"] for r in by.values()}) == 3, "one task pinned to each node"
+    assert all(r["replayed"].endswith(n) for n, r in by.items()), "each node replays its host"
+    assert report.exit_code == 1  # the demo fails checks (governor) on every node
+    assert report.document["ray"]["driver_ray"] and report.document["mode"] == "ray"
+
+
+def test_hung_node_and_node_removed_mid_run_come_back_as_rows(fleet: Fleet) -> None:
+    hung_src = hanging_copy(fleet.hosts / "node-a", fleet.hosts / "hung")
+    gone_src = hanging_copy(fleet.hosts / "node-b", fleet.hosts / "gone")
+    hung = fleet.add(hung_src)
+    gone = fleet.add(gone_src)
+    got: list[FleetReport] = []
+    t = threading.Thread(
+        target=lambda: got.append(
+            gather(FleetOptions(view="topo", ray_address=fleet.address, timeout=10))
+        )
+    )
+    t0 = time.monotonic()
+    t.start()
+    fds = [wait_for_reader(p / "proc/self/status", 60) for p in (hung_src, gone_src)]
+    try:
+        fleet.cluster.remove_node(gone)  # its capture is stuck: the node dies under it
+        t.join(90)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert got, "the gather returned"
+    by = rows(got[0])
+    assert time.monotonic() - t0 < 60
+    answered = {n for n, r in by.items() if r["status"] in ("ok", "differs")}
+    assert answered == {"node-a", "node-b", "node-c"}
+    silent = [r for r in by.values() if r["status"] == "no answer"]
+    assert len(silent) == 2, by
+    reasons = sorted(r["reason"] for r in silent)
+    assert "no answer in 10 s" in reasons, reasons
+    assert any(r != "no answer in 10 s" for r in reasons), reasons  # the removed one: it died
+    assert got[0].exit_code == 1
+    print("reasons:", reasons)
+    fleet.cluster.remove_node(hung)
+
+
+def wait_for_reader(fifo: Path, deadline_s: float) -> int:
+    """Block until a capture task has the FIFO open; keep a writer so it stays blocked."""
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
+
+
+def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_ASCENDTUNE)
+    src = demo_copy(fleet.hosts / "bare", "node-bare")
+    node = fleet.add(src, PYTHONPATH=str(site))
+    only = [node.node_id]
+    shipped = gather(FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only)))
+    row = rows(shipped)["node-bare"]
+    assert row["status"] == "ok", row
+    assert "runtime_resources" in row["ascendtune"], "it ran the shipped copy"
+    bare = gather(
+        FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only), ship=False)
+    )
+    (row,) = bare.document["nodes"]
+    assert row["status"] == "failed" and "ascendtune" in row["reason"], row
+    fleet.cluster.remove_node(node)
+
+
+def test_cli_saves_every_snapshot_and_compare_replays_them(fleet: Fleet, tmp_path: Path) -> None:
+    save = tmp_path / "saved"
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendtune", "fleet", "doctor", "--ray-address", fleet.address,
+         "--save", str(save), "--json", "--timeout", "60"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    live = {n["node"]: n["status"] for n in doc["nodes"] if n["status"] != "no answer"}
+    assert live == {"node-a": "ok", "node-b": "ok", "node-c": "differs"}
+    assert len(list(save.glob("*.tar.gz"))) == 3
+    again = compare([str(save)])
+    assert {n["node"]: n["status"] for n in again.document["nodes"]} == live
