@@ -179,3 +179,26 @@ def test_fleet_help_lists_its_commands() -> None:
     assert done.returncode == 0
     for cmd in ("snapshot", "topo", "doctor", "plan", "compare"):
         assert cmd in done.stdout
+
+
+def test_connect_errors_say_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    mismatch = RuntimeError(
+        "Version mismatch: The cluster was started with:\n    Ray: 2.49.0\n    Python: 3.10.12\n"
+        "This process on node 10.0.0.9 was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n"
+    )
+    err = ray_fleet._connect_error("2.60.0", "10.0.0.1:6379", mismatch)
+    assert err.exit_code == 3
+    assert "runs Ray 2.49.0 on Python 3.10.12, this driver Ray 2.60.0 on Python 3.11.7" in err.message
+    assert "ray==2.49.0" in (err.hint or "")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cr3t-token-value")
+    refused = ConnectionError("UNAUTHENTICATED: bad token s3cr3t-token-value\nmore")
+    err = ray_fleet._connect_error("2.60.0", "10.0.0.1:6379", refused)
+    assert "s3cr3t" not in str(err) and "***" in err.message
+    assert "RAY_AUTH_TOKEN" in (err.hint or "")
+
+
+def test_snapshots_never_record_ray_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ascendtune.host import snapshot
+
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cr3t-token-value")
+    assert not [k for k in snapshot.env_keys() if k.startswith("RAY")]

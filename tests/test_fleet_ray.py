@@ -25,6 +25,10 @@ from ascendtune.app.fleet import FleetOptions, FleetReport, compare, gather
 from tests.fleethosts import demo_copy, hanging_copy
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
+# before anything imports ray: no usage reports, and a single-machine cluster on loopback (Ray
+# reads this when imported; without it, it rewrites 127.0.0.1 to the outside address)
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 DEFERRED = os.environ.get("ASCENDTUNE_RAY_TIER") == "separate"
 
 pytestmark = [
@@ -73,9 +77,6 @@ class Fleet:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # a single-machine cluster on loopback: keep Ray from rewriting 127.0.0.1 (see ray_fleet)
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     from ray.cluster_utils import Cluster
 
     hosts = tmp_path_factory.mktemp("hosts")
@@ -167,7 +168,7 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
     shipped = gather(FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only)))
     row = rows(shipped)["node-bare"]
     assert row["status"] == "ok", row
-    assert "runtime_resources" in row["ascendtune"], "it ran the shipped copy"
+    assert row["ascendtune_shipped"] and "runtime_resources" in row["ascendtune"]
     bare = gather(
         FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only), ship=False)
     )
@@ -190,3 +191,23 @@ def test_cli_saves_every_snapshot_and_compare_replays_them(fleet: Fleet, tmp_pat
     assert len(list(save.glob("*.tar.gz"))) == 3
     again = compare([str(save)])
     assert {n["node"]: n["status"] for n in again.document["nodes"]} == live
+
+
+def test_a_port_that_is_no_gcs_fails_within_the_deadline() -> None:
+    import socket
+
+    with socket.socket() as srv:  # accepts connections, speaks no Ray (like the dashboard port)
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        port = srv.getsockname()[1]
+        t0 = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "ascendtune", "fleet", "topo", "--ray-address",
+             f"127.0.0.1:{port}", "--timeout", "5"],
+            capture_output=True, text=True, timeout=90, check=False,
+        )
+        assert time.monotonic() - t0 < 60
+    assert done.returncode == 3, done.stderr
+    # Ray's C++ client may still log its retry after ours (from the thread left joining)
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("ascendtune: error: ") and "no Ray cluster joined within 5 s" in lines[0]

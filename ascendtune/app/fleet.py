@@ -162,7 +162,12 @@ def gather(opts: FleetOptions) -> FleetReport:
 
     address = ray_fleet.resolve_address(opts.ray_address)
     got = ray_fleet.gather(
-        address, timeout=opts.timeout, nodes=list(opts.nodes) or None, ship=opts.ship
+        address,
+        timeout=opts.timeout,
+        nodes=list(opts.nodes) or None,
+        ship=opts.ship,
+        # joining is bounded too: an open port that is no GCS would keep Ray retrying
+        connect_deadline=min(30.0, max(opts.timeout, 5.0)),
     )
     return from_gathered(got, opts)
 

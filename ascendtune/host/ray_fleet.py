@@ -148,12 +148,10 @@ def capture_here() -> dict[str, Any]:
         "ascendtune": package_dir(),
         "capture_seconds": round(time.monotonic() - t0, 3),
     }
-    try:
-        import ray
-
-        info["ray_version"] = ray.__version__
-    except ImportError:  # pragma: no cover - a task always runs under Ray
-        pass
+    ray = sys.modules.get("ray")  # a task runs under Ray; elsewhere (tests) do not import it
+    if ray is not None:
+        info["ray_version"] = getattr(ray, "__version__", None)
+    info["ascendtune_shipped"] = "runtime_resources" in info["ascendtune"]
     if src is not None:
         info["replayed"] = src
     return {"archive": data, "info": info}
@@ -173,9 +171,14 @@ def _import_ray() -> Any:
 
 
 def _redact(text: str) -> str:
-    for name in TOKEN_ENV[:1]:
-        secret = os.environ.get(name)
-        if secret:
+    """Ray's messages never show the token to the user, even if Ray put it in one."""
+    secrets = [os.environ.get("RAY_AUTH_TOKEN")]
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if path:
+        with contextlib.suppress(OSError):
+            secrets.append(Path(path).read_text().strip())
+    for secret in secrets:
+        if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return text
 
@@ -186,26 +189,59 @@ def _first_line(e: BaseException) -> str:
 
 
 def _connect_error(ray_version: str, address: str, e: BaseException) -> AscendtuneError:
+    import re
+
     text = str(e)
     low = text.lower()
-    if "version mismatch" in low or ("version" in low and "cluster was started with" in low):
-        import re
-
-        m = re.search(r"started with:\s*Ray:\s*(\S+)", text)
-        theirs = m.group(1).rstrip(",") if m else "another version"
+    if "version mismatch" in low:
+        # Ray's own check: "The cluster was started with: Ray: X Python: Y This process ..."
+        found = re.findall(r"Ray:\s*(\S+)\s+Python:\s*(\S+)", text)
+        if len(found) >= 2:
+            (c_ray, c_py), (d_ray, d_py) = found[0], found[1]
+            return ConnectError(
+                f"the cluster at {address} runs Ray {c_ray} on Python {c_py}, this driver "
+                f"Ray {d_ray} on Python {d_py}",
+                f"run fleet from a Python {c_py} with ray=={c_ray}, as the cluster has them "
+                "(on a node of the cluster: the engine's own environment)",
+            )
         return ConnectError(
-            f"the cluster at {address} runs Ray {theirs}, this driver Ray {ray_version}",
-            f"run fleet with the cluster's Ray (python3 -m pip install 'ray=={theirs}')"
-            if m
-            else "run fleet with the cluster's Ray version",
+            f"the cluster at {address} runs another Ray or Python than this driver (Ray "
+            f"{ray_version})",
+            "run fleet with the cluster's Ray and Python versions",
         )
     if "unauthenticated" in low or ("auth" in low and "token" in low):
         return ConnectError(
             f"the Ray cluster at {address} refused this driver: {_first_line(e)}",
-            "the cluster uses token auth: set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH "
-            "(Ray's own variables) as on the cluster",
+            "the cluster uses token auth: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN or "
+            "RAY_AUTH_TOKEN_PATH (Ray's own variables) as the cluster has them",
         )
     return ConnectError(f"cannot join the Ray cluster at {address}: {_first_line(e)}")
+
+
+def _init_within(ray: Any, deadline_s: float, **kwargs: Any) -> None:
+    """ray.init under a deadline: a port that answers but is no GCS (the dashboard's 8265, say)
+    would keep it retrying for minutes, deaf to SIGTERM."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(**kwargs)
+        except BaseException as e:
+            failed.append(e)
+
+    t = threading.Thread(target=connect, name="ascendtune-ray-init", daemon=True)
+    t.start()
+    t.join(deadline_s)
+    if t.is_alive():
+        raise ConnectError(
+            f"{kwargs['address']} answers, but no Ray cluster joined within {deadline_s:g} s",
+            "give the GCS address (`ray start --head --port`, 6379 by default), "
+            "not the dashboard's (8265) or the client's (10001)",
+        )
+    if failed:
+        raise failed[0]
 
 
 def _driver_ip(address: str) -> dict[str, str]:
@@ -247,6 +283,7 @@ def gather(
     nodes: list[str] | None = None,
     ship: bool = True,
     probe_deadline: float = 5.0,
+    connect_deadline: float = 30.0,
 ) -> Gathered:
     """One pinned capture task per alive node; every node comes back as an answer or a reason."""
     t0 = time.monotonic()
@@ -268,7 +305,9 @@ def gather(
         # RAY_ADDRESS overrides ray.init(address=...): make it say the address we probed
         os.environ["RAY_ADDRESS"] = address
         try:
-            ray.init(
+            _init_within(
+                ray,
+                connect_deadline,
                 address=address,
                 runtime_env=runtime_env or None,
                 **_driver_ip(address),
@@ -276,6 +315,8 @@ def gather(
                 logging_level="ERROR",
                 log_to_driver=False,
             )
+        except AscendtuneError:
+            raise
         except Exception as e:
             raise _connect_error(ray.__version__, address, e) from None
         finally:
