@@ -163,12 +163,14 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
     site.mkdir()
     (site / "sitecustomize.py").write_text(NO_ASCENDTUNE)
     src = demo_copy(fleet.hosts / "bare", "node-bare")
-    node = fleet.add(src, PYTHONPATH=str(site))
+    node = fleet.add(src, PYTHONPATH=str(site), ASCEND_RT_VISIBLE_DEVICES="4,5")
     only = [node.node_id]
     shipped = gather(FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only)))
     row = rows(shipped)["node-bare"]
     assert row["status"] == "ok", row
     assert row["ascendtune_shipped"] and "runtime_resources" in row["ascendtune"]
+    # the task sees the node's device variable (what a live capture records), not a blank
+    assert row["devices_env"] == {"ASCEND_RT_VISIBLE_DEVICES": "4,5"}
     bare = gather(
         FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only), ship=False)
     )

@@ -232,7 +232,8 @@ def compare(view: str, nodes: list[NodeInput]) -> FleetResult:
         results.append(
             NodeResult(name, n.node_id, g, status, tuple(diffs), _fails(n.docs or {}), None, facts, n)
         )
-    results.sort(key=lambda r: (r.group is None, r.group or "", r.node))
+    order = {g.name: i for i, g in enumerate(groups)}  # groups as first met; unanswered last
+    results.sort(key=lambda r: (order.get(r.group or "", len(order)), r.node))
     return FleetResult(view, tuple(results), tuple(groups), tuple(keys))
 
 

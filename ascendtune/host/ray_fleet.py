@@ -152,6 +152,9 @@ def capture_here() -> dict[str, Any]:
     if ray is not None:
         info["ray_version"] = getattr(ray, "__version__", None)
     info["ascendtune_shipped"] = "runtime_resources" in info["ascendtune"]
+    # what the capture of a live node records in meta.json env (Ray's blanks, without NOSET)
+    names = [p.visible_devices_env for p in vendors.profiles()]
+    info["devices_env"] = {n: os.environ[n] for n in names if n in os.environ}
     if src is not None:
         info["replayed"] = src
     return {"archive": data, "info": info}
