@@ -176,6 +176,16 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
     )
     (row,) = bare.document["nodes"]
     assert row["status"] == "failed" and "ascendtune" in row["reason"], row
+    import ray  # a caller that joined the cluster itself: Ray ships folders at job level only
+
+    ray.init(address=fleet.address, _node_ip_address="127.0.0.1", logging_level="ERROR")
+    try:
+        joined = gather(FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only)))
+    finally:
+        ray.shutdown()
+    (row,) = joined.document["nodes"]
+    assert row["status"] == "failed"
+    assert any("not shipped" in n for n in joined.document["notes"])
     fleet.cluster.remove_node(node)
 
 

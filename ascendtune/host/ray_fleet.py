@@ -328,7 +328,14 @@ def gather(
             else:
                 os.environ["RAY_ADDRESS"] = saved
     try:
-        return _run(ray, NodeAffinitySchedulingStrategy, address, timeout, nodes, ship, t0)
+        got = _run(ray, NodeAffinitySchedulingStrategy, address, timeout, nodes, owned and ship, t0)
+        if ship and not owned:
+            # Ray ships a local folder only at job level, and this job is the caller's
+            got.notes.append(
+                "ascendtune was not shipped: this process had joined Ray already (pass "
+                "runtime_env={'py_modules': [ascendtune's folder]} to its ray.init)"
+            )
+        return got
     finally:
         if owned:
             ray.shutdown()
