@@ -17,7 +17,7 @@ from ascendtune.app.options import DoctorOptions, HostSource, PlanOptions
 
 SCHEMA_VERSION = 1
 
-__all__ = ["SCHEMA_VERSION", "check_config", "doctor", "plan", "topo"]
+__all__ = ["SCHEMA_VERSION", "check_config", "doctor", "fleet_compare", "plan", "topo"]
 
 
 def _doc(body: dict[str, Any]) -> dict[str, Any]:
@@ -85,3 +85,14 @@ def check_config(
     text = json.dumps(config) if isinstance(config, dict) else config
     opts = CheckConfigOptions(config=text, target=target, **facts)
     return _doc(check_config_document(run(opts)))
+
+
+def fleet_compare(
+    *paths: str, view: str = "doctor", policy: str = "auto", **plan_options: Any
+) -> dict[str, Any]:
+    """`ascendtune fleet compare PATH... --json`: snapshots (folders, .tar.gz, or folders of
+    them) grouped by topology class, each node's status and what differs from the majority;
+    the exit status is 1 when `any(n["status"] in ("failed", "no answer") or n["fails"])`."""
+    from ascendtune.app.fleet import compare
+
+    return compare(list(paths), view, PlanOptions(policy=policy, **plan_options)).document

@@ -25,3 +25,16 @@ def sample(name: str) -> str:
 @pytest.fixture
 def sysroot(tmp_path: Path) -> SysrootBuilder:
     return SysrootBuilder(tmp_path / "root")
+
+
+def pytest_terminal_summary(terminalreporter: object) -> None:
+    """Say when the Ray tier did not run, and why (a skip is easy to miss in `-q`)."""
+    reporter: object = terminalreporter
+    skipped = getattr(reporter, "stats", {}).get("skipped", [])
+    reasons = {
+        str(r.longrepr[2]).removeprefix("Skipped: ")
+        for r in skipped
+        if "ray" in getattr(r, "keywords", {}) and isinstance(r.longrepr, tuple)
+    }
+    for why in sorted(reasons):
+        reporter.write_line(f"Ray tier skipped: {why}")  # type: ignore[attr-defined]

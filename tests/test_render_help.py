@@ -23,7 +23,8 @@ def test_root_help_summaries_are_whole() -> None:
     assert not [x for x in commands.splitlines() if x.rstrip().endswith("...")], commands
     entries = dict(re.findall(r"^  (\S+) +(.*(?:\n {5,}.*)*)", commands, flags=re.M))
     assert set(entries) == {
-        "topo", "plan", "bind", "check-config", "doctor", "snapshot", "watch", "log", "explain"
+        "topo", "plan", "bind", "check-config", "doctor", "snapshot", "watch", "log", "explain",
+        "fleet",
     }
     for name, summary in entries.items():
         assert summary.rstrip().endswith("."), (name, summary)  # the first sentence, whole

@@ -1,12 +1,13 @@
-"""`ascendtune --help` stays light: no psutil, pyudev or torch_npu at start-up."""
+"""`ascendtune --help` stays light: no psutil, pyudev, torch_npu or ray at start-up."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-HEAVY = ("psutil", "pyudev", "torch_npu", "torch", "rich.table")
+HEAVY = ("psutil", "pyudev", "torch_npu", "torch", "ray", "rich.table")
 
 
 def imported_after(args: list[str]) -> set[str]:
@@ -27,7 +28,16 @@ def imported_after(args: list[str]) -> set[str]:
 
 def test_help_imports_nothing_heavy() -> None:
     mods = imported_after(["--help"])
-    assert not {m for m in mods if m.split(".")[0] in HEAVY[:4]}, "heavy module imported by --help"
+    assert not {m for m in mods if m.split(".")[0] in HEAVY[:5]}, "heavy module imported by --help"
+
+
+def test_fleet_help_and_compare_need_no_ray(tmp_path: Path) -> None:
+    assert "ray" not in {m.split(".")[0] for m in imported_after(["fleet", "--help"])}
+    from tests.fleethosts import demo_copy
+
+    paths = [str(demo_copy(tmp_path / n, n)) for n in ("a", "b")]
+    mods = imported_after(["fleet", "compare", *paths, "--json"])
+    assert "ray" not in {m.split(".")[0] for m in mods}
 
 
 def test_topo_demo_needs_no_psutil_or_torch() -> None:

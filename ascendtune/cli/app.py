@@ -12,7 +12,18 @@ from typing import Annotated
 import typer
 
 from ascendtune import __version__
-from ascendtune.cli import bind, check_config, doctor, explain, log, plan, snapshot, topo, watch
+from ascendtune.cli import (
+    bind,
+    check_config,
+    doctor,
+    explain,
+    fleet,
+    log,
+    plan,
+    snapshot,
+    topo,
+    watch,
+)
 from ascendtune.cli.common import State, demo_flag_default
 
 app = typer.Typer(
@@ -43,7 +54,7 @@ def _root(
     State.debug = debug
 
 
-for _module in (topo, plan, bind, check_config, doctor, snapshot, watch, log, explain):
+for _module in (topo, plan, bind, check_config, doctor, snapshot, watch, log, explain, fleet):
     _module.register(app)
 
 

@@ -1,0 +1,219 @@
+"""`fleet`: the same answers for every node of a Ray cluster, or for a folder of snapshots.
+
+Snapshot-first: every node's snapshot (gathered by Ray tasks, or any other way for `fleet
+compare`) is judged here by the code behind `topo`, `doctor` and `plan --json`, on the driver,
+so every node is judged alike and every run can be saved and replayed. The comparison itself is
+pure (`ascendtune.core.fleet`); Ray lives in `ascendtune.host.ray_fleet`. Read-only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ascendtune.app.options import DoctorOptions, PlanOptions
+from ascendtune.core import fleet as core
+from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
+
+if TYPE_CHECKING:
+    from ascendtune.host.ray_fleet import Gathered
+    from ascendtune.host.sysroot import Root
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """What `fleet snapshot|topo|doctor|plan` take."""
+
+    view: str = "doctor"
+    ray_address: str | None = None  # None: RAY_ADDRESS, else auto
+    timeout: float = 60.0
+    nodes: tuple[str, ...] = ()  # hostnames, IPs or node id prefixes; empty: every alive node
+    save: str | None = None  # a folder: one NODE.tar.gz per answering node
+    ship: bool = True  # ship ascendtune to the nodes as runtime_env py_modules
+    plan: PlanOptions = field(default_factory=PlanOptions)
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    result: core.FleetResult
+    document: dict[str, Any]  # the `--json` document (schema_version included)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return self.result.exit_code
+
+
+def check_view(view: str) -> None:
+    if view not in core.VIEWS:
+        raise UsageError(f"unknown view {view!r}", f"choose one of {', '.join(core.VIEWS)}")
+
+
+def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, dict[str, Any]]:
+    """The documents `topo --json` (always) and `doctor` or `plan --json` give for a root."""
+    from ascendtune.app.doctor import doctor, doctor_document
+    from ascendtune.app.hosts import identity, read_host
+    from ascendtune.app.plan import plan as make_plan
+    from ascendtune.app.plan import plan_document
+    from ascendtune.app.topo import topo_document
+    from ascendtune.host.reader import read_meta
+
+    opts = plan or PlanOptions()
+    if opts.env is None:
+        # a node is judged on its own environment (the variables its snapshot recorded, e.g.
+        # ASCEND_RT_VISIBLE_DEVICES), never the driver's
+        env = read_meta(root).get("env")
+        opts = _with_env(opts, {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {})
+    host = read_host(root)
+    ident = identity(root)
+    docs = {"topo": _doc(topo_document(host, ident))}
+    if view == "doctor":
+        docs["doctor"] = _doc(doctor_document(doctor(root, DoctorOptions(plan=opts))))
+    elif view == "plan":
+        got = make_plan(host, opts, root)
+        docs["plan"] = _doc(plan_document(got.plan, ident, got.target_reason))
+    return docs
+
+
+def _with_env(opts: PlanOptions, env: dict[str, str]) -> PlanOptions:
+    from dataclasses import replace
+
+    return replace(opts, env=env)
+
+
+def _doc(body: dict[str, Any]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, **body}
+
+
+def _node_input(
+    name: str,
+    root: Root | None,
+    view: str,
+    plan: PlanOptions | None,
+    node_id: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> core.NodeInput:
+    extra = dict(extra or {})
+    if root is None:
+        return core.NodeInput(name, node_id, None, "no snapshot", core.FAILED, extra)
+    try:
+        docs = judge(root, view, plan)
+    except AscendtuneError as e:
+        return core.NodeInput(name, node_id, None, f"cannot judge its snapshot: {e}", core.FAILED, extra)
+    hostname = docs["topo"].get("hostname") or name
+    return core.NodeInput(str(hostname), node_id, docs, None, None, extra)
+
+
+def snapshot_paths(args: list[str]) -> list[str]:
+    """Every snapshot named: a snapshot folder or archive, or a folder holding several."""
+    from ascendtune.host.snapshot import is_archive
+
+    out: list[str] = []
+    for a in args:
+        p = Path(a)
+        if p.is_file():
+            out.append(a)
+        elif p.is_dir():
+            if any((p / m).exists() for m in ("meta.json", "sys", "proc")):
+                out.append(a)
+                continue
+            kids = sorted(
+                str(k) for k in p.iterdir() if (k.is_file() and is_archive(k.name)) or k.is_dir()
+            )
+            if not kids:
+                raise MissingError(f"{a} holds no snapshot", "give snapshot folders or .tar.gz files")
+            out += kids
+        else:
+            raise MissingError(f"{a} does not exist", "give snapshot folders or .tar.gz files")
+    if not out:
+        raise UsageError("give at least one snapshot (DIR or FILE)")
+    return out
+
+
+def compare(paths: list[str], view: str = "doctor", plan: PlanOptions | None = None) -> FleetReport:
+    """`fleet compare`: the fleet view over snapshots gathered any other way (no Ray)."""
+    check_view(view)
+    from ascendtune.host.sysroot import open_root
+
+    inputs = []
+    for path in snapshot_paths(paths):
+        stem = re.sub(r"\.(tar\.gz|tgz|tar)$", "", Path(path).name)
+        extra = {"source": path}
+        try:
+            root: Root | None = open_root(path)
+        except AscendtuneError as e:
+            inputs.append(core.NodeInput(stem, None, None, f"unreadable: {e}", core.FAILED, extra))
+            continue
+        inputs.append(_node_input(stem, root, view, plan, extra=extra))
+    result = core.compare(view, inputs)
+    return FleetReport(result, _doc({"mode": "compare", **core.result_json(result)}))
+
+
+def gather(opts: FleetOptions) -> FleetReport:
+    """`fleet snapshot|topo|doctor|plan`: one capture per alive node of the Ray cluster."""
+    check_view(opts.view)
+    if opts.timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    from ascendtune.host import ray_fleet
+
+    address = ray_fleet.resolve_address(opts.ray_address)
+    got = ray_fleet.gather(
+        address,
+        timeout=opts.timeout,
+        nodes=list(opts.nodes) or None,
+        ship=opts.ship,
+        # joining is bounded too: an open port that is no GCS would keep Ray retrying
+        connect_deadline=min(30.0, max(opts.timeout, 5.0)),
+    )
+    return from_gathered(got, opts)
+
+
+def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
+    """Judge what a gather brought back (each archive replayed as a sysroot)."""
+    from ascendtune.host.snapshot import is_archive
+    from ascendtune.host.sysroot import open_archive
+
+    save = Path(opts.save) if opts.save else None
+    if save is not None:
+        if (save.exists() and not save.is_dir()) or is_archive(str(save)):
+            raise UsageError(f"--save {opts.save}: give a folder (one NODE.tar.gz per node)")
+        save.mkdir(parents=True, exist_ok=True)
+    inputs: list[core.NodeInput] = []
+    for ans in sorted(got.answers, key=lambda a: (a.hostname, a.node_id)):
+        extra: dict[str, Any] = {"address": ans.address, "seconds": ans.seconds, **ans.info}
+        if ans.archive is None:
+            inputs.append(
+                core.NodeInput(ans.hostname, ans.node_id, None, ans.reason, ans.status, extra)
+            )
+            continue
+        extra["bytes"] = len(ans.archive)
+        try:
+            root: Root | None = open_archive(ans.archive, f"node {ans.hostname} {ans.node_id[:8]}")
+        except AscendtuneError as e:
+            inputs.append(
+                core.NodeInput(ans.hostname, ans.node_id, None, f"capture failed: {e}", core.FAILED, extra)
+            )
+            continue
+        node = _node_input(ans.hostname, root, opts.view, opts.plan, ans.node_id, extra)
+        if save is not None:
+            dest = save / f"{_safe(node.node)}-{ans.node_id[:8]}.tar.gz"
+            dest.write_bytes(ans.archive)
+            node.extra["saved"] = str(dest)
+        inputs.append(node)
+    result = core.compare(opts.view, inputs)
+    ray_info = {
+        "address": got.address,
+        "driver_ray": got.driver_ray,
+        "shipped": got.shipped,
+        "seconds": round(got.seconds, 3),
+    }
+    body = {"mode": "ray", "ray": ray_info, **core.result_json(result), "notes": got.notes}
+    return FleetReport(result, _doc(body), tuple(got.notes))
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "node"

@@ -1,0 +1,279 @@
+"""`ascendtune fleet`: the same answers for every node of a Ray cluster (snapshot, topo, doctor,
+plan) or for snapshots gathered any other way (compare); which node differs, and how."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ascendtune.cli.common import JsonOpt, handle_errors, print_json
+from ascendtune.cli.planopts import PolicyOpt, TargetOpt, plan_options
+
+if TYPE_CHECKING:
+    from ascendtune.app.fleet import FleetReport
+
+EPILOG = (
+    "Exit status: 0 every node answered and no check failed; 1 a node failed a check, "
+    "failed or did not answer; 2 usage; 3 no cluster at the address, or Ray not installed."
+)
+_STYLE = {"ok": "green", "differs": "yellow", "failed": "bold red", "no answer": "bold red"}
+_CELL = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        metavar="auto|HOST:PORT",
+        help="The Ray cluster's GCS address (default: RAY_ADDRESS, else auto: the cluster "
+        "`ray start` left on this machine). Never starts a cluster.",
+        show_default=False,
+    ),
+]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", metavar="S", help="Seconds to wait for the nodes' answers.")
+]
+NodesOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--nodes",
+        metavar="NAME[,NAME...]",
+        help="Only these nodes (hostnames, IPs or node id prefixes); repeatable.",
+        show_default=False,
+    ),
+]
+SaveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--save", metavar="DIR", help="Keep each node's snapshot as DIR/NODE-ID.tar.gz (replay "
+        "them with `fleet compare DIR`).", show_default=False,
+    ),
+]
+NoShipOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-ship",
+        help="Do not ship ascendtune to the nodes (runtime_env py_modules); use theirs.",
+    ),
+]
+ViewOpt = Annotated[
+    str, typer.Option("--view", metavar="doctor|topo|plan", help="What to compare.")
+]
+
+
+def render(report: FleetReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ascendtune.cli.common import stdout_console
+
+    res = report.result
+    doc = report.document
+    con = stdout_console()
+    group_no = {g.name: str(i) for i, g in enumerate(res.groups, 1)}
+    for g in res.groups:
+        con.print(Text(f"group {group_no[g.name]}: {g.name} ({len(g.nodes)} nodes)", style="bold"))
+    t = Table(title=f"Nodes ({res.view})", title_justify="left")
+    for col in ("node", "group", "status", "differs from the majority", "failing checks"):
+        t.add_column(col)
+    for n in res.nodes:
+        t.add_row(
+            Text(n.node),
+            Text(group_no.get(n.group or "", "-")),
+            Text(n.status, style=_STYLE[n.status]),
+            Text(", ".join(d.key for d in n.differs) or ("-" if n.group else n.reason or "-")),
+            Text(str(len(n.fails)) if n.fails else "-"),
+        )
+    con.print(t)
+    _matrix(con, res)
+    for n in res.nodes:
+        for d in n.differs:
+            line = Text(f"  {n.node}: ", style="yellow")
+            line.append(f"{d.key} = {d.value}  (majority: {d.majority})")
+            con.print(line, soft_wrap=True)
+        if n.group is None:
+            con.print(Text(f"  {n.node}: {n.status}: {n.reason}", style="bold red"), soft_wrap=True)
+    for note in report.notes:
+        con.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
+    s = doc["summary"]
+    where = f"Ray cluster {doc['ray']['address']}" if doc.get("ray") else "snapshots"
+    con.print(
+        Text(
+            f"fleet {res.view} ({where}): {s['nodes']} nodes in {s['groups']} groups: "
+            f"{s['ok']} ok, {s['differs']} differ, {s['failed']} failed, "
+            f"{s['no answer']} no answer"
+            + (f"; saved to {doc['saved']}" if doc.get("saved") else "")
+        ),
+        soft_wrap=True,
+    )
+
+
+def _matrix(con: Any, res: Any) -> None:
+    """Checks x nodes (a node's cell is its status, `*` where it differs from the majority);
+    past 12 nodes, nodes x the checks that are not the same everywhere."""
+    from rich.table import Table
+    from rich.text import Text
+
+    answered = [n for n in res.nodes if n.group is not None]
+    checks = [k for k in res.keys if k.startswith("check:")]
+    if not checks or not answered:
+        return
+
+    def cell(n: Any, k: str) -> Text:
+        value = n.facts.get(k)
+        status = value.split(":", 1)[0] if value else "-"
+        mark = "*" if any(d.key == k for d in n.differs) else ""
+        return Text(status + mark, style=("reverse " if mark else "") + _CELL.get(status, ""))
+
+    if len(answered) <= 12:
+        t = Table(title="Checks x nodes (* differs from the majority)", title_justify="left")
+        t.add_column("check")
+        for n in answered:
+            t.add_column(n.node)
+        for k in checks:
+            t.add_row(Text(k.split(":", 1)[1]), *(cell(n, k) for n in answered))
+    else:
+        varied = [k for k in checks if len({n.facts.get(k) for n in answered}) > 1]
+        if not varied:
+            return
+        t = Table(title="Nodes x the checks that vary (* differs)", title_justify="left")
+        t.add_column("node")
+        for k in varied:
+            t.add_column(k.split(":", 1)[1])
+        for n in answered:
+            t.add_row(Text(n.node), *(cell(n, k) for k in varied))
+    con.print(t)
+
+
+def _emit(report: FleetReport, json_out: bool) -> None:
+    if json_out:
+        print_json(report.document)
+    else:
+        render(report)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+def _nodes(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(v.strip() for raw in values or [] for v in raw.split(",") if v.strip())
+
+
+def _gather(view: str, address: str | None, timeout: float, nodes: list[str] | None,
+            save: str | None, no_ship: bool, json_out: bool, **plan: Any) -> None:
+    from ascendtune.app.fleet import FleetOptions, gather
+
+    opts = FleetOptions(
+        view=view,
+        ray_address=address,
+        timeout=timeout,
+        nodes=_nodes(nodes),
+        save=save,
+        ship=not no_ship,
+        plan=plan_options(**plan),
+    )
+    report = gather(opts)
+    if save is not None:
+        report.document["saved"] = save
+    _emit(report, json_out)
+
+
+def register(app: typer.Typer) -> None:
+    summary = (
+        "The same answers for every node of a Ray cluster, or for a folder of snapshots: "
+        "nodes grouped by topology, what differs from the majority."
+    )
+    fleet = typer.Typer(help=summary + " Read-only.", short_help=summary, no_args_is_help=True)
+
+    @fleet.command("snapshot", epilog=EPILOG)
+    @handle_errors
+    def snapshot_cmd(
+        ray_address: AddressOpt = None,
+        timeout: TimeoutOpt = 60.0,
+        nodes: NodesOpt = None,
+        save: SaveOpt = None,
+        no_ship: NoShipOpt = False,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Capture every node (one pinned Ray task each); with --save keep the archives."""
+        _gather("snapshot", ray_address, timeout, nodes, save, no_ship, json_out)
+
+    @fleet.command("topo", epilog=EPILOG)
+    @handle_errors
+    def topo_cmd(
+        ray_address: AddressOpt = None,
+        timeout: TimeoutOpt = 60.0,
+        nodes: NodesOpt = None,
+        save: SaveOpt = None,
+        no_ship: NoShipOpt = False,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Every node's topology, grouped by class (accelerators, CPUs, NUMA layout)."""
+        _gather("topo", ray_address, timeout, nodes, save, no_ship, json_out)
+
+    @fleet.command("doctor", epilog=EPILOG)
+    @handle_errors
+    def doctor_cmd(
+        ray_address: AddressOpt = None,
+        timeout: TimeoutOpt = 60.0,
+        nodes: NodesOpt = None,
+        save: SaveOpt = None,
+        no_ship: NoShipOpt = False,
+        policy: PolicyOpt = "auto",
+        target: TargetOpt = "auto",
+        json_out: JsonOpt = False,
+    ) -> None:
+        """`doctor` on every node, judged on the driver; which checks differ from the majority."""
+        from ascendtune.app.plan import check_policy
+
+        check_policy(policy)
+        _gather("doctor", ray_address, timeout, nodes, save, no_ship, json_out,
+                policy=policy, target=target)
+
+    @fleet.command("plan", epilog=EPILOG)
+    @handle_errors
+    def plan_cmd(
+        ray_address: AddressOpt = None,
+        timeout: TimeoutOpt = 60.0,
+        nodes: NodesOpt = None,
+        save: SaveOpt = None,
+        no_ship: NoShipOpt = False,
+        policy: PolicyOpt = "auto",
+        target: TargetOpt = "auto",
+        json_out: JsonOpt = False,
+    ) -> None:
+        """`plan` on every node; which ranks' CPUs differ from the majority of their class."""
+        from ascendtune.app.plan import check_policy
+
+        check_policy(policy)
+        _gather("plan", ray_address, timeout, nodes, save, no_ship, json_out,
+                policy=policy, target=target)
+
+    @fleet.command("compare", epilog=EPILOG.replace(", or Ray not installed", ""))
+    @handle_errors
+    def compare_cmd(
+        paths: Annotated[
+            list[str],
+            typer.Argument(
+                metavar="DIR|FILE...",
+                help="Snapshots (folders or .tar.gz from `ascendtune snapshot`), or folders of them.",
+            ),
+        ],
+        view: ViewOpt = "doctor",
+        policy: PolicyOpt = "auto",
+        target: TargetOpt = "auto",
+        json_out: JsonOpt = False,
+    ) -> None:
+        """The fleet view over snapshots gathered any other way (Ansible, clush, srun, kubectl);
+        needs no Ray."""
+        from ascendtune.app.fleet import compare
+        from ascendtune.app.plan import check_policy
+
+        check_policy(policy)
+        if view == "snapshot":
+            from ascendtune.core.errors import UsageError
+
+            raise UsageError("--view snapshot: give doctor, topo or plan")
+        report = compare(paths, view, plan_options(policy=policy, target=target))
+        _emit(report, json_out)
+
+    app.add_typer(fleet, name="fleet")
