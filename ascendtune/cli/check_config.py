@@ -175,6 +175,7 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
 
     from rich.text import Text
 
+    from ascendtune.cli.common import plain
     from ascendtune.core.vllm_config.model import SEVERITIES
 
     # one finding line per line of output (no wrapping), so the output greps and diffs cleanly
@@ -187,12 +188,13 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
         mark, style = _STYLE[severity]
         out(Text(f"{_TITLE[severity]} ({len(group)})", style=style))
         for f in group:
-            out(Text.assemble(f"  {mark} ", (f.code, style), "  ", (", ".join(f.keys), "bold")))
+            out(Text.assemble(f"  {mark} ", (f.code, style), "  ", (plain(", ".join(f.keys)), "bold")))
+            # key names and values come from the user's config: one inert line each
             if f.rewrite is not None:
-                out(Text("    " + f.rewrite.render(), style="bold"))
-            out(Text("    " + f.message))
+                out(Text("    " + plain(f.rewrite.render()), style="bold"))
+            out(Text("    " + plain(f.message)))
             if f.hint:
-                out(Text("    → " + f.hint, style="dim"))
+                out(Text("    → " + plain(f.hint), style="dim"))
     counts = ", ".join(
         f"{report.count(s)} {_TITLE[s] if report.count(s) != 1 else s}" for s in SEVERITIES
     )
