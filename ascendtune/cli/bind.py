@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 DEFAULT_POLICY = "auto"
 
 
+def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    from ascendtune.cli.common import complete_pid
+
+    return complete_pid(incomplete)
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         "bind",
@@ -62,7 +68,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         rank: Annotated[
             int | None,
-            typer.Option("--rank", min=0, help="Bind to this rank's CPUs of the plan."),
+            typer.Option(
+                "--rank", min=0, metavar="RANK", help="Bind to this rank's CPUs of the plan."
+            ),
         ] = None,
         plan: Annotated[
             Path | None,
@@ -76,11 +84,23 @@ def register(app: typer.Typer) -> None:
         ] = None,
         cpus: Annotated[
             str | None,
-            typer.Option("--cpus", metavar="LIST", help="Bind to these CPUs (no plan, no roles)."),
+            typer.Option(
+                "--cpus",
+                "-c",
+                metavar="CPULIST",
+                help="Bind to these CPUs (no plan, no roles), as taskset -c.",
+            ),
         ] = None,
         pid: Annotated[
             int | None,
-            typer.Option("--pid", min=1, help="The running process to bind, every thread of it."),
+            typer.Option(
+                "--pid",
+                "-p",
+                min=1,
+                metavar="PID",
+                help="The running process to bind, every thread of it (as taskset -p).",
+                autocompletion=_complete_pid,
+            ),
         ] = None,
         no_roles: Annotated[
             bool,
@@ -133,7 +153,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         interval: Annotated[
             float,
-            typer.Option("--interval", metavar="S", help="--watch: seconds between passes."),
+            typer.Option(
+                "--interval", min=0.05, metavar="S", help="--watch: seconds between passes."
+            ),
         ] = 2.0,
         for_: Annotated[
             str | None,
@@ -155,7 +177,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         max_passes: Annotated[
             int,
-            typer.Option("--max-passes", min=1, help="Give up after this many passes."),
+            typer.Option(
+                "--max-passes", min=1, metavar="N", help="Give up after this many passes."
+            ),
         ] = 16,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="No summary; errors only.")

@@ -20,6 +20,16 @@ depends on the host or deployment (info). Give the JSON as CONFIG ('-' reads std
 1 with errors (or warnings under --strict), 2 usage, 3 PID missing or not vLLM, 5 malformed JSON."""
 
 
+def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    from ascendtune.cli.common import complete_pid
+
+    return complete_pid(incomplete)
+
+
+# the parallel sizes and --target as `plan` spells them (-tp/--tensor-parallel-size, --tp, ...)
+from ascendtune.cli.planopts import DpOpt, PpOpt, TargetOpt, TpOpt  # noqa: E402
+
+
 def register(app: typer.Typer) -> None:
     @app.command("check-config", help=HELP)
     @handle_errors
@@ -50,29 +60,23 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(
                 "--pid",
+                min=1,
                 help="Check the command line of running vLLM process PID "
                 "(proc/PID/cmdline under the root; its environment too).",
                 metavar="PID",
+                autocompletion=_complete_pid,
             ),
         ] = None,
-        target: Annotated[
-            str | None,
-            typer.Option(
-                "--target",
-                help="vLLM-Ascend version whose rules apply: v0.23.0, "
-                "main-2026-08, main-2026-09 (default: the newest).",
-                metavar="VERSION",
-            ),
-        ] = None,
+        target: TargetOpt = "auto",
         json_out: JsonOpt = False,
         show_effective: Annotated[
             bool,
             typer.Option("--show-effective", help="Also print the config as vLLM-Ascend runs it."),
         ] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
-        tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel size.")] = None,
-        dp: Annotated[int | None, typer.Option("--dp", help="Data parallel size.")] = None,
-        pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel size.")] = None,
+        tp: TpOpt = None,
+        dp: DpOpt = None,
+        pp: PpOpt = None,
         expert_parallel: Annotated[
             bool | None,
             typer.Option(

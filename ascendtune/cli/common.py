@@ -42,6 +42,13 @@ def complete_demo(incomplete: str) -> list[str]:
     return [n for n in ("list", *(name for name, _ in demo_names())) if n.startswith(incomplete)]
 
 
+def complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    """`--pid`: the accelerator workers running on this host (pid, and its name as help)."""
+    from ascendtune.app.hosts import worker_pids
+
+    return [(str(pid), name) for pid, name in worker_pids() if str(pid).startswith(incomplete)]
+
+
 DemoOpt = Annotated[
     str | None,
     typer.Option(

@@ -130,6 +130,12 @@ def render_plan(
         con.print(f"[yellow]![/yellow] {shown(f)}")
 
 
+def _complete_emit(incomplete: str) -> list[str]:
+    from ascendtune.cli.planopts import complete_emit
+
+    return complete_emit(incomplete)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("plan")
     @handle_errors
@@ -146,7 +152,7 @@ def register(app: typer.Typer) -> None:
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[
             int | None,
-            typer.Option("--ranks", metavar="N", help="Plan only the first N ranks."),
+            typer.Option("--ranks", min=1, metavar="N", help="Plan only the first N ranks."),
         ] = None,
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
@@ -163,6 +169,8 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--emit",
+                metavar="FORM",
+                autocompletion=_complete_emit,
                 help="Print lines that run as pasted: taskset, numactl, systemd, docker, vllm "
                 "(your --cmdline with enable_cpu_binding off, then `bind --workers`), env, "
                 "cpu-affinity-conf (Ascend only). With --json: in the document.",

@@ -140,6 +140,12 @@ def render(
     return Group(*parts)
 
 
+def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    from ascendtune.cli.common import complete_pid
+
+    return complete_pid(incomplete)
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         "watch",
@@ -153,7 +159,11 @@ def register(app: typer.Typer) -> None:
         pid: Annotated[
             list[int] | None,
             typer.Option(
-                "--pid", min=1, metavar="PID", help="A process to watch, every thread of it (repeat for more)."
+                "--pid",
+                min=1,
+                metavar="PID",
+                help="A process to watch, every thread of it (repeat for more).",
+                autocompletion=_complete_pid,
             ),
         ] = None,
         cpus: Annotated[
