@@ -528,6 +528,11 @@ def _render(
                 f"{report.threads_changed} moved, {report.passes} pass(es), {state}."
             )
         )
+        if report.stopped:
+            con.print(Text("The process is stopped: bound; it runs there once resumed."))
+        if report.threads_exited:
+            n = report.threads_exited
+            con.print(Text(f"{n} thread{'s' if n != 1 else ''} exited while it was being bound."))
     if roles:
         parts = []
         for role in ("main", "acl", "release"):
