@@ -85,7 +85,10 @@ def render(report: DoctorReport) -> None:
             if c.fix_persistent:
                 con.print(Text(plain(f"    persistent: {c.fix_persistent}")))
     if host is not None:
+        shown_as_rows = {d for c in checks if c.id.endswith("_view") for d in (c.detail or "").split("; ")}
         for n in host.notes:
+            if n in shown_as_rows:
+                continue
             con.print(Text(plain(f"note: {n}"), style="dim"))
     if plan.error and any(c.section == "workers" and c.id != "workers" for c in checks):
         con.print(
