@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ascendtune.app.emit import EMITS
 from ascendtune.app.plan import policy_choices
 from ascendtune.core import versions
 from scripts.gen_completions import OUT, SHELLS, script
@@ -74,6 +75,8 @@ CASES = [
     ("ascendtune doctor --target v0.2", {n for n in versions.names() if n.startswith("v0.2")}),
     ("ascendtune plan --soc ", {"A2", "A3", "310P", "A5", "910"}),
     ("ascendtune doctor --section ", {"host", "workers"}),
+    ("ascendtune plan --emit ", set(EMITS)),
+    ("ascendtune check-config --target ", {"auto", *versions.names()}),
 ]
 
 

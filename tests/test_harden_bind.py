@@ -214,3 +214,49 @@ def test_runner_bounds_output(tmp_path: Path) -> None:
     # a tool that exits but leaves a child holding its stdout is done, not hung
     done = runner.run(["/bin/sh", "-c", "sleep 30 & echo hi"], timeout=10)
     assert done.stdout == "hi\n"
+
+
+def test_bind_says_a_stopped_target_runs_there_once_resumed() -> None:
+    from typer.testing import CliRunner
+
+    from ascendtune.cli.app import app
+
+    child = _child(threads=4)
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        while not affinity.process_stopped(child.pid):
+            time.sleep(0.01)
+        r = CliRunner().invoke(app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"})
+        assert r.exit_code == 0, r.output
+        assert "stopped: bound; it runs there once resumed" in r.stdout
+        assert "exited while" not in r.stdout
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+        child.kill()
+        child.wait()
+
+
+def test_bind_says_how_many_threads_exited(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from ascendtune.cli.app import app
+
+    real = affinity.bind_process
+
+    def losing_two(*a: object, **kw: object) -> object:
+        return dataclasses.replace(real(*a, **kw), threads_exited=2)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(affinity, "bind_process", losing_two)
+    child = _child(threads=4)
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    try:
+        r = CliRunner().invoke(app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"})
+        assert r.exit_code == 0, r.output
+        assert "2 threads exited while it was being bound." in r.stdout
+        assert "once resumed" not in r.stdout
+    finally:
+        child.kill()
+        child.wait()

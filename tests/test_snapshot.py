@@ -95,3 +95,23 @@ def test_redact() -> None:
     )
     out = redact_cmdline(raw).split("\0")
     assert out == ["vllm", "--api-key", "***", "--hf-token=***", "--port", "8000", "--password", ""]
+
+
+def test_existing_target_needs_force(tmp_path: Path, sysroot: SysrootBuilder) -> None:
+    atlas_a2(sysroot)
+    for dest in (tmp_path / "full", tmp_path / "host.tar.gz"):
+        if dest.suffix == ".gz":
+            dest.write_bytes(b"old")
+        else:
+            dest.mkdir()
+            (dest / "old").write_text("x")
+        args = ["snapshot", "--sysroot", str(sysroot.root), str(dest)]
+        res = runner.invoke(app, args, env=ENV)
+        assert res.exit_code == 5, res.output
+        assert len(res.stderr.splitlines()) == 1 and "--force" in res.stderr
+        res = runner.invoke(app, [*args, "--force", "--json"], env=ENV)
+        assert res.exit_code == 0, res.output
+        doc = schemas.loads("snapshot", res.stdout)
+        assert doc["accelerators"] == 8
+        assert len(read_host(open_root(str(dest))).accelerators) == 8
+        assert not (dest / "old").exists()

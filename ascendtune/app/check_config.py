@@ -262,7 +262,7 @@ def _arch(root: Root | None) -> str:
         if text:
             try:
                 meta = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 meta = None
             if isinstance(meta, dict) and isinstance(meta.get("arch"), str):
                 return str(meta["arch"])

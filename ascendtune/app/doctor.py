@@ -102,11 +102,30 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     checks: list[Check] = []
     if "host" in opts.sections:
         checks += host_checks(inp)
+        checks += unread_views(host)
     if "workers" in opts.sections:
         checks += worker_checks(find_workers(root, host), inp, scanned_note(root, host))
     from ascendtune.app.hosts import identity
 
     return DoctorReport(checks, root, host, plan, tuple(opts.sections), identity(root), reason)
+
+
+def unread_views(host: Host | None) -> list[Check]:
+    """The parts of the host the reader could not read, as skip rows: a check that rests on
+    them (the NUMA view under every plan) is a guess, and the report says so where it is seen."""
+    from ascendtune.core.doctor import Check
+    from ascendtune.host.reader import NODE_DIR
+
+    if host is None:
+        return []
+    numa = [n for n in host.notes if n.startswith(NODE_DIR)]
+    other = [n for n in host.notes if "cannot be read" in n and n not in numa]
+    rows = []
+    if numa:
+        rows.append(Check("numa_view", "skip", None, "readable", None, "host", "; ".join(numa)))
+    if other:
+        rows.append(Check("host_view", "skip", None, "readable", None, "host", "; ".join(other)))
+    return rows
 
 
 def doctor_document(report: DoctorReport) -> dict[str, Any]:

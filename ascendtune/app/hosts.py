@@ -57,3 +57,20 @@ def demo_names() -> list[tuple[str, str]]:
     from ascendtune.host import demos
 
     return demos.list_demos()
+
+
+def worker_pids() -> list[tuple[int, str]]:
+    """(pid, name) of the accelerator workers on this host, for shell completion of --pid.
+
+    Cheap and quiet: the live root only, found through their device files (no npu-smi run), and
+    any error gives an empty list (a completion must never fail or print).
+    """
+    try:
+        from ascendtune.host.facts import find_workers
+        from ascendtune.host.sysroot import open_root as _open
+
+        return [
+            (w.pid, w.comm or "") for w in find_workers(_open(None), None) if w.present
+        ]
+    except Exception:  # completion: whatever went wrong, offer nothing
+        return []

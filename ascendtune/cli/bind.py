@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 DEFAULT_POLICY = "auto"
 
 
+def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    from ascendtune.cli.common import complete_pid
+
+    return complete_pid(incomplete)
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         "bind",
@@ -62,7 +68,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         rank: Annotated[
             int | None,
-            typer.Option("--rank", min=0, help="Bind to this rank's CPUs of the plan."),
+            typer.Option(
+                "--rank", min=0, metavar="RANK", help="Bind to this rank's CPUs of the plan."
+            ),
         ] = None,
         plan: Annotated[
             Path | None,
@@ -76,11 +84,23 @@ def register(app: typer.Typer) -> None:
         ] = None,
         cpus: Annotated[
             str | None,
-            typer.Option("--cpus", metavar="LIST", help="Bind to these CPUs (no plan, no roles)."),
+            typer.Option(
+                "--cpus",
+                "-c",
+                metavar="CPULIST",
+                help="Bind to these CPUs (no plan, no roles), as taskset -c.",
+            ),
         ] = None,
         pid: Annotated[
             int | None,
-            typer.Option("--pid", min=1, help="The running process to bind, every thread of it."),
+            typer.Option(
+                "--pid",
+                "-p",
+                min=1,
+                metavar="PID",
+                help="The running process to bind, every thread of it (as taskset -p).",
+                autocompletion=_complete_pid,
+            ),
         ] = None,
         no_roles: Annotated[
             bool,
@@ -133,7 +153,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         interval: Annotated[
             float,
-            typer.Option("--interval", metavar="S", help="--watch: seconds between passes."),
+            typer.Option(
+                "--interval", min=0.05, metavar="S", help="--watch: seconds between passes."
+            ),
         ] = 2.0,
         for_: Annotated[
             str | None,
@@ -155,7 +177,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         max_passes: Annotated[
             int,
-            typer.Option("--max-passes", min=1, help="Give up after this many passes."),
+            typer.Option(
+                "--max-passes", min=1, metavar="N", help="Give up after this many passes."
+            ),
         ] = 16,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="No summary; errors only.")
@@ -316,16 +340,23 @@ def register(app: typer.Typer) -> None:
                 print_json(launch.doc)
             if dry_run:
                 if not json_out and not quiet:
-                    sys.stdout.write(launch.line + "\n")
+                    sys.stdout.write(plain(launch.line) + "\n")
                 return
             app_bind.check_launch(launch)
             if not quiet:
-                sys.stderr.write(launch.line + "\n")
+                sys.stderr.write(plain(launch.line) + "\n")
             sys.stdout.flush()
             sys.stderr.flush()
             app_bind.start(launch)
         else:
             raise UsageError("say what to bind: --pid PID, or -- CMD ARGS... to start a command")
+
+
+def plain(s: object) -> str:
+    """A process's or host's string made one inert line (see cli.common.plain)."""
+    from ascendtune.cli.common import plain as _plain
+
+    return _plain(s)
 
 
 def _workers(
@@ -366,7 +397,7 @@ def _workers(
             if json_out:
                 sys.stdout.write(_json.dumps(e.to_json()) + "\n")
             elif not quiet or e.kind in ("failed", "restarted"):
-                sys.stdout.write(e.line() + "\n")
+                sys.stdout.write(plain(e.line()) + "\n")
             sys.stdout.flush()
 
         summary = app_workers.watch_workers(
@@ -398,7 +429,9 @@ def _render_workers(report: Any) -> None:
 
     con = stdout_console()
     head = "Dry run: " if report.dry_run else ""
-    con.print(Text(f"{head}{len(report.workers)} workers on {report.root}, plan: {report.source}"))
+    con.print(
+        Text(plain(f"{head}{len(report.workers)} workers on {report.root}, plan: {report.source}"))
+    )
     table = Table(box=None, pad_edge=False, show_edge=False)
     for col in ("PID", "NAME", "DEVICE", "RANK", "BEFORE", "AFTER", "THREADS", "STATE"):
         table.add_column(col)
@@ -412,17 +445,17 @@ def _render_workers(report: Any) -> None:
             state = "verified" + (f", {w.threads_changed} moved" if w.changed else ", unchanged")
         table.add_row(
             str(w.pid),
-            Text(w.name or "?"),
+            Text(plain(w.name or "?")),
             "?" if w.device is None else str(w.device),
             "-" if w.rank is None else str(w.rank),
             format_cpulist(w.cpus_before),
             format_cpulist(w.cpus_after),
             f"{w.threads_bound}/{w.threads_total}",
-            Text(state),
+            Text(plain(state)),
         )
     con.print(table)
     for note in report.handoff:
-        con.print(Text(f"note: {note}"))
+        con.print(Text(plain(f"note: {note}")))
     if report.dry_run:
         con.print(Text("Nothing was changed."))
 
@@ -436,7 +469,7 @@ def _render_show(shown: Any) -> None:
     line = f"Process {shown.pid} ({shown.name or '?'}): {total} threads, {len(shown.groups)} masks"
     if shown.target is not None:
         line += f"; {shown.off_target} off {shown.target.source}"
-    con.print(Text(line))
+    con.print(Text(plain(line)))
     table = Table(box=None, pad_edge=False, show_edge=False)
     cols = ["CPUS", "THREADS", "ROLE THREADS"] + (["PLAN", ""] if shown.target else [])
     for col in cols:
@@ -445,14 +478,14 @@ def _render_show(shown: Any) -> None:
         row = [format_cpulist(g.cpus), str(len(g.tids)), ", ".join(g.role_threads)]
         if shown.target is not None:
             row += [format_cpulist(g.expected or frozenset()), "ok" if g.matches else "differs"]
-        table.add_row(*(Text(c) for c in row))
+        table.add_row(*(Text(plain(c)) for c in row))
     con.print(table)
 
 
 def _who(ident: ProcessIdentity | None) -> str:
     if ident is None:
         return ""
-    return f" ({ident.name}" + (f", user {ident.user})" if ident.user else ")")
+    return plain(f" ({ident.name}" + (f", user {ident.user})" if ident.user else ")"))
 
 
 def _render(
@@ -479,7 +512,7 @@ def _render(
         for r in report.rows:
             table.add_row(
                 str(r.tid),
-                Text(r.name),
+                Text(plain(r.name)),
                 r.role,
                 format_cpulist(r.current),
                 format_cpulist(r.target),
@@ -495,6 +528,11 @@ def _render(
                 f"{report.threads_changed} moved, {report.passes} pass(es), {state}."
             )
         )
+        if report.stopped:
+            con.print(Text("The process is stopped: bound; it runs there once resumed."))
+        if report.threads_exited:
+            n = report.threads_exited
+            con.print(Text(f"{n} thread{'s' if n != 1 else ''} exited while it was being bound."))
     if roles:
         parts = []
         for role in ("main", "acl", "release"):
@@ -515,7 +553,7 @@ def _render(
         table.add_column("TID")
         table.add_column("ERROR")
         for f in report.threads_failed:
-            table.add_row(str(f.tid), Text(f.error))
+            table.add_row(str(f.tid), Text(plain(f.error)))
         con.print(table)
     if report.rolled_back:
         con.print(Text(f"Put back on their previous masks: {len(report.rolled_back)} threads."))
@@ -523,8 +561,8 @@ def _render(
         cmd = " ".join(migrate_doc["argv"])
         if not migrate_doc["ran"]:
             why = migrate_doc.get("error") or "dry run"
-            con.print(Text(f"Memory: would run `{cmd}` ({why})."))
+            con.print(Text(plain(f"Memory: would run `{cmd}` ({why}).")))
         elif migrate_doc.get("ok"):
             con.print(Text(f"Memory: pages moved to node(s) {migrate_doc['nodes']} (`{cmd}`)."))
         else:
-            con.print(Text(f"Memory: `{cmd}` failed: {migrate_doc.get('error')}"))
+            con.print(Text(plain(f"Memory: `{cmd}` failed: {migrate_doc.get('error')}")))

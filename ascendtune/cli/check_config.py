@@ -20,6 +20,16 @@ depends on the host or deployment (info). Give the JSON as CONFIG ('-' reads std
 1 with errors (or warnings under --strict), 2 usage, 3 PID missing or not vLLM, 5 malformed JSON."""
 
 
+def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    from ascendtune.cli.common import complete_pid
+
+    return complete_pid(incomplete)
+
+
+# the parallel sizes and --target as `plan` spells them (-tp/--tensor-parallel-size, --tp, ...)
+from ascendtune.cli.planopts import DpOpt, PpOpt, TargetOpt, TpOpt  # noqa: E402
+
+
 def register(app: typer.Typer) -> None:
     @app.command("check-config", help=HELP)
     @handle_errors
@@ -50,29 +60,23 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(
                 "--pid",
+                min=1,
                 help="Check the command line of running vLLM process PID "
                 "(proc/PID/cmdline under the root; its environment too).",
                 metavar="PID",
+                autocompletion=_complete_pid,
             ),
         ] = None,
-        target: Annotated[
-            str | None,
-            typer.Option(
-                "--target",
-                help="vLLM-Ascend version whose rules apply: v0.23.0, "
-                "main-2026-08, main-2026-09 (default: the newest).",
-                metavar="VERSION",
-            ),
-        ] = None,
+        target: TargetOpt = "auto",
         json_out: JsonOpt = False,
         show_effective: Annotated[
             bool,
             typer.Option("--show-effective", help="Also print the config as vLLM-Ascend runs it."),
         ] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
-        tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel size.")] = None,
-        dp: Annotated[int | None, typer.Option("--dp", help="Data parallel size.")] = None,
-        pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel size.")] = None,
+        tp: TpOpt = None,
+        dp: DpOpt = None,
+        pp: PpOpt = None,
         expert_parallel: Annotated[
             bool | None,
             typer.Option(
@@ -175,6 +179,7 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
 
     from rich.text import Text
 
+    from ascendtune.cli.common import plain
     from ascendtune.core.vllm_config.model import SEVERITIES
 
     # one finding line per line of output (no wrapping), so the output greps and diffs cleanly
@@ -187,12 +192,13 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
         mark, style = _STYLE[severity]
         out(Text(f"{_TITLE[severity]} ({len(group)})", style=style))
         for f in group:
-            out(Text.assemble(f"  {mark} ", (f.code, style), "  ", (", ".join(f.keys), "bold")))
+            out(Text.assemble(f"  {mark} ", (f.code, style), "  ", (plain(", ".join(f.keys)), "bold")))
+            # key names and values come from the user's config: one inert line each
             if f.rewrite is not None:
-                out(Text("    " + f.rewrite.render(), style="bold"))
-            out(Text("    " + f.message))
+                out(Text("    " + plain(f.rewrite.render()), style="bold"))
+            out(Text("    " + plain(f.message)))
             if f.hint:
-                out(Text("    → " + f.hint, style="dim"))
+                out(Text("    → " + plain(f.hint), style="dim"))
     counts = ", ".join(
         f"{report.count(s)} {_TITLE[s] if report.count(s) != 1 else s}" for s in SEVERITIES
     )

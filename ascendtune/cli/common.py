@@ -42,6 +42,13 @@ def complete_demo(incomplete: str) -> list[str]:
     return [n for n in ("list", *(name for name, _ in demo_names())) if n.startswith(incomplete)]
 
 
+def complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    """`--pid`: the accelerator workers running on this host (pid, and its name as help)."""
+    from ascendtune.app.hosts import worker_pids
+
+    return [(str(pid), name) for pid, name in worker_pids() if str(pid).startswith(incomplete)]
+
+
 DemoOpt = Annotated[
     str | None,
     typer.Option(
@@ -77,13 +84,12 @@ PIPE_WIDTH = 200
 def stdout_console() -> Console:
     """The console for human output: the terminal's width (or COLUMNS); piped, tables get
     PIPE_WIDTH columns and lines of text are never wrapped (grep and less see whole lines)."""
-    from rich.console import Console
 
     tty = sys.stdout.isatty()
     no_color = bool(os.environ.get("NO_COLOR")) or not tty
     sized = tty or bool(os.environ.get("COLUMNS"))
 
-    class _Console(Console):
+    class _Console(_inert_console_class()):  # type: ignore[misc]
         def on_broken_pipe(self) -> None:
             # Rich would exit 1 ("problems found"); the error boundary and main() make a
             # closed pipe (`| head`) a quiet exit 0 instead
@@ -100,8 +106,11 @@ def stdout_console() -> Console:
 
 def host_line(identity: dict[str, Any]) -> str:
     """Which host a report was read from, in words: live hostname, sysroot path, or demo."""
-    name = identity.get("hostname")
-    root = str(identity.get("root") or "")
+    from ascendtune.core.text import inert_line
+
+    # both come from the host (meta.json) or the command line: inert, for any renderer
+    name = inert_line(str(identity["hostname"])) if identity.get("hostname") else None
+    root = inert_line(str(identity.get("root") or ""))
     source = identity.get("source")
     if source == "live":
         return f"this host ({name or '?'})"
@@ -113,10 +122,47 @@ def host_line(identity: dict[str, Any]) -> str:
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
     no_color = bool(os.environ.get("NO_COLOR")) or not sys.stderr.isatty()
-    return Console(stderr=True, no_color=no_color, highlight=False)
+    return _inert_console_class()(stderr=True, no_color=no_color, highlight=False)
+
+
+def shown(s: object) -> str:
+    """A string from a host or a file as a markup string may hold it: inert, on one line, with
+    Rich markup escaped (a hostname `[red]x` prints as written, never as red)."""
+    from rich.markup import escape
+
+    from ascendtune.core.text import inert_line
+
+    return escape(inert_line(str(s)))
+
+
+def plain(s: object) -> str:
+    """A string from a host or a file for a place that reads no markup (Text, print): inert."""
+    from ascendtune.core.text import inert_line
+
+    return inert_line(str(s))
+
+
+@functools.cache
+def _inert_console_class() -> type[Console]:
+    """A Console whose every printed text segment is inert: whatever a renderer forgot to clean,
+    no escape sequence or control character from a host reaches the terminal (Rich's own style
+    codes are added after this, so colours still work)."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from ascendtune.core.text import inert
+
+    class InertConsole(Console):
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for seg in super().render(renderable, options):
+                if seg.control is None and seg.text:
+                    clean = inert(seg.text)
+                    if clean != seg.text:
+                        seg = Segment(clean, seg.style)
+                yield seg
+
+    return InertConsole
 
 
 def print_json(doc: dict[str, Any]) -> None:
@@ -207,10 +253,13 @@ def handle_errors(func: F) -> F:
         except Exception as e:
             if State.debug:
                 raise
-            sys.stderr.write(
-                f"ascendtune: internal error: {type(e).__name__}: {e} "
-                "(rerun with --debug for a traceback, and report it)\n"
-            )
+            from ascendtune.core.text import cap_line, inert_line
+
+            # the message may quote input (escape codes, megabytes): one capped inert line
+            tail = " (rerun with --debug for a traceback, and report it)"
+            line = cap_line(inert_line(f"ascendtune: internal error: {type(e).__name__}: {e}"),
+                            MAX_ERROR_LINE - len(tail))
+            sys.stderr.write(line + tail + "\n")
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

@@ -45,7 +45,7 @@ def render(report: DoctorReport) -> None:
     from rich.text import Text
 
     from ascendtune.cli.cells import Wrapped, fitted_table, show
-    from ascendtune.cli.common import host_line, stdout_console
+    from ascendtune.cli.common import host_line, plain, stdout_console
     from ascendtune.cli.plan import npu_smi_ids
     from ascendtune.core.doctor import summary
 
@@ -64,9 +64,9 @@ def render(report: DoctorReport) -> None:
         cells: list[list[Any]] = [
             [
                 Text(c.status, style=_STYLE[c.status]),
-                Wrapped(c.id, ",:"),
-                Text(_both_ids(c.value or "-", smi)),
-                Text(_both_ids(c.expected or "", smi)),
+                Wrapped(plain(c.id), ",:"),
+                Text(_both_ids(plain(c.value or "-"), smi)),
+                Text(_both_ids(plain(c.expected or ""), smi)),
             ]
             for c in rows
         ]
@@ -75,24 +75,29 @@ def render(report: DoctorReport) -> None:
             if c.status in ("ok", "skip") and not c.detail:
                 continue
             if c.status == "skip" or (c.status == "ok" and c.detail):
-                con.print(Text(f"  {c.id}: {_both_ids(c.detail or '', smi)}", style="dim"))
+                con.print(Text(plain(f"  {c.id}: {_both_ids(c.detail or '', smi)}"), style="dim"))
                 continue
-            line = Text(f"  {c.id}: ", style=_STYLE[c.status])
-            line.append(_both_ids(c.detail or c.value or "", smi), style="")
+            line = Text(plain(f"  {c.id}: "), style=_STYLE[c.status])
+            line.append(_both_ids(plain(c.detail or c.value or ""), smi), style="")
             con.print(line)
             if c.fix:
-                con.print(Text(f"    fix: {c.fix}"))
+                con.print(Text(plain(f"    fix: {c.fix}")))
             if c.fix_persistent:
-                con.print(Text(f"    persistent: {c.fix_persistent}"))
+                con.print(Text(plain(f"    persistent: {c.fix_persistent}")))
     if host is not None:
+        shown_as_rows = {d for c in checks if c.id.endswith("_view") for d in (c.detail or "").split("; ")}
         for n in host.notes:
-            con.print(Text(f"note: {n}", style="dim"))
+            if n in shown_as_rows:
+                continue
+            con.print(Text(plain(f"note: {n}"), style="dim"))
     if plan.error and any(c.section == "workers" and c.id != "workers" for c in checks):
-        con.print(Text(f"note: no {plan.policy} plan to compare with: {plan.error}", style="dim"))
+        con.print(
+            Text(plain(f"note: no {plan.policy} plan to compare with: {plan.error}"), style="dim")
+        )
     counts = summary(checks)
     parts = [f"{counts[s]} {s}" for s in ("fail", "warn", "ok", "skip")]
     where = "this host" if root.live else root.describe()
-    con.print(Text(f"doctor ({where}): " + ", ".join(parts)))
+    con.print(Text(plain(f"doctor ({where}): " + ", ".join(parts))))
 
 
 def register(app: typer.Typer) -> None:

@@ -173,7 +173,7 @@ def render(
 
     from ascendtune.app.log import plan_cells
     from ascendtune.cli.cells import cpus, fitted_table, show
-    from ascendtune.cli.common import stdout_console
+    from ascendtune.cli.common import plain, shown, stdout_console
 
     con = stdout_console()
     out = functools.partial(con.print, soft_wrap=True)
@@ -181,9 +181,9 @@ def render(
     for key, label in (("vllm", "vLLM"), ("vllm_ascend", "vLLM-Ascend")):
         if key in report.versions:
             head.append(f"{label} {report.versions[key]}")
-    out(", ".join(head))
+    out(shown(", ".join(head)))
     if report.args is not None:
-        shown = {
+        picked = {
             k: report.args[k]
             for k in (
                 "model",
@@ -194,7 +194,7 @@ def render(
             )
             if k in report.args
         }
-        out(Text.assemble(("args ", "dim"), ", ".join(f"{k}={v!r}" for k, v in shown.items())))
+        out(Text.assemble(("args ", "dim"), plain(", ".join(f"{k}={v!r}" for k, v in picked.items()))))
     if report.workers:
         rows: list[list[Any]] = []
         for w in report.workers:
@@ -204,7 +204,7 @@ def render(
             rows.append(
                 [
                     "?" if w.rank is None else str(w.rank),
-                    proc.strip() or "-",
+                    shown(proc.strip() or "-"),
                     Text(w.binding, style=_BINDING_STYLE[w.binding]),
                     npu,
                     cpus(main),
@@ -219,26 +219,26 @@ def render(
         for w in report.workers:
             if w.binding in ("failed", "skipped") and w.reason:
                 who = f"rank {w.rank}" if w.rank is not None else "worker"
-                out(Text.assemble((f"{who}: ", "bold"), w.reason))
+                out(Text.assemble((f"{who}: ", "bold"), plain(w.reason)))
                 if w.cause_text:
-                    out(Text("  cause: " + w.cause_text))
+                    out(Text("  cause: " + plain(w.cause_text)))
                 if w.fix:
-                    out(Text("  fix: " + w.fix, style="dim"))
+                    out(Text("  fix: " + plain(w.fix), style="dim"))
     findings = list(report.findings) + (list(comparison.findings) if comparison else [])
     if comparison is not None:
         out(
             Text.assemble(
                 ("compared with ", "dim"),
-                (comparison.host, "bold"),
+                (plain(comparison.host), "bold"),
                 (f" ({comparison.mode})" if comparison.mode else "", "dim"),
             )
         )
     for f in findings:
         mark, style = _MARK[f.severity]
         ranks = f" [ranks {','.join(map(str, f.ranks))}]" if f.ranks else ""
-        out(Text.assemble(f"{mark} ", (f.code, style), ranks, "  ", f.message))
+        out(Text.assemble(f"{mark} ", (f.code, style), ranks, "  ", plain(f.message)))
         if f.hint:
-            out(Text("    → " + f.hint, style="dim"))
+            out(Text("    → " + plain(f.hint), style="dim"))
     if checked is not None:
         from ascendtune.cli.check_config import render as render_config
 

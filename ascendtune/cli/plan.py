@@ -62,13 +62,13 @@ def render_plan(
     identity: dict[str, Any] | None = None,
 ) -> None:
     from ascendtune.cli.cells import Wrapped, cpus, fitted_table, show
-    from ascendtune.cli.common import host_line, stdout_console
+    from ascendtune.cli.common import host_line, shown, stdout_console
     from ascendtune.core import vendors
 
     con = stdout_console()
     word = vendors.profile(plan.vendor).word
     if identity:
-        con.print(f"plan for {host_line(identity)}")
+        con.print(f"plan for {shown(host_line(identity))}")
     title = (
         f"plan: policy {plan.policy}, mode {plan.mode}, SoC {plan.soc.value}, "
         f"{len(plan.ranks)} ranks"
@@ -114,7 +114,9 @@ def render_plan(
     )
     show(con, t)
     if plan.policy == "vllm-ascend" and plan.target:
-        con.print(f"vLLM-Ascend {plan.target}" + (f" ({target_reason})" if target_reason else ""))
+        con.print(
+            shown(f"vLLM-Ascend {plan.target}" + (f" ({target_reason})" if target_reason else ""))
+        )
     con.print(
         f"cpuset: {_fmt(plan.cpus_allowed)}"
         + (f"  reserved: {_fmt(plan.reserved)}" if plan.reserved else "")
@@ -123,9 +125,15 @@ def render_plan(
     if not plan.overlaps:
         con.print("overlaps between ranks: none")
     for n in plan.notes:
-        con.print(f"note: {n}")
+        con.print(f"note: {shown(n)}")
     for f in plan.findings:
-        con.print(f"[yellow]![/yellow] {f}")
+        con.print(f"[yellow]![/yellow] {shown(f)}")
+
+
+def _complete_emit(incomplete: str) -> list[str]:
+    from ascendtune.cli.planopts import complete_emit
+
+    return complete_emit(incomplete)
 
 
 def register(app: typer.Typer) -> None:
@@ -144,7 +152,7 @@ def register(app: typer.Typer) -> None:
         visible_devices: VisibleDevicesOpt = None,
         ranks: Annotated[
             int | None,
-            typer.Option("--ranks", metavar="N", help="Plan only the first N ranks."),
+            typer.Option("--ranks", min=1, metavar="N", help="Plan only the first N ranks."),
         ] = None,
         soc: SocOpt = None,
         reserve: ReserveOpt = None,
@@ -161,6 +169,8 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--emit",
+                metavar="FORM",
+                autocompletion=_complete_emit,
                 help="Print lines that run as pasted: taskset, numactl, systemd, docker, vllm "
                 "(your --cmdline with enable_cpu_binding off, then `bind --workers`), env, "
                 "cpu-affinity-conf (Ascend only). With --json: in the document.",
@@ -229,20 +239,22 @@ def register(app: typer.Typer) -> None:
             print_json(doc)
             return
         if lines is not None:
+            from ascendtune.core.text import inert
+
             for line in lines:
-                print(line)
+                print(inert(line))
             return
         render_plan(result.plan, host, result.target_reason, got.identity)
         if result.better:
-            from ascendtune.cli.common import stdout_console
+            from ascendtune.cli.common import shown, stdout_console
 
-            stdout_console().print(result.better)
+            stdout_console().print(shown(result.better))
 
 
 def _render_compare(report: CompareReport, host: Host | None = None, identity: dict[str, Any] | None = None) -> None:
     """Every policy side by side; a policy that cannot plan this host shows its error."""
     from ascendtune.cli.cells import Wrapped, fitted_table, show
-    from ascendtune.cli.common import host_line, stdout_console
+    from ascendtune.cli.common import host_line, shown, stdout_console
     from ascendtune.core import vendors
 
     plans = report.plans
@@ -252,7 +264,7 @@ def _render_compare(report: CompareReport, host: Host | None = None, identity: d
     word = vendors.profile(first.vendor).word
     smi = npu_smi_ids(host) if host is not None else {}
     if identity:
-        con.print(f"plan for {host_line(identity)}")
+        con.print(f"plan for {shown(host_line(identity))}")
     head: list[Any] = ["rank", word]
     if smi:
         head.append("npu-smi")
@@ -273,7 +285,7 @@ def _render_compare(report: CompareReport, host: Host | None = None, identity: d
     show(con, fitted_table(con, title, head, rows, right=(0, 1)))
     for n, p in plans.items():
         if isinstance(p, str):
-            con.print(f"{n}: error: {p}")
+            con.print(f"{n}: error: {shown(p)}")
             continue
         summary = f"{len(p.overlaps)} overlaps, {len(p.idle_cpus)} idle CPUs"
         con.print(

@@ -94,7 +94,7 @@ VisibleDevicesOpt = Annotated[
     ),
 ]
 RanksOpt = Annotated[
-    int | None, typer.Option("--ranks", metavar="N", help="Plan only the first N ranks.")
+    int | None, typer.Option("--ranks", min=1, metavar="N", help="Plan only the first N ranks.")
 ]
 SocOpt = Annotated[
     str | None,

@@ -73,10 +73,13 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
     grid.add_column(justify="right")
     for _ in ids:
         grid.add_column(justify="center")
+    from ascendtune.cli.common import shown
+
     grid.add_row("", *map(str, ids))
     for a_id in ids:
         grid.add_row(
-            str(a_id), *("X" if a_id == b else show(links[a_id].get(b, "")) or "-" for b in ids)
+            str(a_id),
+            *("X" if a_id == b else shown(show(links[a_id].get(b, ""))) or "-" for b in ids),
         )
     con.print("links")
     con.print(grid)
@@ -88,12 +91,12 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
             legend.append(f"{_short(seen[key]) + ' = ' if short else ''}{name}: {about}")
     legend += [c for c in codes if _link_key(c) not in LINK_CODES]
     if legend:
-        con.print("  " + "; ".join(legend))
+        con.print("  " + shown("; ".join(legend)))
 
 
 def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
     from ascendtune.cli.cells import Wrapped, cpus, fitted_table, show
-    from ascendtune.cli.common import host_line, stdout_console
+    from ascendtune.cli.common import host_line, shown, stdout_console
     from ascendtune.core import vendors
     from ascendtune.core.cpulist import format_cpulist as f
 
@@ -113,7 +116,7 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
         doc_head.append(f"npu-smi {host.npu_smi_version or '?'}")
     if host.gpus:
         doc_head.append("nvidia-smi" if host.nvidia_smi_found else "no nvidia-smi")
-    con.print(", ".join(doc_head))
+    con.print(shown(", ".join(doc_head)))
     con.print(
         f"cpuset (Cpus_allowed_list): {f(host.cpus_allowed)}"
         + ("" if host.allowed_from_status else " (no proc/self/status: every online CPU assumed)")
@@ -145,8 +148,8 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
                     "" if a.chip_id is None else str(a.chip_id),
                 ]
             cells += [
-                a.name,
-                a.bus_id or "?",
+                shown(a.name),
+                shown(a.bus_id or "?"),
                 "?" if a.numa_node is None else str(a.numa_node),
                 cpus(f(a.cpu_affinity) or "?"),
             ]
@@ -193,14 +196,14 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
                     str(p.npu_id),
                     "" if p.chip_id is None else str(p.chip_id),
                     str(p.pid),
-                    p.name,
+                    shown(p.name),
                     "" if p.mem_mib is None else f"{p.mem_mib:.0f}",
                 ]
             )
         head = [prof.word, "npu-smi", "chip", "pid", "name", "memory MiB"]
         show(con, fitted_table(con, "processes on accelerators", head, prows))
     for w in topo_warnings(host):
-        con.print(f"[yellow]![/yellow] {w}")
+        con.print(f"[yellow]![/yellow] {shown(w)}")
 
 
 def register(app: typer.Typer) -> None:

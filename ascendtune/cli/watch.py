@@ -104,6 +104,7 @@ def render(
     from rich.text import Text
 
     from ascendtune.cli.cells import cpus
+    from ascendtune.cli.common import plain
 
     parts: list[RenderableType] = [
         Text(
@@ -112,7 +113,7 @@ def render(
         )
     ]
     for head, rows, tail in screen if screen is not None else _screen(report):
-        parts.append(Text(head, style="bold"))
+        parts.append(Text(plain(head), style="bold"))
         table = Table(box=None, pad_edge=False, show_edge=False)
         for col in (
             "TID",
@@ -133,10 +134,16 @@ def render(
             )
         for row in rows:
             # RAN ON is a CPU list: it breaks after a comma only
-            table.add_row(*(cpus(c) if i == 3 else Text(c) for i, c in enumerate(row)))
+            table.add_row(*(cpus(c) if i == 3 else Text(plain(c)) for i, c in enumerate(row)))
         parts.append(table)
-        parts.extend(Text(line) for line in tail)
+        parts.extend(Text(plain(line)) for line in tail)
     return Group(*parts)
+
+
+def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
+    from ascendtune.cli.common import complete_pid
+
+    return complete_pid(incomplete)
 
 
 def register(app: typer.Typer) -> None:
@@ -152,7 +159,11 @@ def register(app: typer.Typer) -> None:
         pid: Annotated[
             list[int] | None,
             typer.Option(
-                "--pid", min=1, metavar="PID", help="A process to watch, every thread of it (repeat for more)."
+                "--pid",
+                min=1,
+                metavar="PID",
+                help="A process to watch, every thread of it (repeat for more).",
+                autocompletion=_complete_pid,
             ),
         ] = None,
         cpus: Annotated[

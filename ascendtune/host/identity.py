@@ -28,7 +28,7 @@ def _meta_hostname(root: Root) -> str | None:
     text = root.read_text("meta.json")
     try:
         meta = json.loads(text) if text else None
-    except ValueError:
+    except (ValueError, RecursionError):  # the reader reports a bad meta.json; a name is optional
         return None
     name = meta.get("hostname") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else None

@@ -240,10 +240,10 @@ def read_meta(root: Root) -> dict[str, object]:
     text = root.read_text("meta.json")
     if text is None:
         return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not JSON: {e.msg}", source="meta.json", line=e.lineno) from None
+    from ascendtune.core.text import loads_bounded
+
+    # bounded: a meta.json nested thousands deep is bad input (exit 5), not a RecursionError
+    data = loads_bounded(text, source=f"{root.describe()}: meta.json")
     return data if isinstance(data, dict) else {}
 
 
