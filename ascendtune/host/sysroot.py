@@ -11,8 +11,8 @@ import io
 import os
 import posixpath
 import stat
-import tarfile
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -365,45 +365,188 @@ class _Inflated(io.RawIOBase):
         return len(data)
 
 
-def open_archive(data: bytes, label: str) -> MemRoot:
-    """Read a sysroot archive member by member, bounded in inflated bytes and member count."""
+class _ArchiveEnd(Exception):
+    """The stream ended inside a member, or its first header is no tar header."""
+
+
+_FILE_TYPES = (b"0", b"\0", b"7")  # regular, old regular, contiguous: what tarfile calls a file
+_BLOCK = 512
+
+
+def _octal(field: bytes) -> int:
+    """A tar number field: octal text, or base-256 when the high bit of its first byte is set."""
+    if field[:1] and field[0] & 0x80:
+        n = field[0] & 0x3F if not field[0] & 0x40 else -(~field[0] & 0x3F) - 1
+        for b in field[1:]:
+            n = (n << 8) | b
+        return n
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    if not text:
+        return 0
+    try:
+        return int(text, 8)
+    except ValueError:
+        raise _ArchiveEnd("invalid header") from None
+
+
+def _text(field: bytes) -> str:
+    return field.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
+def _pax(data: bytes) -> dict[str, str]:
+    """A PAX extended header's records (`LEN key=value\\n`), as text."""
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(data):
+        space = data.find(b" ", pos)
+        if space < 0:
+            break
+        try:
+            length = int(data[pos:space])
+        except ValueError:
+            break
+        if length <= 0:
+            break
+        record = data[space + 1 : pos + length - 1]  # without the trailing newline
+        key, eq, value = record.partition(b"=")
+        if eq:
+            out[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        pos += length
+    return out
+
+
+def _members(read: Callable[[int], bytes]) -> Iterator[tuple[str, bytes, str, int]]:
+    """(name, type, link name, size) of each member of a tar stream, in order, as tarfile sees
+    them (ustar, GNU long names, PAX headers); the caller reads or skips each member's data with
+    `read` before asking for the next. A bad first header is an error; a bad later one ends the
+    archive, as it does for tarfile."""
+    first = True
+    pax_global: dict[str, str] = {}
+    pax: dict[str, str] = {}
+    long_name: str | None = None
+    long_link: str | None = None
+    while True:
+        block = read(_BLOCK)
+        if len(block) < _BLOCK or block.count(0) == _BLOCK:
+            if first:
+                raise _ArchiveEnd("truncated header" if block else "empty file")
+            return
+        if not _sum_ok(block):
+            if first:
+                raise _ArchiveEnd("bad checksum")
+            return
+        first = False
+        kind = block[156:157]
+        size = _octal(block[124:136])
+        if kind in (b"x", b"g", b"L", b"K"):
+            data = _exact(read, size)
+            _skip(read, -size % _BLOCK)
+            if kind == b"x":
+                pax.update(_pax(data))
+            elif kind == b"g":
+                pax_global.update(_pax(data))
+            elif kind == b"L":
+                long_name = _text(data)
+            else:
+                long_link = _text(data)
+            continue
+        name = _text(block[0:100])
+        if block[257:263] == b"ustar\0":  # POSIX ustar: a long name is split in prefix/name
+            prefix = _text(block[345:500])
+            if prefix:
+                name = prefix + "/" + name
+        link = _text(block[157:257])
+        fields = {**pax_global, **pax}
+        name = fields.get("path", long_name if long_name is not None else name)
+        link = fields.get("linkpath", long_link if long_link is not None else link)
+        if "size" in fields:
+            try:
+                size = int(fields["size"])
+            except ValueError:
+                raise _ArchiveEnd("invalid PAX size") from None
+        if kind == b"\0" and name.endswith("/"):
+            kind = b"5"  # old tars: a folder is a file whose name ends in /
+        if kind == b"5":
+            name = name.rstrip("/")
+        pax, long_name, long_link = {}, None, None
+        yield name, kind, link, size
+
+
+def _sum_ok(block: bytes) -> bool:
+    """The header checksum (its own field counted as spaces), unsigned or as old tars signed."""
+    try:
+        want = _octal(block[148:156])
+    except _ArchiveEnd:
+        return False
+    unsigned = sum(block) - sum(block[148:156]) + 256
+    if want == unsigned:
+        return True
+    signed = unsigned - 256 * sum(1 for b in block[:148] + block[156:] if b > 127)
+    return want == signed
+
+
+def _exact(read: Callable[[int], bytes], n: int) -> bytes:
+    data = read(n)
+    if len(data) < n:
+        raise _ArchiveEnd("unexpected end of data")
+    return data
+
+
+def _skip(read: Callable[[int], bytes], n: int) -> None:
+    while n > 0:
+        got = len(read(min(n, 1 << 20)))
+        if got == 0:
+            raise _ArchiveEnd("unexpected end of data")
+        n -= got
+
+
+def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
+    """Read a sysroot archive member by member, bounded in inflated bytes and member count.
+
+    data is the archive's bytes or a binary stream of them; either way the inflated tar is
+    never held whole: one member at a time is read, decoded and kept.
+    """
     import gzip
     import zlib
 
-    stream: IO[bytes] = io.BytesIO(data)
-    if data[:2] == b"\x1f\x8b":
+    stream: IO[bytes] = io.BytesIO(data) if isinstance(data, bytes) else data
+    head = stream.read(2)
+    stream.seek(-len(head), io.SEEK_CUR)
+    if head == b"\x1f\x8b":
         stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
     counted = io.BufferedReader(_Inflated(stream, MAX_ARCHIVE_BYTES, label), 1 << 16)
+    read = counted.read
     files: dict[str, str] = {}
     links: dict[str, str] = {}
     names: list[str] = []
     try:
-        # a stream ("r|"): one pass, nothing held but the members kept
-        with tarfile.open(fileobj=counted, mode="r|") as tar:
-            for m in tar:
-                if len(names) >= MAX_ARCHIVE_MEMBERS:
+        for raw_name, kind, linkname, size in _members(read):
+            if len(names) >= MAX_ARCHIVE_MEMBERS:
+                raise InvalidInput(
+                    f"{label} holds more than {MAX_ARCHIVE_MEMBERS} members (the limit)",
+                    "a sysroot from `ascendtune snapshot` holds a few thousand",
+                )
+            name = raw_name.lstrip("./")
+            names.append(name)
+            keep = bool(name) and not name.startswith("/") and ".." not in name.split("/")
+            if kind == b"2":
+                if keep:
+                    links[name] = linkname
+                continue
+            if kind in _FILE_TYPES and keep:
+                if size > MAX_FILE_BYTES:
                     raise InvalidInput(
-                        f"{label} holds more than {MAX_ARCHIVE_MEMBERS} members (the limit)",
-                        "a sysroot from `ascendtune snapshot` holds a few thousand",
+                        f"{label}: member {name} is larger than the "
+                        f"{_mib(MAX_FILE_BYTES)} limit on one file"
                     )
-                name = m.name.lstrip("./")
-                names.append(name)
-                if not name or name.startswith("/") or ".." in name.split("/"):
-                    continue
-                if m.issym():
-                    links[name] = m.linkname
-                elif m.isfile():
-                    if m.size > MAX_FILE_BYTES:
-                        raise InvalidInput(
-                            f"{label}: member {name} is larger than the "
-                            f"{_mib(MAX_FILE_BYTES)} limit on one file"
-                        )
-                    f = tar.extractfile(m)
-                    if f is not None:
-                        files[name] = f.read().decode("utf-8", errors="replace")
+                files[name] = _exact(read, size).decode("utf-8", errors="replace")
+                _skip(read, -size % _BLOCK)
+            elif kind not in (b"1", b"3", b"4", b"5", b"6"):
+                # links, devices, folders and FIFOs carry no data; anything else: skip its own
+                _skip(read, size + (-size % _BLOCK))
     except InvalidInput:
         raise
-    except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as e:
+    except (_ArchiveEnd, EOFError, OSError, zlib.error, ValueError) as e:
         first = (str(e).splitlines() or [type(e).__name__])[0]
         if not names:
             raise InvalidInput(
