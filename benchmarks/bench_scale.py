@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
 from ascendtune.core.cpulist import format_cpulist  # noqa: E402
 from ascendtune.host.demos import DEMOS  # noqa: E402
 from ascendtune.synth.render import render  # noqa: E402
-from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, adjacent  # noqa: E402
+from ascendtune.synth.spec import Chip, Cpus, HostSpec, NpuSmi, adjacent  # noqa: E402
 from ascendtune.synth.standard import DEMO_SPECS, demo_nodes, demo_self, npu_pci  # noqa: E402
 from ascendtune.synth.tree import Tree  # noqa: E402
 

@@ -11,7 +11,8 @@ import io
 import os
 import posixpath
 import stat
-from collections import deque
+import zlib
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,9 @@ class Root:
         return self.label
 
 
+_RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
+
+
 class DirRoot(Root):
     """The live `/`, or a captured host in a folder: a closed world.
 
@@ -96,14 +100,30 @@ class DirRoot(Root):
 
     tool_budget_s = runner.DEFAULT_TIMEOUT_S  # shared by all tool runs through this root
 
+    # folders already resolved by a plain walk (no link, no ..), kept open: a reader asks for
+    # thousands of files in a few hundred folders, and a walk from the top costs two system
+    # calls per path component
+    MAX_OPEN_DIRS = 64
+
     def __init__(self, path: str | os.PathLike[str], *, live: bool = False) -> None:
         self.path = Path(path)
         self.live = live
         self.label = "/" if live else str(path)
         self._deadline: runner.Deadline | None = None
+        self._prefix = os.fspath(path).rstrip("/") + "/"
+        self._dirs: OrderedDict[str, int] = OrderedDict()
 
-    def _p(self, rel: str) -> Path:
-        return self.path / rel.lstrip("/")
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the folders kept open (reading again reopens them)."""
+        dirs = getattr(self, "_dirs", None)
+        while dirs:
+            os.close(dirs.popitem()[1])
+
+    def _p(self, rel: str) -> str:
+        return self._prefix + rel.lstrip("/")
 
     # -- the closed-world walk ------------------------------------------------------------
 
@@ -114,36 +134,73 @@ class DirRoot(Root):
         directory, "parent" returns the folder holding the final component (for readlink) and
         leaves the name unresolved. The caller closes the descriptor.
         """
-        parts: deque[str] = deque(p for p in rel.split("/") if p not in ("", "."))
+        names = [p for p in rel.split("/") if p not in ("", ".")]
         final = ""
         if last == "parent":
-            if not parts or parts[-1] == "..":
+            if not names or names[-1] == "..":
                 return None
-            final = parts.pop()
-        stack = [os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+            final = names.pop()
+        if ".." not in names:
+            # start from the deepest folder of rel a plain walk has already opened
+            for k in range(len(names) - (last == "file"), 0, -1):
+                key = "/".join(names[:k])
+                fd = self._dirs.get(key)
+                if fd is not None:
+                    self._dirs.move_to_end(key)
+                    got = self._walk_from(fd, key, names[k:], last, final)
+                    if got is not _RESTART:
+                        return got  # type: ignore[return-value]
+                    break
+        root_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            got = self._walk_from(root_fd, "", names, last, final)
+        finally:
+            os.close(root_fd)
+        return None if got is _RESTART else got  # type: ignore[return-value]
+
+    def _walk_from(
+        self, start: int, at: str, names: list[str], last: str, final: str
+    ) -> int | object | None:
+        """_walk from the folder `start` (the root when `at` is "", else the folder `at` of a
+        plain walk). Folders reached by a plain walk are kept open in _dirs; a link met when not
+        starting at the root returns _RESTART (a link resolves from the root)."""
+        parts: deque[str] = deque(names)
+        stack = [start]
+        owned: list[bool] = [False]  # whether stack[i] is ours to close (not the caller's or _dirs')
+        plain = at if ".." not in names else None  # the path walked so far, while it is plain
         hops = 0
         try:
             while parts:
                 name = parts.popleft()
                 if name == "..":
                     if len(stack) > 1:  # never above the root: /.. is /
-                        os.close(stack.pop())
+                        if owned.pop():
+                            os.close(stack.pop())
+                        else:
+                            stack.pop()
                     continue
                 try:
                     st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
                 except (FileNotFoundError, NotADirectoryError):
                     return None
                 if stat.S_ISLNK(st.st_mode):
+                    if at:
+                        return _RESTART
+                    plain = None
                     hops += 1
                     if hops > MAX_LINK_HOPS:
                         raise InvalidInput(
-                            f"{self._p(rel)}: too many levels of symbolic links (a link loop)",
+                            f"{self._p('/'.join(names))}: too many levels of symbolic links "
+                            "(a link loop)",
                             "a sysroot from `ascendtune snapshot` has no link loops",
                         )
                     target = os.readlink(name, dir_fd=stack[-1])
                     if target.startswith("/"):
                         while len(stack) > 1:
-                            os.close(stack.pop())
+                            if owned.pop():
+                                os.close(stack.pop())
+                            else:
+                                stack.pop()
                     parts.extendleft(reversed([p for p in target.split("/") if p not in ("", ".")]))
                     continue
                 if parts or last != "file":
@@ -151,8 +208,17 @@ class DirRoot(Root):
                         return None
                     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
                     stack.append(os.open(name, flags, dir_fd=stack[-1]))
+                    if plain is not None:
+                        plain = f"{plain}/{name}" if plain else name
+                        stale = self._dirs.pop(plain, None)  # never in this walk's stack
+                        if stale is not None:
+                            os.close(stale)
+                        self._dirs[plain] = stack[-1]
+                        owned.append(False)
+                    else:
+                        owned.append(True)
                     continue
-                self._refuse_special(rel, st.st_mode)
+                self._refuse_special("/".join(names), st.st_mode)
                 flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
                 return os.open(name, flags, dir_fd=stack[-1])
             if last == "file":
@@ -162,7 +228,8 @@ class DirRoot(Root):
                     return None
                 # the final component exists as an entry of this folder (a link or not)
                 os.stat(final, dir_fd=stack[-1], follow_symlinks=False)
-            return stack.pop()
+            # the caller closes what it gets: its own descriptor, never one of _dirs'
+            return stack.pop() if owned.pop() else os.dup(stack.pop())
         except OSError as e:
             if isinstance(e, FileNotFoundError | NotADirectoryError):
                 return None
@@ -171,8 +238,11 @@ class DirRoot(Root):
             # ELOOP from O_NOFOLLOW: the entry was swapped for a link under us
             return None
         finally:
-            for fd in stack:
-                os.close(fd)
+            for fd, mine in zip(stack, owned, strict=True):
+                if mine:
+                    os.close(fd)
+            while len(self._dirs) > self.MAX_OPEN_DIRS:
+                os.close(self._dirs.popitem(last=False)[1])
 
     def _refuse_special(self, rel: str, mode: int) -> None:
         if stat.S_ISREG(mode):
@@ -210,7 +280,8 @@ class DirRoot(Root):
                         return None  # live /sys and /proc attributes are regular files
                     self._refuse_special(rel, st.st_mode)
                 os.set_blocking(fd, True)
-                return read_capped(fd, MAX_FILE_BYTES, str(self._p(rel)))
+                hint = -1 if self.live else st.st_size
+                return read_capped(fd, MAX_FILE_BYTES, self._p(rel), size_hint=hint)
             finally:
                 os.close(fd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -288,27 +359,45 @@ class MemRoot(Root):
     def __init__(
         self, files: dict[str, str], links: dict[str, str] | None = None, label: str = "<memory>"
     ) -> None:
-        self.files = {posixpath.normpath(k.lstrip("/")): v for k, v in files.items()}
-        self.links = {posixpath.normpath(k.lstrip("/")): v for k, v in (links or {}).items()}
+        key = self._key
+        self.files = {key(k): v for k, v in files.items()}
+        self.links = {key(k): v for k, v in (links or {}).items()}
         self.label = label
         dirs: dict[str, set[str]] = {}
-        for p in list(self.files) + list(self.links):
-            parts = p.split("/")
-            for i in range(len(parts)):
-                parent = "/".join(parts[:i]) or "."
-                dirs.setdefault(parent, set()).add(parts[i])
+        for p in [*self.files, *self.links]:
+            # from the deepest folder up, stopping at the first one already known (its
+            # parents are then known too)
+            while True:
+                cut = p.rfind("/")
+                parent, name = (p[:cut], p[cut + 1 :]) if cut >= 0 else (".", p)
+                entries = dirs.get(parent)
+                if entries is not None:
+                    entries.add(name)
+                    break
+                dirs[parent] = {name}
+                if cut < 0:
+                    break
+                p = parent
         self.dirs = dirs
 
+    @staticmethod
+    def _key(rel: str) -> str:
+        rel = rel.lstrip("/")
+        # most paths come already normal: skip normpath for them
+        if "//" in rel or "/." in rel or rel.startswith(".") or rel.endswith("/"):
+            return posixpath.normpath(rel)
+        return rel
+
     def read_text(self, rel: str) -> str | None:
-        return self.files.get(posixpath.normpath(rel.lstrip("/")))
+        return self.files.get(self._key(rel))
 
     def listdir(self, rel: str) -> list[str] | None:
-        key = posixpath.normpath(rel.lstrip("/")) if rel.strip("/") else "."
+        key = self._key(rel) if rel.strip("/") else "."
         entries = self.dirs.get(key)
         return sorted(entries) if entries is not None else None
 
     def readlink(self, rel: str) -> str | None:
-        return self.links.get(posixpath.normpath(rel.lstrip("/")))
+        return self.links.get(self._key(rel))
 
 
 def _strip_top(names: list[str]) -> str:
@@ -323,10 +412,21 @@ def _strip_top(names: list[str]) -> str:
     return ""
 
 
-def read_capped(fd: int, cap: int, label: str) -> bytes:
-    """Read fd to its end, refusing (InvalidInput) past cap bytes; never more than cap+1 in memory."""
+def read_capped(fd: int, cap: int, label: str, *, size_hint: int = -1) -> bytes:
+    """Read fd to its end, refusing (InvalidInput) past cap bytes; never more than cap+1 in memory.
+
+    size_hint: the size fstat gave for a regular file of a sysroot (not a live sysfs or proc
+    file, whose sizes say nothing); a read shorter than asked of such a file is its end, which
+    saves the second read that would return nothing."""
     chunks: list[bytes] = []
     got = 0
+    if 0 <= size_hint < cap:
+        want = size_hint + 1
+        chunk = os.read(fd, want)
+        if len(chunk) < want:
+            return chunk
+        chunks.append(chunk)
+        got = len(chunk)
     while True:
         chunk = os.read(fd, min(1 << 20, cap + 1 - got))
         if not chunk:
@@ -478,7 +578,12 @@ def _sum_ok(block: bytes) -> bool:
         want = _octal(block[148:156])
     except _ArchiveEnd:
         return False
-    unsigned = sum(block) - sum(block[148:156]) + 256
+    field = sum(block[148:156])
+    # adler32's low half is 1 + the byte sum mod 65521: the sum in C, without a Python loop
+    # (a header's sum is at most 130,560, so two sums mod 65521 tell damage as well)
+    if (zlib.adler32(block) & 0xFFFF) - 1 - field + 256 - want in (0, 65521, -65521):
+        return True
+    unsigned = sum(block) - field + 256
     if want == unsigned:
         return True
     signed = unsigned - 256 * sum(1 for b in block[:148] + block[156:] if b > 127)
@@ -507,7 +612,6 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
     never held whole: one member at a time is read, decoded and kept.
     """
     import gzip
-    import zlib
 
     stream: IO[bytes] = io.BytesIO(data) if isinstance(data, bytes) else data
     head = stream.read(2)
