@@ -67,8 +67,15 @@ def once(argv: list[str], env: dict[str, str], path: str | None) -> float:
     if path is not None:
         env = dict(env, PYTHONPATH=path)
     t0 = time.perf_counter()
+    # cwd: `python -m` puts it first on sys.path, so a checkout there would shadow PYTHONPATH
     subprocess.run(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=60, check=True
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        timeout=60,
+        check=True,
+        cwd=env["BENCH_CWD"],
     )
     return time.perf_counter() - t0
 
@@ -78,6 +85,8 @@ def measure(runs: int, compare: str | None) -> dict[str, float]:
         # as installed: bytecode cached (in a private prefix, so the tree stays clean)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
+        env["BENCH_CWD"] = tmp
+        env["PYTHONPATH"] = os.environ.get("PYTHONPATH") or str(Path(__file__).resolve().parents[1])
         hello = Path(tmp, "hello.py")
         hello.write_text(HELLO)
         todo = cases(str(hello), compare)
