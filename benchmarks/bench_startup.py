@@ -1,7 +1,11 @@
-"""Start-up cost: median wall time of `ascendtune --help` and `ascendtune topo --demo`,
-as a ratio to `python3 -c pass` measured in the same run.
+"""Start-up cost: median wall time of `ascendtune --help`, `topo --demo` and `topo --demo --json`
+against a hello-world Typer app with one command, measured interleaved in the same run (the
+machine is shared: every round runs every case once, so load hits all of them alike).
 
-Run: python benchmarks/bench_startup.py [--runs N]
+Targets (issue 17): `topo --demo --json` within 1.5x the hello-world app, `--help` within 1.2x,
+human `topo --demo` within 2x.
+
+Run: python benchmarks/bench_startup.py [--runs N] [--compare TREE]
 """
 
 from __future__ import annotations
@@ -11,65 +15,106 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-CASES = {
-    "python3 -c pass (baseline)": [sys.executable, "-c", "pass"],
-    "ascendtune --help": [sys.executable, "-m", "ascendtune", "--help"],
-    "ascendtune topo --demo": [
-        sys.executable,
-        "-m",
-        "ascendtune",
-        "topo",
-        "--demo",
-        "atlas-800i-a2",
-    ],
-    "ascendtune topo --demo --json": [
-        sys.executable,
-        "-m",
-        "ascendtune",
-        "topo",
-        "--demo",
-        "atlas-800i-a2",
-        "--json",
-    ],
-    "ascendtune plan --demo": [
-        sys.executable,
-        "-m",
-        "ascendtune",
-        "plan",
-        "--demo",
-        "atlas-800i-a2",
-    ],
+HELLO = '''import typer
+
+app = typer.Typer()
+
+
+@app.command()
+def hello(name: str = "world") -> None:
+    """Say hello."""
+    print(f"hello {name}")
+
+
+if __name__ == "__main__":
+    app()
+'''
+
+AT = [sys.executable, "-m", "ascendtune"]
+TARGETS = {
+    "ascendtune topo --demo --json": 1.5,
+    "ascendtune --help": 1.2,
+    "ascendtune topo --demo": 2.0,
 }
 
 
-def median_s(argv: list[str], runs: int) -> float:
-    env = dict(os.environ, LC_ALL="C", NO_COLOR="1")
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(
-            argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            timeout=60,
-            check=True,
-        )
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+ASCENDTUNE = {
+    "ascendtune --help": ["--help"],
+    "ascendtune topo --demo": ["topo", "--demo", "atlas-800i-a2"],
+    "ascendtune topo --demo --json": ["topo", "--demo", "atlas-800i-a2", "--json"],
+    "ascendtune plan --demo": ["plan", "--demo", "atlas-800i-a2"],
+}
+
+
+def cases(hello: str, compare: str | None) -> dict[str, tuple[list[str], str | None]]:
+    """name -> (argv, PYTHONPATH or None for the inherited one)."""
+    out: dict[str, tuple[list[str], str | None]] = {
+        "python3 -c pass": ([sys.executable, "-c", "pass"], None),
+        "hello-world Typer (baseline)": ([sys.executable, hello], None),
+    }
+    for name, args in ASCENDTUNE.items():
+        out[name] = ([*AT, *args], None)
+        if compare:
+            out[f"{name} [{Path(compare).name}]"] = ([*AT, *args], compare)
+    return out
+
+
+def once(argv: list[str], env: dict[str, str], path: str | None) -> float:
+    if path is not None:
+        env = dict(env, PYTHONPATH=path)
+    t0 = time.perf_counter()
+    # cwd: `python -m` puts it first on sys.path, so a checkout there would shadow PYTHONPATH
+    subprocess.run(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        timeout=60,
+        check=True,
+        cwd=env["BENCH_CWD"],
+    )
+    return time.perf_counter() - t0
+
+
+def measure(runs: int, compare: str | None) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        # as installed: bytecode cached (in a private prefix, so the tree stays clean)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
+        env["BENCH_CWD"] = tmp
+        env["PYTHONPATH"] = os.environ.get("PYTHONPATH") or str(Path(__file__).resolve().parents[1])
+        hello = Path(tmp, "hello.py")
+        hello.write_text(HELLO)
+        todo = cases(str(hello), compare)
+        for argv, path in todo.values():  # warm the caches (and write .pyc) before timing
+            once(argv, env, path)
+        times: dict[str, list[float]] = {name: [] for name in todo}
+        for _ in range(runs):
+            for name, (argv, path) in todo.items():
+                times[name].append(once(argv, env, path))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument(
+        "--compare",
+        metavar="TREE",
+        help="another source tree (e.g. `git archive main | tar -x -C /tmp/base`) timed alongside",
+    )
     args = ap.parse_args()
-    results = {name: median_s(argv, args.runs) for name, argv in CASES.items()}
-    base = next(iter(results.values()))
-    print(f"{'case':34} {'median ms':>10} {'x baseline':>11}")
+    results = measure(args.runs, args.compare)
+    base = results["hello-world Typer (baseline)"]
+    print(f"{'case':44} {'median ms':>10} {'x hello':>8} {'target':>7}")
     for name, t in results.items():
-        print(f"{name:34} {t * 1000:10.1f} {t / base:11.1f}")
+        target = TARGETS.get(name.split(" [")[0])
+        mark = "" if target is None else f"{target:5.1f}x " + ("ok" if t / base <= target else "MISSED")
+        print(f"{name:44} {t * 1000:10.1f} {t / base:8.2f} {mark:>7}")
 
 
 if __name__ == "__main__":

@@ -275,9 +275,12 @@ def _held_devices(root: Root, pid: int) -> list[tuple[vendors.VendorProfile, int
     """(vendor, N, path) of every accelerator device file (/dev/davinciN, /dev/nvidiaN) pid
     holds open: one per device a worker uses; control nodes (davinci_manager, nvidiactl) are not."""
     out: list[tuple[vendors.VendorProfile, int, str]] = []
-    for fd in root.listdir(f"proc/{pid}/fd") or []:
-        target = root.readlink(f"proc/{pid}/fd/{fd}")
-        if target is None:
+    # most open files are sockets, pipes and plain files: only /dev/<device_file>... can match
+    wanted = tuple(f"/dev/{p.device_file}" for p in vendors.profiles())
+    base = f"proc/{pid}/fd/"
+    for fd in root.listdir(base) or []:
+        target = root.readlink(base + fd)
+        if target is None or not target.startswith(wanted):
             continue
         hit = vendors.by_device_file(target)
         if hit and not any(path == target for _, _, path in out):

@@ -15,6 +15,7 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ascendtune import __version__
 from ascendtune.core import vendors
@@ -212,7 +213,7 @@ def write(cap: Capture, dest: str, *, force: bool = False) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         if is_archive(dest):
-            _write_private(tmp, archive_bytes(cap, gzip=not dest.endswith(".tar")))
+            _write_archive(tmp, cap, gzip=not dest.endswith(".tar"))
         else:
             _write_folder(cap, tmp)
         _read_back(tmp, dest)
@@ -322,7 +323,41 @@ def _remove(p: Path) -> None:
 def archive_bytes(cap: Capture, *, gzip: bool = True) -> bytes:
     """A deterministic tar (sorted members, mtime 0, root-owned) of the capture."""
     raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    _tar_into(raw, cap, gzip=gzip)
+    return raw.getvalue()
+
+
+def _write_archive(p: Path, cap: Capture, *, gzip: bool) -> None:
+    """archive_bytes(cap) streamed into a new private file: the tar is never held whole."""
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        _tar_into(_FdSink(fd), cap, gzip=gzip)  # type: ignore[arg-type]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _FdSink(io.RawIOBase):
+    """Writes straight to a descriptor with os.write (closing is the owner's business)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(b)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        return len(b)
+
+
+def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
+    import gzip as gz
+
+    sink: IO[bytes] = gz.GzipFile(fileobj=out, mode="wb", mtime=0) if gzip else out  # type: ignore[assignment]
+    with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for rel in sorted(set(cap.files) | set(cap.links)):
             info = tarfile.TarInfo(rel)
             info.mtime = 0
@@ -337,8 +372,5 @@ def archive_bytes(cap: Capture, *, gzip: bool = True) -> bytes:
                 info.size = len(data)
                 info.mode = 0o600
                 tar.addfile(info, io.BytesIO(data))
-    if not gzip:
-        return raw.getvalue()
-    import gzip as gz
-
-    return gz.compress(raw.getvalue(), mtime=0)
+    if gzip:
+        sink.close()  # the gzip trailer; `out` stays open
