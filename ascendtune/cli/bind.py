@@ -217,16 +217,7 @@ def register(app: typer.Typer) -> None:
         from ascendtune.app import bind as app_bind
         from ascendtune.app.options import HostSource
 
-        popts = plan_options(
-            policy=policy,
-            visible_devices=visible_devices,
-            ranks=ranks,
-            soc=soc,
-            reserve=reserve,
-            no_irq_reserve=no_irq_reserve,
-            spill=spill,
-            target=version,
-        )
+        popts = plan_options(**locals(), target=version)
         if watch and not workers:
             raise UsageError("--watch keeps --workers bound: give --workers --watch")
         if workers:

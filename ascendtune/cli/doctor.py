@@ -134,14 +134,7 @@ def register(app: typer.Typer) -> None:
 
         opts = DoctorOptions(
             sections=sections_of(section),
-            plan=plan_options(
-                policy=policy,
-                visible_devices=visible_devices,
-                soc=soc,
-                reserve=reserve,
-                no_irq_reserve=no_irq_reserve,
-                target=target,
-            ),
+            plan=plan_options(**locals()),
         )
         from ascendtune.app.plan import check_policy
 

@@ -195,20 +195,7 @@ def register(app: typer.Typer) -> None:
             from ascendtune.cli.common import load_host
 
             got = load_host(sysroot, demo)
-            opts = plan_options(
-                visible_devices=visible_devices,
-                soc=soc,
-                reserve=reserve,
-                no_irq_reserve=no_irq_reserve,
-                spill=spill,
-                target=target,
-                dp=dp,
-                tp=tp,
-                pp=pp,
-                device_ids=device_ids,
-                busy=busy,
-                cmdline=cmdline,
-            )
+            opts = plan_options(**locals())
             report = app_explain.binding(got.host, opts, rank, got.root)
             doc = app_explain.binding_document(report, got.identity)
             if json_out:

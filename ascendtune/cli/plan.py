@@ -197,22 +197,7 @@ def register(app: typer.Typer) -> None:
         app_plan.check_policy(policy, compare=True)
         got = load_host(sysroot, demo)
         host = got.host
-        opts = plan_options(
-            policy=policy,
-            visible_devices=visible_devices,
-            ranks=ranks,
-            soc=soc,
-            reserve=reserve,
-            no_irq_reserve=no_irq_reserve,
-            spill=spill,
-            target=target,
-            dp=dp,
-            tp=tp,
-            pp=pp,
-            device_ids=device_ids,
-            busy=busy,
-            cmdline=cmdline,
-        )
+        opts = plan_options(**locals())
         if policy == app_plan.COMPARE:
             report = app_plan.compare(host, opts, got.root)
             if json_out:

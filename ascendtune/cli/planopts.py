@@ -4,12 +4,13 @@ PlanOptions value the application layer takes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from dataclasses import fields
+from typing import Annotated, Any
 
 import typer
 
 from ascendtune.app.options import PlanOptions
-from ascendtune.app.plan import AUTO, SOC_NAMES, policy_choices, visible_list
+from ascendtune.app.plan import SOC_NAMES, policy_choices, visible_list
 from ascendtune.core import versions
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import AscendtuneError
@@ -190,36 +191,11 @@ CmdlineOpt = Annotated[
 ]
 
 
-def plan_options(
-    *,
-    policy: str = AUTO,
-    visible_devices: str | None = None,
-    ranks: int | None = None,
-    soc: str | None = None,
-    reserve: str | None = None,
-    no_irq_reserve: bool = False,
-    spill: bool = False,
-    target: str = "auto",
-    dp: int | None = None,
-    tp: int | None = None,
-    pp: int | None = None,
-    device_ids: str | None = None,
-    busy: str | None = None,
-    cmdline: str | None = None,
-) -> PlanOptions:
-    return PlanOptions(
-        policy=policy,
-        visible_devices=visible_devices,
-        ranks=ranks,
-        soc=soc,
-        reserve=reserve,
-        no_irq_reserve=no_irq_reserve,
-        spill=spill,
-        target=target,
-        dp=dp,
-        tp=tp,
-        pp=pp,
-        device_ids=device_ids,
-        busy=busy,
-        cmdline=cmdline,
-    )
+_PLAN_FIELDS = frozenset(f.name for f in fields(PlanOptions)) - {"env"}
+
+
+def plan_options(**given: Any) -> PlanOptions:
+    """The PlanOptions of a command's parameters: every parameter named like a PlanOptions field
+    (policy, visible_devices, ranks, soc, reserve, no_irq_reserve, spill, target, dp, tp, pp,
+    device_ids, busy, cmdline) is taken, the others ignored; pass `locals()` of the command."""
+    return PlanOptions(**{k: v for k, v in given.items() if k in _PLAN_FIELDS})
