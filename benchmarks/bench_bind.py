@@ -1,12 +1,20 @@
-"""Bind a process whose threads keep creating threads: `taskset -a -p` versus ascendtune's binder.
+"""Bind a process of N sleeping threads: ascendtune against taskset and against the syscall floor.
 
-    python benchmarks/bench_bind.py [--reps 15] [--spawners 8] [--no-cli]
+    python benchmarks/bench_bind.py [--reps 15] [--threads 100,4000] [--no-cli]
 
-For each repetition the churning child is first put back on CPUs 0-1 (verified), then bound to
-CPU 1 by one tool; right after the tool returns, every thread of the child is read back and the
-ones not on CPU 1 are counted ("left"), and again 200 ms later ("left later": a creator left on
-the old mask keeps making threads on it). Tools alternate order per repetition. Medians.
-Needs Linux, CPUs 0 and 1, and `taskset` (util-linux).
+Two figures per thread count, medians over repetitions (tools alternate order; before every
+run the child's threads are put back on CPUs 0-1 and checked):
+
+- whole process: `python3 -m ascendtune bind --cpus 1 --pid P -q` started as a subprocess,
+  against `taskset -a -p -c 1 P` started the same way (what a user waits for);
+- in process: `bind_process` called here (verification passes included), against the C floor:
+  a small C program (built with `cc` into a temp folder) that lists /proc/P/task once and calls
+  sched_setaffinity on each thread; the program times itself (listing + loop) with
+  CLOCK_MONOTONIC, so its own start-up is left out.
+
+"missed" counts threads not on CPU 1 right after the tool returns (sleeping threads do not
+create threads, so any miss is the tool's). The churn benchmark (threads that keep creating
+threads) is bench_bind_churn.py. Needs Linux, CPUs 0 and 1, `taskset` and `cc`.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,154 +40,182 @@ from ascendtune.host.affinity import bind_process  # noqa: E402
 OLD = frozenset({0, 1})
 NEW = frozenset({1})
 
-CHURN = r"""
-import os, sys, threading, time
-threading.stack_size(256 * 1024)
-def leaf():
-    time.sleep(0.002)
-def mid():
-    t = threading.Thread(target=leaf)
-    t.start()
-    t.join()
-def spawner():
-    # creators die and are replaced too, so the set of creating threads keeps changing
-    for _ in range(40):
-        t = threading.Thread(target=mid)
-        t.start()
-        t.join(0.001)
-        time.sleep(0.0005)
-    threading.Thread(target=spawner, daemon=True).start()
-for _ in range(int(sys.argv[1])):
-    threading.Thread(target=spawner, daemon=True).start()
+SLEEPERS = r"""
+import sys, threading
+threading.stack_size(64 * 1024)
+stop = threading.Event()
+for _ in range(int(sys.argv[1]) - 1):
+    threading.Thread(target=stop.wait, daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
-os._exit(0)
+"""
+
+FLOOR_C = r"""
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    char path[64];
+    static int tids[1 << 20];
+    int n = 0, failed = 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(atoi(argv[2]), &set);
+    snprintf(path, sizeof path, "/proc/%s/task", argv[1]);
+    long long t0 = now_ns();
+    DIR *d = opendir(path);
+    if (!d) return 3;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') tids[n++] = atoi(e->d_name);
+    closedir(d);
+    long long t1 = now_ns();
+    for (int i = 0; i < n; i++)
+        if (sched_setaffinity(tids[i], sizeof set, &set) != 0) failed++;
+    long long t2 = now_ns();
+    printf("%lld %lld %d %d\n", t2 - t0, t2 - t1, n, failed);
+    return 0;
+}
 """
 
 
-def off_target(pid: int, target: frozenset[int]) -> tuple[int, int]:
-    """(threads present, threads not on target) right now."""
-    total = off = 0
+def reset(pid: int) -> None:
+    """Every thread back on CPUs 0-1, checked."""
+    for name in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(name), OLD)
+    assert missed(pid, OLD) == 0, "could not put the child back on CPUs 0-1"
+
+
+def missed(pid: int, target: frozenset[int]) -> int:
+    """Threads of pid not on target right now."""
+    off = 0
     for name in os.listdir(f"/proc/{pid}/task"):
         try:
-            mask = os.sched_getaffinity(int(name))
+            off += frozenset(os.sched_getaffinity(int(name))) != target
         except ProcessLookupError:
             continue
-        total += 1
-        off += mask != target
-    return total, off
+    return off
 
 
 @dataclass
 class Sample:
-    wall_ms: list[float] = field(default_factory=list)
-    left: list[int] = field(default_factory=list)
-    left_later: list[int] = field(default_factory=list)
-    threads: list[int] = field(default_factory=list)
-    failed_runs: int = 0  # the tool itself reported an error
+    ms: list[float] = field(default_factory=list)
+    missed: list[int] = field(default_factory=list)
+    errors: int = 0
 
 
-def run_taskset(pid: int) -> bool:
+def quiet(argv: list[str]) -> bool:
     done = subprocess.run(
-        ["taskset", "-a", "-p", "-c", "1", str(pid)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
+        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
     )
     return done.returncode == 0
 
 
-def run_ascendtune(pid: int) -> bool:
-    return bind_process(pid, BindTarget(cpus=NEW)).verified
-
-
-def run_cli(pid: int) -> bool:
-    done = subprocess.run(
-        [sys.executable, "-m", "ascendtune", "bind", "--cpus", "1", "--pid", str(pid), "-q"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
+def run_one(threads: int, reps: int, floor: str, cli: bool) -> dict[str, Sample]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", SLEEPERS, str(threads)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    return done.returncode == 0
+    pid = child.pid
+    floor_loop: list[float] = []
+
+    def c_floor() -> tuple[float, bool]:
+        out = subprocess.run([floor, str(pid), "1"], capture_output=True, text=True, check=True)
+        whole, loop, _n, failed = (int(v) for v in out.stdout.split())
+        floor_loop.append(loop / 1e6)
+        return whole / 1e6, failed == 0
+
+    def in_process() -> tuple[float, bool]:
+        t0 = time.perf_counter()
+        ok = bind_process(pid, BindTarget(cpus=NEW)).verified
+        return (time.perf_counter() - t0) * 1000, ok
+
+    def timed(argv: list[str]) -> Callable[[], tuple[float, bool]]:
+        def go() -> tuple[float, bool]:
+            t0 = time.perf_counter()
+            ok = quiet(argv)
+            return (time.perf_counter() - t0) * 1000, ok
+
+        return go
+
+    tools: dict[str, Callable[[], tuple[float, bool]]] = {
+        "C floor (list + loop)": c_floor,
+        "bind_process (in-process)": in_process,
+    }
+    if cli:
+        tools["taskset -a -p -c 1 (process)"] = timed(["taskset", "-a", "-p", "-c", "1", str(pid)])
+        tools["ascendtune bind (process)"] = timed(
+            [sys.executable, "-m", "ascendtune", "bind", "--cpus", "1", "--pid", str(pid), "-q"]
+        )
+    samples = {name: Sample() for name in tools}
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        assert len(os.listdir(f"/proc/{pid}/task")) == threads
+        in_process()  # warm: the first call imports what binding needs
+        names = list(tools)
+        for rep in range(reps):
+            for name in names if rep % 2 == 0 else names[::-1]:
+                reset(pid)
+                ms, ok = tools[name]()
+                s = samples[name]
+                s.ms.append(ms)
+                s.missed.append(missed(pid, NEW))
+                s.errors += not ok
+    finally:
+        child.kill()
+        child.wait()
+    loop = Sample(ms=floor_loop, missed=[0] * len(floor_loop))
+    samples["C floor (loop only)"] = loop
+    return samples
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--spawners", type=int, default=8)
-    ap.add_argument("--no-cli", action="store_true", help="skip the `python -m ascendtune` row")
+    ap.add_argument("--threads", default="100,4000")
+    ap.add_argument("--no-cli", action="store_true", help="skip the two whole-process rows")
     args = ap.parse_args()
-    if shutil.which("taskset") is None:
-        print("taskset is not installed", file=sys.stderr)
+    if shutil.which("taskset") is None or shutil.which("cc") is None:
+        print("needs taskset (util-linux) and cc", file=sys.stderr)
         return 3
     if not os.sched_getaffinity(0) >= OLD:
         print("needs CPUs 0 and 1", file=sys.stderr)
         return 3
-
-    tools: dict[str, Callable[[int], bool]] = {
-        "taskset -a -p -c 1": run_taskset,
-        "ascendtune (in-process)": run_ascendtune,
-    }
-    if not args.no_cli:
-        tools["ascendtune bind (CLI)"] = run_cli
-    samples = {name: Sample() for name in tools}
-
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHURN, str(args.spawners)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.2)
-        names = list(tools)
-        for rep in range(args.reps):
-            order = names if rep % 2 == 0 else names[::-1]
-            for name in order:
-                reset = bind_process(child.pid, BindTarget(cpus=OLD))
-                assert reset.verified, "could not put the child back on CPUs 0-1"
-                time.sleep(0.05)  # let the churn run on the old mask
-                t0 = time.perf_counter()
-                ok = tools[name](child.pid)
-                wall = time.perf_counter() - t0
-                total, left = off_target(child.pid, NEW)
-                time.sleep(0.2)
-                _total, later = off_target(child.pid, NEW)
-                s = samples[name]
-                s.wall_ms.append(wall * 1000)
-                s.left.append(left)
-                s.left_later.append(later)
-                s.threads.append(total)
-                s.failed_runs += not ok
-    finally:
-        child.kill()
-        child.wait()
-
     med = statistics.median
-    print(f"churning child: {args.spawners} spawner threads, {args.reps} repetitions each")
-    header = (
-        f"{'tool':<26}{'wall ms':>9}{'threads':>9}{'left':>6}{'left max':>10}"
-        f"{'runs w/ left':>14}{'left later':>12}{'tool errors':>13}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name, s in samples.items():
-        runs_left = sum(1 for v in s.left if v)
-        print(
-            f"{name:<26}{med(s.wall_ms):>9.2f}{med(s.threads):>9.0f}{med(s.left):>6.0f}"
-            f"{max(s.left):>10}{runs_left:>8}/{args.reps:<5}{med(s.left_later):>12.0f}"
-            f"{s.failed_runs:>13}"
-        )
-    ts, at = samples["taskset -a -p -c 1"], samples["ascendtune (in-process)"]
-    print()
-    print(
-        f"wall time ascendtune/taskset (medians): {med(at.wall_ms) / med(ts.wall_ms):.2f}x; "
-        f"threads left on the old mask, total over all runs: taskset {sum(ts.left)}, "
-        f"ascendtune {sum(at.left)} (200 ms later: {sum(ts.left_later)} vs {sum(at.left_later)})"
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        src, floor = Path(tmp, "floor.c"), str(Path(tmp, "floor"))
+        src.write_text(FLOOR_C)
+        subprocess.run(["cc", "-O2", "-o", floor, str(src)], check=True)
+        for n in (int(v) for v in args.threads.split(",")):
+            samples = run_one(n, args.reps, floor, not args.no_cli)
+            print(f"\n{n} sleeping threads, {args.reps} repetitions, medians")
+            header = f"{'tool':<32}{'ms':>10}{'missed':>8}{'missed max':>12}{'errors':>8}"
+            print(header)
+            print("-" * len(header))
+            for name, s in samples.items():
+                print(
+                    f"{name:<32}{med(s.ms):>10.3f}{med(s.missed):>8.0f}"
+                    f"{max(s.missed):>12}{s.errors:>8}"
+                )
+            inproc = med(samples["bind_process (in-process)"].ms)
+            floor_ms = med(samples["C floor (list + loop)"].ms)
+            print(f"in-process: bind_process / C floor = {inproc / floor_ms:.2f}x")
+            if not args.no_cli:
+                whole = med(samples["ascendtune bind (process)"].ms)
+                ts = med(samples["taskset -a -p -c 1 (process)"].ms)
+                print(f"whole process: ascendtune bind / taskset = {whole / ts:.2f}x")
     return 0
 
 

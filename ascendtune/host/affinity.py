@@ -4,6 +4,10 @@ Linux affinity is per thread and a new thread inherits its creator's mask, so on
 /proc/PID/task (what `taskset -a -p` does) leaves behind any thread born meanwhile from a thread
 not yet moved. `bind_process` therefore moves the main thread first, then sweeps again and again
 until a whole pass finds every thread already on its target, and re-reads every mask at the end.
+
+Masks are read and written through libc's sched_getaffinity/sched_setaffinity (ctypes) with
+prebuilt cpu_set_t buffers, so a thread costs a syscall rather than a set built and torn down
+per call; os.sched_* is the fallback when libc cannot be loaded.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ascendtune.core.bindplan import (
     BindReport,
@@ -57,6 +61,12 @@ class Tasks:
 
     def __init__(self, proc: str = PROC) -> None:
         self.proc = proc
+        self._getbuf: Any = None
+        self._decoded: dict[bytes, CpuSet] = {}
+        self._encoded: dict[CpuSet, Any] = {}
+        # os.sched_getaffinity builds a set of every CPU of the mask per call; with few CPUs
+        # that beats the ctypes call (0.29 against 0.5 us on 2 CPUs), with many it does not
+        self._ctypes_get = (os.cpu_count() or 1) > 64 and _libc() is not None
 
     def tgid(self, pid: int) -> int | None:
         """The thread group (process) `pid` belongs to; None when there is no such task."""
@@ -86,7 +96,10 @@ class Tasks:
             names = os.listdir(f"{self.proc}/{pid}/task")
         except OSError:
             return None
-        return sorted(int(n) for n in names if (n.isascii() and n.isdigit()))
+        try:
+            return sorted(map(int, names))  # the folder holds only thread ids
+        except ValueError:
+            return sorted(int(n) for n in names if (n.isascii() and n.isdigit()))
 
     def name(self, pid: int, tid: int) -> str | None:
         """The thread's name (comm), None when it has exited."""
@@ -97,17 +110,114 @@ class Tasks:
             return None
 
     def get(self, tid: int) -> CpuSet | None:
-        try:
-            return frozenset(os.sched_getaffinity(tid))
-        except ProcessLookupError:
-            return None
-        except OSError as e:
-            if e.errno == errno.ESRCH:
+        """The thread's mask, None when it has exited."""
+        if not self._ctypes_get:
+            try:
+                return frozenset(os.sched_getaffinity(tid))
+            except OSError as e:
+                if e.errno == errno.ESRCH:
+                    return None
+                raise
+        libc = _libc()
+        assert libc is not None
+        buf = self._getbuf
+        if buf is None:
+            buf = self._getbuf = ctypes_buffer(libc.size)
+        if libc.get(tid, libc.csize, buf) != 0:
+            code = libc.errno()
+            if code == errno.ESRCH:
                 return None
-            raise
+            raise OSError(code, os.strerror(code))
+        raw = buf.raw
+        found = self._decoded.get(raw)
+        if found is None:
+            # masks repeat (a process has a handful of distinct ones): decode each once
+            found = self._decoded[raw] = _decode_mask(raw)
+        return found
 
     def set(self, tid: int, cpus: CpuSet) -> None:
-        os.sched_setaffinity(tid, cpus)
+        libc = _libc()
+        buf = self._encoded.get(cpus)
+        if buf is None:
+            if libc is None or not cpus or min(cpus) < 0 or max(cpus) >= libc.size * 8:
+                # what os.sched_setaffinity makes of it (its own errors included)
+                os.sched_setaffinity(tid, cpus)
+                return
+            buf = self._encoded[cpus] = _encode_mask(cpus, libc.size)
+        assert libc is not None
+        if libc.set(tid, libc.csize, buf) != 0:
+            code = libc.errno()
+            raise OSError(code, os.strerror(code))
+
+
+# ---- libc affinity calls --------------------------------------------------------------------
+
+
+class _Libc:
+    """libc's affinity calls and the cpu_set_t size this kernel accepts."""
+
+    def __init__(self, get: Any, set_: Any, errno_: Any, size: int, csize: Any) -> None:
+        self.get, self.set, self.errno, self.size = get, set_, errno_, size
+        self.csize = csize  # size as a prebuilt size_t: no conversion per call
+
+
+_LIBC: list[_Libc | None] = []  # filled on first use: [] not tried yet, [None] unavailable
+
+
+def _libc() -> _Libc | None:
+    if _LIBC:
+        return _LIBC[0]
+    _LIBC.append(_load_libc())
+    return _LIBC[0]
+
+
+def _load_libc() -> _Libc | None:
+    try:
+        import ctypes
+        import ctypes.util
+
+        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        get, set_ = lib.sched_getaffinity, lib.sched_setaffinity
+    except (ImportError, OSError, AttributeError):
+        return None
+    # no argtypes: ctypes converts a Python int to int and passes a buffer as a pointer, and the
+    # size goes as a prebuilt c_size_t; declared argtypes cost 0.3 us a call more
+    # the kernel refuses a buffer smaller than its CPU count (EINVAL): grow until one fits
+    size = 128
+    while size <= 1 << 16:
+        buf = ctypes.create_string_buffer(size)
+        csize = ctypes.c_size_t(size)
+        if get(0, csize, buf) == 0:
+            return _Libc(get, set_, ctypes.get_errno, size, csize)
+        if ctypes.get_errno() != errno.EINVAL:
+            return None
+        size *= 2
+    return None
+
+
+def ctypes_buffer(size: int) -> Any:
+    import ctypes
+
+    return ctypes.create_string_buffer(size)
+
+
+def _encode_mask(cpus: CpuSet, size: int) -> Any:
+    bits = 0
+    for cpu in cpus:
+        bits |= 1 << cpu
+    buf = ctypes_buffer(size)
+    buf.raw = bits.to_bytes(size, "little")
+    return buf
+
+
+def _decode_mask(raw: bytes) -> CpuSet:
+    bits = int.from_bytes(raw, "little")
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return frozenset(out)
 
 
 # ---- facts about the live host the checks need ----------------------------------------------
@@ -214,10 +324,14 @@ def require_process(pid: int, tasks: Tasks | None = None) -> None:
             f"{pid} is a thread of process {tgid}, not a process",
             f"bind the whole process with --pid {tgid}",
         )
-    ident = process_identity(pid)
-    if ident is not None and ident.status == "zombie":
+    # the state from /proc/PID/stat (psutil only to name a zombie: it costs more than binding
+    # a hundred threads)
+    fields = _stat_fields(pid, tasks.proc)
+    if fields and fields[0] == "Z":
+        ident = process_identity(pid)
+        name = ident.name if ident is not None else str(pid)
         raise MissingError(
-            f"process {pid} ({ident.name}) has exited and waits to be reaped (zombie): "
+            f"process {pid} ({name}) has exited and waits to be reaped (zombie): "
             "there is nothing left to bind"
         )
 
@@ -235,7 +349,9 @@ class _Run:
     fatal: bool = False
 
 
-def _main_first(pid: int, tids: Sequence[int]) -> list[int]:
+def _main_first(pid: int, tids: Sequence[int]) -> Sequence[int]:
+    if tids and tids[0] == pid:
+        return tids  # sorted, and the main thread has the lowest tid: already in order
     return ([pid] if pid in tids else []) + [t for t in tids if t != pid]
 
 
@@ -261,9 +377,11 @@ def bind_process(
     if first is None:
         raise MissingError(f"process {pid} exited before it could be bound")
     run = _Run(previous={}, failures={}, initial=frozenset(first))
+    pool = target.thread_target(None, use_roles=False)
     seen: set[int] = set(first)
     passes = 0
     converged = False
+    final: _Survey | None = None
     while passes < max(1, max_passes) and not run.fatal:
         passes += 1
         tids = first if passes == 1 else tasks.list_tids(pid)
@@ -271,26 +389,53 @@ def bind_process(
             raise MissingError(_exited_text(pid, run))
         seen.update(tids)
         changed = 0
+        # tid -> (role, mask) of every thread this pass read and left alone (already on target)
+        observed: dict[int, tuple[str, CpuSet]] = {}
+        failed, get = run.failures, tasks.get
         for tid in _main_first(pid, tids):
-            if tid in run.failures:
+            if tid in failed:
                 continue
-            changed += _bind_one(pid, tid, target, use, tasks, run, keep_partial)
+            # the common case inline (one mask read, a compare); moving is _bind_one's
+            if use:
+                name = tasks.name(pid, tid)
+                if name is None:
+                    continue  # exited
+                role, want = target.thread_target(name, use_roles=True)
+            else:
+                role, want = pool
+            cur = get(tid)
+            if cur is None:
+                continue
+            if cur == want:
+                observed[tid] = (role, cur)
+                continue
+            changed += _bind_one(tid, cur, want, tasks, run, keep_partial)
             if run.fatal:
                 break
         if run.fatal:
             break
         if changed == 0:
-            # a quiet pass: confirm with a fresh listing (a thread may have been mid-birth)
-            _total, _bound, _placed, off = _survey(pid, target, use, tasks, run)
-            if not [tid for tid, _mask in off if tid not in run.failures]:
+            # a quiet pass read every thread it listed after the last write: confirm with a
+            # fresh listing (a thread may have been mid-birth), reading only the threads this
+            # pass did not; that is the final re-read when it finds nothing off target
+            survey = _survey(pid, target, use, tasks, run, observed)
+            if not [tid for tid, _mask in survey.off if tid not in run.failures]:
                 converged = True
+                final = survey
                 break
     rolled_back: tuple[int, ...] = ()
     restore_failed: tuple[ThreadFailure, ...] = ()
     if run.fatal and not keep_partial:
         rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
-    present: set[int] = set()
-    total, bound, placed, off = _survey(pid, target, use, tasks, run, present)
+    if final is None:
+        final = _survey(pid, target, use, tasks, run)
+    total, bound, placed, off, present = (
+        final.total,
+        final.bound,
+        final.placed,
+        final.off,
+        final.present,
+    )
     # liveness is judged AFTER the final re-read: a process killed before this point is never
     # "verified", even when its last threads still showed their new masks
     if total == 0 or not tasks.alive(pid) or process_dying(pid, tasks.proc):
@@ -399,15 +544,20 @@ def process_stopped(pid: int, proc: str = PROC) -> bool:
 
 
 def _bind_one(
-    pid: int, tid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run, keep_partial: bool
+    tid: int, cur: CpuSet, want: CpuSet, tasks: Tasks, run: _Run, keep_partial: bool
 ) -> int:
-    """Move one thread if it is off target; 1 when it was moved."""
-    name = tasks.name(pid, tid) if use else None
-    if use and name is None:
-        return 0  # exited
-    _role, want = target.thread_target(name, use_roles=use)
-    cur = tasks.get(tid)
-    if cur is None or cur == want:
+    """Move one thread found on `cur` to `want`; 1 when it was moved."""
+    if tid in run.previous and cur < want:
+        # written before and read back as a part of its target: the kernel narrowed the mask
+        # to the thread's cpuset instead of failing (checked on this read-back rather than by
+        # a read right after each write: one mask read per thread less)
+        run.failures[tid] = ThreadFailure(
+            tid,
+            f"EINVAL: the kernel narrowed the mask to {format_cpulist(cur)} "
+            f"(CPUs {format_cpulist(want - cur)} are outside the thread's cpuset)",
+            "EINVAL",
+        )
+        run.fatal = run.fatal or not keep_partial
         return 0
     try:
         tasks.set(tid, want)
@@ -422,17 +572,19 @@ def _bind_one(
         run.fatal = run.fatal or not keep_partial or e.errno == errno.EPERM
         return 0
     run.previous.setdefault(tid, cur)
-    got = tasks.get(tid)
-    if got is not None and got != want and got < want:
-        # the kernel narrowed the mask to the thread's cpuset instead of failing
-        run.failures[tid] = ThreadFailure(
-            tid,
-            f"EINVAL: the kernel narrowed the mask to {format_cpulist(got)} "
-            f"(CPUs {format_cpulist(want - got)} are outside the thread's cpuset)",
-            "EINVAL",
-        )
-        run.fatal = run.fatal or not keep_partial
     return 1
+
+
+@dataclass
+class _Survey:
+    """Every thread re-read: how many, how many on target, role threads placed, the ones off
+    target (tid, mask), and the tids read."""
+
+    total: int
+    bound: int
+    placed: dict[str, tuple[int, ...]]
+    off: list[tuple[int, CpuSet]]
+    present: set[int]
 
 
 def _survey(
@@ -441,24 +593,30 @@ def _survey(
     use: bool,
     tasks: Tasks,
     run: _Run,
-    present: set[int] | None = None,
-) -> tuple[int, int, dict[str, tuple[int, ...]], list[tuple[int, CpuSet]]]:
-    """Re-read every thread: (total, on target, role threads placed, [(tid, mask) off target]);
-    the threads read are added to `present`."""
+    known: dict[int, tuple[str, CpuSet]] | None = None,
+) -> _Survey:
+    """Re-read every thread listed now; a thread in `known` (read after the last write) is
+    taken from there instead of being read again."""
     tids = tasks.list_tids(pid) or []
     total = bound = 0
     placed: dict[str, list[int]] = {}
     off: list[tuple[int, CpuSet]] = []
+    present: set[int] = set()
     for tid in _main_first(pid, tids):
-        name = tasks.name(pid, tid) if use else None
-        if use and name is None:
-            continue
-        role, want = target.thread_target(name, use_roles=use)
-        cur = tasks.get(tid)
-        if cur is None:
-            continue
-        if present is not None:
-            present.add(tid)
+        got = known.get(tid) if known is not None else None
+        if got is not None:
+            role, cur = got
+            want = cur
+        else:
+            name = tasks.name(pid, tid) if use else None
+            if use and name is None:
+                continue
+            role, want = target.thread_target(name, use_roles=use)
+            read = tasks.get(tid)
+            if read is None:
+                continue
+            cur = read
+        present.add(tid)
         total += 1
         if cur == want:
             bound += 1
@@ -466,7 +624,7 @@ def _survey(
                 placed.setdefault(role, []).append(tid)
         else:
             off.append((tid, cur))
-    return total, bound, {r: tuple(t) for r, t in placed.items()}, off
+    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present)
 
 
 def _rollback(

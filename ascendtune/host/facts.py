@@ -277,10 +277,8 @@ def _held_devices(root: Root, pid: int) -> list[tuple[vendors.VendorProfile, int
     out: list[tuple[vendors.VendorProfile, int, str]] = []
     # most open files are sockets, pipes and plain files: only /dev/<device_file>... can match
     wanted = tuple(f"/dev/{p.device_file}" for p in vendors.profiles())
-    base = f"proc/{pid}/fd/"
-    for fd in root.listdir(base) or []:
-        target = root.readlink(base + fd)
-        if target is None or not target.startswith(wanted):
+    for target in root.readlinks(f"proc/{pid}/fd") or ():
+        if not target.startswith(wanted):
             continue
         hit = vendors.by_device_file(target)
         if hit and not any(path == target for _, _, path in out):

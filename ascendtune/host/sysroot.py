@@ -65,6 +65,20 @@ class Root:
     def readlink(self, rel: str) -> str | None:
         raise NotImplementedError
 
+    def readlinks(self, rel: str) -> list[str] | None:
+        """The targets of the symlinks in folder rel, in name order (other entries left out);
+        None when the folder cannot be listed. doctor reads every proc/PID/fd this way."""
+        names = self.listdir(rel)
+        if names is None:
+            return None
+        base = rel.rstrip("/") + "/"
+        out: list[str] = []
+        for name in names:
+            target = self.readlink(base + name)
+            if target is not None:
+                out.append(target)
+        return out
+
     def exists(self, rel: str) -> bool:
         return self.read_text(rel) is not None or self.listdir(rel) is not None
 
@@ -328,6 +342,33 @@ class DirRoot(Root):
                 os.close(fd)
         except OSError:
             return None
+
+    def readlinks(self, rel: str) -> list[str] | None:
+        # one folder descriptor for every link (live: no path walk per link; a sysroot folder:
+        # one walk instead of one per link)
+        try:
+            if self.live:
+                fd = os.open(self._p(rel), os.O_RDONLY | os.O_DIRECTORY)
+            else:
+                got = self._walk(rel, last="dir")
+                if got is None:
+                    return None
+                fd = got
+        except OSError:
+            return None
+        try:
+            names = sorted(os.listdir(fd))
+            out: list[str] = []
+            for name in names:
+                try:
+                    out.append(os.readlink(name, dir_fd=fd))
+                except OSError:
+                    continue  # closed meanwhile, or not a link
+            return out
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         if not self.live:
