@@ -48,6 +48,12 @@ DOCUMENTS_BY_TYPE.update(
         if set(typing.get_type_hints(t)) == keys | {"schema_version"}
     }
 )
+# documents of a command's other forms: the command line that prints them
+TITLES = {
+    "plan-compare": "ascendtune plan --policy compare --json",
+    "bind-workers": "ascendtune bind --workers --json",
+    "bind-show": "ascendtune bind --pid PID --show --json",
+}
 CPULIST_PATTERN = r"^([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?$"
 
 
@@ -195,7 +201,8 @@ def document_schema(name: str, spec: Any) -> dict[str, Any]:
         if "schema_version" not in body["required"]:
             body["required"] = ["schema_version", *body["required"]]
         bodies.append(body)
-    head = {"$schema": DIALECT, "$id": f"{name}.schema.json", "title": f"ascendtune {name} --json"}
+    title = TITLES.get(name, f"ascendtune {name} --json")
+    head = {"$schema": DIALECT, "$id": f"{name}.schema.json", "title": title}
     if len(bodies) == 1:
         out = {**head, **bodies[0]}
     else:
