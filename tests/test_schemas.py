@@ -87,7 +87,9 @@ def test_every_demo_validates(demo: str) -> None:
     compare = loads("plan-compare", _cli("plan", "--demo", demo, "--policy", "compare", "--json"))
     for doc in compare["policies"].values():
         if "error" not in doc:
-            checked("plan", {"schema_version": 1, **doc})
+            # a policy's plan is the plan document without host (the compare document has it)
+            assert "host" not in doc
+            checked("plan", {"schema_version": 1, "host": compare["host"], **doc})
     loads("doctor", _cli("doctor", "--demo", demo, "--json"))
     loads("check-config", _cli("check-config", "--sysroot", _demo_path(demo), "--json", CONFIG))
     emitted = loads("plan", _cli("plan", "--demo", demo, "--emit", "taskset", "--json"))

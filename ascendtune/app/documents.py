@@ -223,7 +223,15 @@ class PlanBody(TypedDict):
     notes: Annotated[list[str], "how the plan was made (fallbacks, assumptions)"]
 
 
-class PlanDocument(WithHost, PlanBody):
+class _MadeFor(TypedDict):
+    host: Annotated[
+        dict[str, Any],
+        Like(HostIdentity),
+        "the host it was made for (`bind --plan FILE` refuses a plan of another host)",
+    ]
+
+
+class PlanDocument(_MadeFor, PlanBody):
     """`ascendtune plan --json`: one policy's plan; `bind --plan FILE` reads it back."""
 
 
@@ -235,7 +243,7 @@ class PlanCompareBody(TypedDict):
     policies: Annotated[
         dict[str, dict[str, Any]],
         Keys("a policy name"),
-        Like(PlanDocument | PolicyError),
+        Like(PlanBody | PolicyError),
         "each policy that fits the vendor: its plan document (without `host`), or why it cannot plan",
     ]
 
