@@ -11,13 +11,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Iterator
+from typing import IO, Any, cast
 
 from ascendtune.app.options import DoctorOptions, HostSource, PlanOptions
 
 SCHEMA_VERSION = 1
 
-__all__ = ["SCHEMA_VERSION", "check_config", "doctor", "fleet_compare", "plan", "topo"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "bind_workers_dry_run",
+    "check_config",
+    "doctor",
+    "explain",
+    "explain_binding",
+    "fleet_compare",
+    "log",
+    "plan",
+    "topo",
+]
 
 
 def _doc(body: dict[str, Any]) -> dict[str, Any]:
@@ -96,3 +109,143 @@ def fleet_compare(
     from ascendtune.app.fleet import compare
 
     return compare(list(paths), view, PlanOptions(policy=policy, **plan_options)).document
+
+
+def explain(
+    key: str | None = None, *, target: str | None = None, search: str | None = None
+) -> dict[str, Any]:
+    """`ascendtune explain [KEY] --json`: one key across every known vLLM-Ascend version (target
+    and search are not used then, as on the command line), or with no key the listing of
+    target's keys (default: the newest version) by concern, only those holding search.
+    `explain("binding")` is `explain_binding()` of this host, as `explain binding` is."""
+    from ascendtune.app import explain as app_explain
+
+    if key == app_explain.BINDING:
+        return explain_binding(target=target or "auto")
+    if key is None:
+        return _doc(app_explain.listing_document(target, search))
+    return _doc(app_explain.key_document(key))
+
+
+def explain_binding(
+    sysroot: str | None = None, demo: str | None = None, rank: int = 0, **plan_options: Any
+) -> dict[str, Any]:
+    """`ascendtune explain binding --json`: the steps vLLM-Ascend's binding takes for rank;
+    plan_options are PlanOptions' fields (target, visible_devices, soc, reserve, ...; the
+    policy is always vllm-ascend's)."""
+    from ascendtune.app import explain as app_explain
+    from ascendtune.app.hosts import load
+
+    opts = PlanOptions(**plan_options)
+    got = load(HostSource(sysroot, demo))
+    report = app_explain.binding(got.host, opts, rank, got.root)
+    return _doc(app_explain.binding_document(report, got.identity))
+
+
+def bind_workers_dry_run(
+    sysroot: str | None = None, demo: str | None = None, **plan_options: Any
+) -> dict[str, Any]:
+    """`ascendtune bind --workers --dry-run --json`: every accelerator worker found, the rank
+    and CPUs it would be bound to, and how far its threads are from them. Read-only: nothing is
+    bound. Raises MissingError when no worker runs. plan_options are PlanOptions' fields."""
+    from ascendtune.app.workers import WorkersOptions, bind_workers
+
+    opts = WorkersOptions(
+        source=HostSource(sysroot, demo), plan=PlanOptions(**plan_options), dry_run=True
+    )
+    return _doc(bind_workers(opts).to_json())
+
+
+def log(
+    path_or_text: str | os.PathLike[str],
+    *,
+    target: str | None = None,
+    sysroot: str | None = None,
+    demo: str | None = None,
+) -> dict[str, Any]:
+    """`ascendtune log FILE --json`: what a vLLM / vLLM-Ascend server log says about CPU
+    binding. path_or_text is the log's path (a path, or a str without a newline; gzip is read
+    too) or the log itself (a str holding a newline). With sysroot or demo the logged pools are
+    compared with the prediction for that host; target checks the logged config against that
+    version's rules (default: the version the log names). The command's exit status is 1 when
+    `doc["summary"]["failed"] > 0`."""
+    from ascendtune.app.log import check_logged_config, log_document
+    from ascendtune.core.vllm_log import parse_log, parse_text, split_lines
+
+    if target is not None and target != "auto":
+        from ascendtune.core.vllm_config import version
+
+        version(target)  # an unknown target fails before the log is read
+    if isinstance(path_or_text, str) and "\n" in path_or_text:
+        report = parse_text(path_or_text)
+    else:
+        report = parse_log(split_lines(_log_chunks(os.fspath(path_or_text))))
+    checked = check_logged_config(report, None if target in (None, "auto") else target)
+    comparison = _log_comparison(report, sysroot, demo) if (sysroot or demo) else None
+    return _doc(log_document(report, checked_config=checked, comparison=comparison))
+
+
+_CHUNK = 64 * 1024
+
+
+def _log_chunks(path: str) -> Iterator[bytes]:
+    """The file in chunks, gzip undone; a binary file that is no text log is refused (as
+    `ascendtune log FILE` does, with the same errors)."""
+    import gzip
+
+    from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
+
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            stream = cast("IO[bytes]", gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw)
+            first = True
+            while True:
+                try:
+                    chunk = stream.read(_CHUNK)
+                except (OSError, EOFError) as e:
+                    what = "not a readable gzip file" if gz and first else "read failed"
+                    raise InvalidInput(f"{path}: {what} ({e})") from None
+                if first and chunk and chunk.count(b"\x00") > len(chunk) // 4:
+                    raise InvalidInput(
+                        f"{path} is not a text log (binary content)",
+                        "give the server's stdout/stderr log, e.g. "
+                        "`vllm serve ... 2>&1 | tee server.log`",
+                    )
+                first = False
+                if not chunk:
+                    return
+                yield chunk
+    except FileNotFoundError:
+        raise MissingError(
+            f"no such log file: {path}", "give the server's log file, or the log's text"
+        ) from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{path} is a directory, not a log file") from None
+    except PermissionError:
+        raise PermissionDenied(f"cannot read {path}: permission denied") from None
+
+
+def _log_comparison(report: Any, sysroot: str | None, demo: str | None) -> Any:
+    """The logged pools beside ascendtune's prediction for the host (as `log --sysroot/--demo`)."""
+    from ascendtune.app.hosts import load
+    from ascendtune.app.log import Comparison, compare_with_host
+    from ascendtune.core.errors import PlanError
+    from ascendtune.core.vllm_log import LogFinding
+
+    host = load(HostSource(sysroot, demo)).host
+    label = f"demo {demo}" if demo else f"sysroot {sysroot}"
+    if not any(w.plan for w in report.workers):
+        return Comparison(label, "", (), {})
+    try:
+        return compare_with_host(report, host, label)
+    except PlanError as e:
+        finding = LogFinding(
+            "plan_impossible",
+            "warning",
+            (),
+            f"ascendtune predicts no vllm-ascend plan for {label}: {e.message}",
+            e.hint or "",
+        )
+        return Comparison(label, "", (finding,), {})

@@ -46,11 +46,23 @@ def plan_kind(doc: Any) -> str:
     return "plan-compare" if isinstance(doc, dict) and "policies" in doc else "plan"
 
 
-COMMANDS = ("topo", "plan", "doctor", "check-config", "bind", "snapshot", "log", "watch")
+COMMANDS = (
+    "topo", "plan", "doctor", "check-config", "bind", "snapshot", "log", "watch", "explain",
+    "fleet",
+)  # fmt: skip
+
+
+def bind_kind(args: tuple[str, ...] | list[str]) -> str:
+    """`bind --workers` and `bind --pid P --show` print documents of their own."""
+    if "--workers" in args:
+        return "bind-workers"
+    return "bind-show" if "--show" in args else "bind"
 
 
 def loads_cli(args: tuple[str, ...] | list[str], text: str) -> Any:
     """json.loads(text) of `ascendtune ARGS --json`, validated as that command's document."""
     command = next(a for a in args if a in COMMANDS)
     doc = json.loads(text)
-    return checked(plan_kind(doc) if command == "plan" else command, doc)
+    if command == "plan":
+        return checked(plan_kind(doc), doc)
+    return checked(bind_kind(args) if command == "bind" else command, doc)

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from ascendtune.app.options import HostSource
 from ascendtune.app.workers import WatchEvent, WorkersOptions, watch_workers
 from ascendtune.cli.app import app
+from tests import schemas
 from tests.hosts import npu_smi_info, npu_smi_m, npu_smi_topo
 
 BOTH = frozenset({0, 1})
@@ -245,7 +246,7 @@ def bind(*args: str) -> tuple[int, dict[str, Any] | None, str]:
     res = runner.invoke(app, ["bind", *args])
     doc = None
     if res.stdout.strip().startswith("{"):
-        doc = json.loads(res.stdout)
+        doc = schemas.loads(schemas.bind_kind(args), res.stdout)
     return res.exit_code, doc, res.stderr
 
 

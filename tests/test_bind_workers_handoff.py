@@ -5,7 +5,6 @@ warning when enable_cpu_binding runs inside an outer binder's mask. Captured hos
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core.vllm_config.rules import outer_binder
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.hosts import A2_BUS, atlas_a2, npu_smi_info
 
@@ -54,7 +54,7 @@ def server(sb: SysrootBuilder, config: str | None) -> SysrootBuilder:
 def workers_doc(root: Path) -> dict[str, Any]:
     res = runner.invoke(app, ["bind", "--workers", "--dry-run", "--sysroot", str(root), "--json"])
     assert res.exit_code == 0, res.stderr
-    doc: dict[str, Any] = json.loads(res.stdout)
+    doc: dict[str, Any] = schemas.loads("bind-workers", res.stdout)
     return doc
 
 
@@ -80,7 +80,7 @@ def test_workers_dry_run_from_a_sysroot_shows_targets(sysroot: SysrootBuilder) -
     by_dev = {w["device"]: w for w in doc["workers"]}
     # the plan is the one `plan` prints for this host, matched by device
     res = runner.invoke(app, ["plan", "--sysroot", str(sysroot.root), "--json"])
-    plan = {r["device"]: r for r in json.loads(res.stdout)["ranks"]}
+    plan = {r["device"]: r for r in schemas.loads("plan", res.stdout)["ranks"]}
     for dev in (0, 1):
         assert by_dev[dev]["target_cpus"] == plan[dev]["cpus"]
         assert by_dev[dev]["rank"] == plan[dev]["rank"]
@@ -109,7 +109,7 @@ def test_outer_binder(argv: list[str], binder: str | None) -> None:
 def check(*args: str) -> tuple[int, list[dict[str, Any]]]:
     res = runner.invoke(app, ["check-config", *args, "--json"])
     assert res.exit_code in (0, 1), res.stderr
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("check-config", res.stdout)
     return res.exit_code, [f for f in doc["findings"] if f["code"] == "outer-binder-narrowed"]
 
 

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from ascendtune.app.emit import EMITS, disable_cpu_binding, shell_join
 from ascendtune.cli.app import app
+from tests import schemas
 from tests.builder import SysrootBuilder
 from tests.test_gpu_hosts import Gpu, write_gpus
 
@@ -206,7 +207,7 @@ def test_emit_with_json_puts_the_lines_in_the_document() -> None:
         app, ["plan", "--demo", "atlas-800i-a2", "--ranks", "2", "--emit", "taskset", "--json"]
     )
     assert res.exit_code == 0, res.stderr
-    doc = json.loads(res.stdout)
+    doc = schemas.loads("plan", res.stdout)
     assert doc["emit"]["kind"] == "taskset"
     assert doc["emit"]["lines"] == emit("--demo", "atlas-800i-a2", "--ranks", "2", "--emit",
                                         "taskset")  # fmt: skip

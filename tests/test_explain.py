@@ -3,7 +3,6 @@ version's default, the rules' interactions, did-you-mean, and the committed refe
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from ascendtune.core import versions
 from ascendtune.core.vllm_config import explain_data
 from ascendtune.core.vllm_config.rules import RULES
 from ascendtune.core.vllm_log import parse_text
+from tests import schemas
 
 runner = CliRunner()
 ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
@@ -85,7 +85,7 @@ def test_log_examples_are_lines_the_log_reader_knows() -> None:
 def test_overlap_shared_expert_json() -> None:
     code, out, _ = run("explain", "multistream_overlap_shared_expert", "--json")
     assert code == 0
-    doc = json.loads(out)
+    doc = schemas.loads("explain", out)
     assert doc["key"] == "multistream_overlap_shared_expert"
     assert doc["side"] == "device" and doc["when"] == "per_step"
     assert set(doc["versions"]) == set(versions.VERSIONS)
@@ -105,20 +105,21 @@ def test_cpu_binding_says_when_and_how_it_fails() -> None:
     assert "Bind cpus failed in rank1" in out and "Skip binding cpu." in out
     assert "[cpu_bind_mode]" in out  # log lines are printed as text, not Rich markup
     assert "start-up goes on" in out
-    doc = json.loads(run("explain", "enable_cpu_binding", "--json")[1])
+    doc = schemas.loads("explain", run("explain", "enable_cpu_binding", "--json")[1])
     assert doc["when"] == "warmup" and doc["side"] == "host"
     assert all(r["default"] is True for r in doc["versions"].values())
     assert {"cpu-binding-not-arm", "two-cpu-binders"} <= {i["rule"] for i in doc["interactions"]}
 
 
 def test_dsa_overlap_default_on() -> None:
-    doc = json.loads(run("explain", "multistream_dsv4_dsa_overlap", "--json")[1])
+    doc = schemas.loads("explain", run("explain", "multistream_dsv4_dsa_overlap", "--json")[1])
     assert all(r["default"] is True for r in doc["versions"].values())
     assert doc["side"] == "device"
 
 
 def test_nested_key_and_its_spelling_on_older_lines() -> None:
-    doc = json.loads(
+    doc = schemas.loads(
+        "explain",
         run("explain", "scheduler_config.profiling_chunk_config.min_chunk", "--json")[1]
     )
     v = doc["versions"]
@@ -129,18 +130,18 @@ def test_nested_key_and_its_spelling_on_older_lines() -> None:
 
 
 def test_versions_differ_where_the_tables_do() -> None:
-    doc = json.loads(run("explain", "enable_fused_mc2", "--json")[1])
+    doc = schemas.loads("explain", run("explain", "enable_fused_mc2", "--json")[1])
     assert doc["versions"]["v0.23.0"]["choices"] == [0, 1, 2]
     assert doc["versions"]["main-2026-09"]["choices"] == [0, 1]
-    mega = json.loads(run("explain", "mega_moe_max_tokens", "--json")[1])["versions"]
+    mega = schemas.loads("explain", run("explain", "mega_moe_max_tokens", "--json")[1])["versions"]
     assert mega["v0.23.0"]["default"] == 65536 and mega["main-2026-08"]["default"] == 131072
-    fc1 = json.loads(run("explain", "enable_flashcomm1", "--json")[1])["versions"]
+    fc1 = schemas.loads("explain", run("explain", "enable_flashcomm1", "--json")[1])["versions"]
     assert fc1["v0.23.0"]["present"] and not fc1["main-2026-09"]["present"]
     assert fc1["main-2026-09"]["status"] == "removed"
 
 
 def test_legacy_top_level_key_is_deprecated_on_main() -> None:
-    doc = json.loads(run("explain", "enable_balance_scheduling", "--json")[1])
+    doc = schemas.loads("explain", run("explain", "enable_balance_scheduling", "--json")[1])
     assert doc["versions"]["v0.23.0"]["status"] == "present"
     assert doc["versions"]["main-2026-08"]["status"] == "deprecated"
 
@@ -169,7 +170,7 @@ def test_removed_key_says_so() -> None:
 
 
 def test_listing_groups_every_key_of_the_target() -> None:
-    doc = json.loads(run("explain", "--json", "--target", "v0.23.0")[1])
+    doc = schemas.loads("explain", run("explain", "--json", "--target", "v0.23.0")[1])
     assert doc["target"] == "v0.23.0"
     listed = [k["key"] for g in doc["groups"] for k in g["keys"]]
     assert sorted(listed) == sorted(versions.get("v0.23.0").config.all_paths())
@@ -183,7 +184,7 @@ def test_listing_default_target_is_the_newest_and_text_output() -> None:
 
 
 def test_search() -> None:
-    doc = json.loads(run("explain", "--search", "overlap", "--json")[1])
+    doc = schemas.loads("explain", run("explain", "--search", "overlap", "--json")[1])
     keys = {k["key"] for g in doc["groups"] for k in g["keys"]}
     assert "multistream_overlap_shared_expert" in keys
     assert "weight_nz_mode" not in keys

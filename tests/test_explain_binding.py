@@ -3,7 +3,6 @@ and where numa-local departs; plan's output is unchanged by the trace."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from typer.testing import CliRunner
@@ -14,6 +13,7 @@ from ascendtune.app.plan import build_request
 from ascendtune.cli.app import app
 from ascendtune.core.planner import make_plan
 from ascendtune.core.planner.trace import VllmTrace
+from tests import schemas
 
 runner = CliRunner()
 ENV = {"NO_COLOR": "1", "COLUMNS": "200", "ASCEND_RT_VISIBLE_DEVICES": ""}
@@ -31,7 +31,7 @@ def steps(doc: dict) -> dict:  # type: ignore[type-arg]
 def test_a2_rank1_walks_from_affinity_to_pool_and_roles() -> None:
     code, out, err = run("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "1", "--json")
     assert code == 0, err
-    doc = json.loads(out)
+    doc = schemas.loads("explain", out)
     assert doc["rank"] == 1 and doc["mode"] == "topo_affinity"
     s = steps(doc)
     names = [x["name"] for x in doc["steps"]]
@@ -87,7 +87,7 @@ def test_trace_agrees_with_plan_for_every_rank() -> None:
 def test_a3_global_slice() -> None:
     code, out, _ = run("explain", "binding", "--demo", "atlas-800i-a3", "--rank", "2", "--json")
     assert code == 0
-    doc = json.loads(out)
+    doc = schemas.loads("explain", out)
     assert doc["mode"] == "global_slice"
     s = steps(doc)
     assert "global_slice" in s and "affinity" not in s
@@ -107,7 +107,7 @@ def test_non_ascending_devices_show_the_wrong_pool_on_old_lines() -> None:
         "--json",
     )
     assert code == 0
-    doc = json.loads(out)
+    doc = schemas.loads("explain", out)
     s = steps(doc)
     assert s["visible_npus"]["result"]["device"] == 6
     assert s["npu_of_rank"]["result"] == {**s["npu_of_rank"]["result"], "npu": 4}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from ascendtune import api
 from ascendtune.core import fleet as core
 from ascendtune.core.errors import MissingError, UsageError
 from ascendtune.host import ray_fleet
+from tests import schemas
 from tests.fleethosts import demo_copy, fleet_of_four
 
 
@@ -29,7 +29,7 @@ def test_compare_flags_the_untuned_node(tmp_path: Path) -> None:
     paths = fleet_of_four(tmp_path)
     done = run("fleet", "compare", *map(str, paths), "--json")
     assert done.returncode == 1, done.stderr  # the demo fails checks on every node
-    doc = json.loads(done.stdout)
+    doc = schemas.loads("fleet", done.stdout)
     by = {n["node"]: n for n in doc["nodes"]}
     assert sorted(by) == ["node-a", "node-b", "node-c", "node-d"]
     assert [by[n]["status"] for n in ["node-a", "node-b", "node-c"]] == ["ok"] * 3
@@ -60,7 +60,7 @@ def test_archives_and_folders_compare_alike(tmp_path: Path) -> None:
     a, b, c, d = fleet_of_four(tmp_path / "f")
     arch = tmp_path / "d.tar.gz"
     shutil.make_archive(str(tmp_path / "d"), "gztar", d)
-    doc = api.fleet_compare(str(a), str(b), str(c), str(arch))
+    doc = schemas.checked("fleet", api.fleet_compare(str(a), str(b), str(c), str(arch)))
     rows = {n["node"]: n for n in doc["nodes"]}
     assert rows["node-d"]["status"] == "differs" and rows["node-d"]["source"] == str(arch)
 
@@ -68,7 +68,7 @@ def test_archives_and_folders_compare_alike(tmp_path: Path) -> None:
 def test_topology_classes_group_nodes_apart(tmp_path: Path) -> None:
     a2 = [demo_copy(tmp_path / f"a2-{i}", f"a2-{i}") for i in range(2)]
     a3 = demo_copy(tmp_path / "a3", "a3-0", demo="atlas-800i-a3")
-    doc = api.fleet_compare(*map(str, [*a2, a3]))
+    doc = schemas.checked("fleet", api.fleet_compare(*map(str, [*a2, a3])))
     groups = {n["node"]: n["group"] for n in doc["nodes"]}
     assert groups["a2-0"] == groups["a2-1"] != groups["a3-0"]
     assert doc["summary"]["groups"] == 2
@@ -78,7 +78,7 @@ def test_topology_classes_group_nodes_apart(tmp_path: Path) -> None:
 
 def test_cpuset_and_version_differences_are_named(tmp_path: Path) -> None:
     nodes = [demo_copy(tmp_path / f"n{i}", f"n{i}") for i in range(3)]
-    doc = api.fleet_compare(*map(str, nodes), view="topo")
+    doc = schemas.checked("fleet", api.fleet_compare(*map(str, nodes), view="topo"))
     assert all(n["status"] == "ok" for n in doc["nodes"])
     docs = [{"topo": api.topo(sysroot=str(p))} for p in nodes]
     docs[2]["topo"]["cpus_allowed"] = "0-95"
@@ -91,7 +91,7 @@ def test_unreadable_snapshot_is_a_failed_row(tmp_path: Path) -> None:
     a, b, _, _ = fleet_of_four(tmp_path / "f")
     bad = tmp_path / "broken.tar.gz"
     bad.write_bytes(b"not an archive")
-    doc = api.fleet_compare(str(a), str(b), str(bad))
+    doc = schemas.checked("fleet", api.fleet_compare(str(a), str(b), str(bad)))
     row = next(n for n in doc["nodes"] if n["status"] == "failed")
     assert row["node"] == "broken" and "unreadable" in row["reason"] and row["group"] is None
 

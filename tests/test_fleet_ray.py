@@ -9,7 +9,6 @@ installs the extra.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from ascendtune.app.fleet import FleetOptions, FleetReport, compare, gather
+from tests import schemas
 from tests.fleethosts import demo_copy
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
@@ -94,7 +94,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 
 
 def rows(report: FleetReport) -> dict[str, dict[str, Any]]:
-    return {n["node"]: n for n in report.document["nodes"]}
+    return {n["node"]: n for n in schemas.checked("fleet", report.document)["nodes"]}
 
 
 def test_every_node_answers_and_only_the_untuned_one_is_flagged(fleet: Fleet) -> None:
@@ -173,7 +173,7 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
     bare = gather(
         FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only), ship=False)
     )
-    (row,) = bare.document["nodes"]
+    (row,) = schemas.checked("fleet", bare.document)["nodes"]
     assert row["status"] == "failed" and "ascendtune" in row["reason"], row
     import ray  # a caller that joined the cluster itself: Ray ships folders at job level only
 
@@ -182,7 +182,7 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
         joined = gather(FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only)))
     finally:
         ray.shutdown()
-    (row,) = joined.document["nodes"]
+    (row,) = schemas.checked("fleet", joined.document)["nodes"]
     assert row["status"] == "failed"
     assert any("not shipped" in n for n in joined.document["notes"])
     fleet.cluster.remove_node(node)
@@ -196,12 +196,13 @@ def test_cli_saves_every_snapshot_and_compare_replays_them(fleet: Fleet, tmp_pat
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 1, done.stderr
-    doc = json.loads(done.stdout)
+    doc = schemas.loads("fleet", done.stdout)
+    assert doc["saved"] == str(save)
     live = {n["node"]: n["status"] for n in doc["nodes"] if n["status"] != "no answer"}
     assert live == {"node-a": "ok", "node-b": "ok", "node-c": "differs"}
     assert len(list(save.glob("*.tar.gz"))) == 3
     again = compare([str(save)])
-    assert {n["node"]: n["status"] for n in again.document["nodes"]} == live
+    assert {n["node"]: n["status"] for n in schemas.checked("fleet", again.document)["nodes"]} == live
 
 
 def test_a_port_that_is_no_gcs_fails_within_the_deadline() -> None:

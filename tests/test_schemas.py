@@ -1,5 +1,6 @@
 """The schemas under schemas/ are generated from ascendtune.app.documents and are current, and
-every demo's topo, plan, plan --policy compare, doctor and check-config JSON validates."""
+every demo's topo, plan (with --emit too), plan --policy compare, doctor, check-config, explain
+binding and bind --workers --dry-run JSON validates."""
 
 from __future__ import annotations
 
@@ -86,9 +87,47 @@ def test_every_demo_validates(demo: str) -> None:
     compare = loads("plan-compare", _cli("plan", "--demo", demo, "--policy", "compare", "--json"))
     for doc in compare["policies"].values():
         if "error" not in doc:
-            checked("plan", {"schema_version": 1, **doc})
+            # a policy's plan is the plan document without host (the compare document has it)
+            assert "host" not in doc
+            checked("plan", {"schema_version": 1, "host": compare["host"], **doc})
     loads("doctor", _cli("doctor", "--demo", demo, "--json"))
     loads("check-config", _cli("check-config", "--sysroot", _demo_path(demo), "--json", CONFIG))
+    emitted = loads("plan", _cli("plan", "--demo", demo, "--emit", "taskset", "--json"))
+    assert emitted["emit"]["kind"] == "taskset" and emitted["emit"]["lines"]
+
+
+@pytest.mark.parametrize("demo", DEMOS)
+def test_every_demo_explain_binding_validates(demo: str) -> None:
+    res = CliRunner().invoke(app, ["explain", "binding", "--demo", demo, "--json"])
+    if demo == "dgx-h100":
+        # vLLM-Ascend's binding is for Ascend NPUs: nothing printed, a plan error
+        assert res.exit_code == 5 and not res.stdout, res.stderr
+        return
+    assert res.exit_code == 0, res.stderr
+    doc = loads("explain", res.stdout)
+    assert doc["host"]["root"] == f"demo:{demo}" and doc["steps"]
+
+
+@pytest.mark.parametrize("demo", DEMOS)
+def test_every_demo_bind_workers_dry_run_validates(demo: str) -> None:
+    res = CliRunner().invoke(app, ["bind", "--workers", "--dry-run", "--demo", demo, "--json"])
+    if demo != "container-a2-half":
+        # the other demos run no worker: nothing printed, nothing found (exit 3)
+        assert res.exit_code == 3 and not res.stdout, res.stderr
+        return
+    assert res.exit_code == 0, res.stderr
+    doc = loads("bind-workers", res.stdout)
+    assert doc["dry_run"] and len(doc["workers"]) == 2
+
+
+def test_every_explain_form_validates() -> None:
+    from ascendtune.core.vllm_config import explain_data
+
+    for key in [d.path for d in explain_data.DOCS]:
+        assert loads("explain", _cli("explain", key, "--json"))["key"] == key
+    listing = loads("explain", _cli("explain", "--json"))
+    assert listing["count"] == sum(len(g["keys"]) for g in listing["groups"])
+    loads("explain", _cli("explain", "--json", "--search", "overlap", "--target", "v0.23.0"))
 
 
 def _demo_path(demo: str) -> str:

@@ -223,7 +223,15 @@ class PlanBody(TypedDict):
     notes: Annotated[list[str], "how the plan was made (fallbacks, assumptions)"]
 
 
-class PlanDocument(WithHost, PlanBody):
+class _MadeFor(TypedDict):
+    host: Annotated[
+        dict[str, Any],
+        Like(HostIdentity),
+        "the host it was made for (`bind --plan FILE` refuses a plan of another host)",
+    ]
+
+
+class PlanDocument(_MadeFor, PlanBody):
     """`ascendtune plan --json`: one policy's plan; `bind --plan FILE` reads it back."""
 
 
@@ -235,7 +243,7 @@ class PlanCompareBody(TypedDict):
     policies: Annotated[
         dict[str, dict[str, Any]],
         Keys("a policy name"),
-        Like(PlanDocument | PolicyError),
+        Like(PlanBody | PolicyError),
         "each policy that fits the vendor: its plan document (without `host`), or why it cannot plan",
     ]
 
@@ -620,6 +628,340 @@ class WatchDocument(TypedDict):
     workers: Annotated[list[dict[str, Any]], Like(WatchWorker), "one entry per --pid"]
 
 
+
+# ---- plan --emit --------------------------------------------------------------------------------
+
+
+class Emitted(TypedDict):
+    kind: Annotated[
+        str, "the form asked for (`taskset`, `numactl`, `env`, `cpu-affinity-conf`, ...)"
+    ]
+    lines: Annotated[list[str], "the lines `plan --emit KIND` prints without --json"]
+
+
+class PlanEmitDocument(PlanDocument):
+    """`ascendtune plan --emit KIND --json`: the plan document with the emitted lines in it."""
+
+    emit: Annotated[Emitted, "the emitted lines"]
+
+
+# ---- explain --------------------------------------------------------------------------------
+
+
+class _VersionRowBody(TypedDict):
+    present: Annotated[bool, "this version reads the key (as asked, or deprecated)"]
+    default: Annotated[Any, "its default in this version (null: none, or not read)"]
+    status: Annotated[
+        Literal["present", "deprecated", "elsewhere", "renamed", "removed", "absent"],
+        "how this version treats the key",
+    ]
+
+
+class VersionRow(_VersionRowBody, total=False):
+    type: Annotated[str, "the value's type (`bool`, `int`, `section`, ...)"]
+    choices: Annotated[list[Any], "the values it accepts"]
+    env: Annotated[str, "the environment variable read when the key is absent"]
+    default_from: Annotated[str, "where the default comes from, when not a constant"]
+    path: Annotated[str, "where this version reads the setting, when not the key asked"]
+    note: Annotated[str, "more words about this version"]
+
+
+class Interaction(TypedDict):
+    rule: Annotated[str | None, "the check-config rule that models it (null: none does)"]
+    keys: Annotated[list[str], "the other keys involved"]
+    what: Annotated[str, "the interaction, in words"]
+    versions: Annotated[list[str], "the versions it applies to"]
+
+
+class LogLine(TypedDict):
+    means: Annotated[str, "what the line says about the key"]
+    example: Annotated[str, "the line as a server logs it"]
+    binding: Annotated[str | None, "the CPU-binding outcome the line shows (null: none)"]
+
+
+class PerVersion(TypedDict):
+    versions: Annotated[str, "the versions"]
+    what: Annotated[str, "how the key behaves there"]
+
+
+class ExplainKeyDocument(TypedDict):
+    """`ascendtune explain KEY --json`: one additional-config key across every known version."""
+
+    key: Annotated[str, "the key, dotted when nested"]
+    concern: Annotated[str, "what it is about (`binding`, `multistream`, ...)"]
+    concern_title: Annotated[str, "the concern in words"]
+    side: Annotated[str, "`host` (CPU threads, scheduling, memory) or `device` (what the NPU runs)"]
+    when: Annotated[str, "when it acts (`startup`, `load`, `warmup`, `per_step`, `periodic`)"]
+    when_words: Annotated[str, "when, in words"]
+    summary: Annotated[str, "what it does, in one line"]
+    detail: Annotated[str, "what it does, in full (empty: nothing to add)"]
+    versions: Annotated[
+        dict[str, dict[str, Any]],
+        Keys("a vLLM-Ascend version"),
+        Like(VersionRow),
+        "how each known version treats it",
+    ]
+    interactions: Annotated[
+        list[dict[str, Any]], Like(Interaction), "other keys it works with or against"
+    ]
+    verify: Annotated[list[str], "how to check it took effect"]
+    failure: Annotated[list[str], "how it fails"]
+    log: Annotated[list[LogLine], "the log lines that show it"]
+    per_version: Annotated[list[PerVersion], "how its behaviour changed between versions"]
+    also: Annotated[list[str], "related keys"]
+
+
+class ListedKey(TypedDict):
+    key: Annotated[str, "the key, dotted when nested"]
+    default: Annotated[Any, "its default in the target version (null for a section)"]
+    type: Annotated[str, "the value's type (`bool`, `int`, `section`, ...)"]
+    side: Annotated[str, "`host` or `device`"]
+    when: Annotated[str, "when it acts"]
+    summary: Annotated[str, "what it does, in one line"]
+
+
+class ConcernGroup(TypedDict):
+    concern: Annotated[str, "the concern (`binding`, `multistream`, ...)"]
+    title: Annotated[str, "the concern in words"]
+    keys: Annotated[list[dict[str, Any]], Like(ListedKey), "its keys"]
+
+
+class ExplainListingDocument(TypedDict):
+    """`ascendtune explain --json`: every key of one version, by concern (`--search WORD`)."""
+
+    target: Annotated[str, "the vLLM-Ascend version listed"]
+    search: Annotated[str | None, "the word searched for (null: every key)"]
+    groups: Annotated[list[ConcernGroup], "the keys by concern (only concerns with a key)"]
+    count: Annotated[int, "keys listed"]
+
+
+class BindingStep(TypedDict):
+    name: Annotated[
+        str,
+        "the step (`visible_npus`, `busy_npus`, `npu_of_rank`, `mode`, `affinity`, `roles`, "
+        "`interrupts`, `memory`, `log_line`, ...)",
+    ]
+    input: Annotated[dict[str, Any], "what the step starts from (per step, free form)"]
+    result: Annotated[dict[str, Any], "what it gives (per step, free form)"]
+    words: Annotated[str, "the step in words"]
+
+
+class BetterPool(TypedDict):
+    device: Annotated[int, "the logical id of the rank's device"]
+    cpus: Annotated[str, "its CPUs (a cpulist, `-` for none)"]
+    numa_nodes: Annotated[list[int], "the NUMA nodes of its CPUs"]
+    device_node: Annotated[int | None, "the NUMA node of its device"]
+    locality: Annotated[float | None, "the share of its CPUs on its device's node (0 to 1)"]
+    roles: Annotated[dict[str, str], Like(Roles), "the split of its CPUs by thread role"]
+
+
+class Better(TypedDict):
+    policy: Annotated[str, "the policy compared with (`numa-local`)"]
+    plan: Annotated[
+        dict[str, Any] | None, Like(BetterPool), "its pool for the rank (null: it cannot plan)"
+    ]
+    departures: Annotated[list[str], "where and why vLLM-Ascend's binding differs from it"]
+
+
+class ExplainBindingBody(TypedDict):
+    target_reason: Annotated[str, "why that version (given, detected, or the newest)"]
+    rank: Annotated[int, "the rank followed (`--rank`)"]
+    target: Annotated[str, "the vLLM-Ascend version whose binding is followed"]
+    mode: Annotated[str, "the mode it uses (`topo_affinity`, `global_slice`, ...)"]
+    steps: Annotated[list[BindingStep], "the steps vLLM-Ascend's binding takes for the rank"]
+    better: Annotated[Better, "the better policy's pool for the same rank, and the differences"]
+
+
+class ExplainBindingDocument(WithHost, ExplainBindingBody):
+    """`ascendtune explain binding --json`: the steps of vLLM-Ascend's binding for one rank."""
+
+
+# ---- bind --workers, bind --pid --show ------------------------------------------------------
+
+
+class WorkerResult(TypedDict):
+    pid: Annotated[int, "the worker"]
+    name: Annotated[str | None, "its process name"]
+    device: Annotated[int | None, "the device it drives (null: none, or several)"]
+    devices: Annotated[list[int], "every device it holds open"]
+    rank: Annotated[int | None, "the plan's rank for its device (null: none)"]
+    target_cpus: Annotated[CpuList | None, "the CPUs it is (or would be) bound to"]
+    roles: Annotated[dict[str, str], Keys("a role"), "the role CPUs of the target (cpulists)"]
+    cpus_before: Annotated[CpuList, "the union of its threads' masks before"]
+    cpus_after: Annotated[CpuList, "the union after (a dry run: unchanged)"]
+    threads_total: Annotated[int, "its threads"]
+    threads_bound: Annotated[int, "threads on target (a dry run: already)"]
+    threads_failed: Annotated[list[ThreadFailed], "threads that could not be bound"]
+    threads_changed: Annotated[int, "threads whose mask was changed"]
+    verified: Annotated[bool, "a final re-read of every thread's mask matched"]
+    changed: Annotated[bool, "masks were changed (a dry run: would be)"]
+    dry_run: Annotated[bool, "nothing was changed"]
+    error: Annotated[
+        str | None, "why it was not bound (no rank for its device, exited, EPERM, ...)"
+    ]
+    rolled_back: Annotated[int, "threads put back after a failure"]
+    bind_ms: Annotated[float, "time spent binding it, milliseconds"]
+    self_binding: Annotated[
+        bool | None,
+        "its vLLM-Ascend binds by itself (enable_cpu_binding); null: no vLLM command line found",
+    ]
+
+
+class WorkersSummary(TypedDict):
+    workers: Annotated[int, "workers found"]
+    bound: Annotated[int, "workers bound and verified"]
+    failed: Annotated[int, "workers not bound (then the exit status is 1)"]
+    would_change: Annotated[int, "workers a dry run would change"]
+
+
+class BindWorkersDocument(TypedDict):
+    """`ascendtune bind --workers --json`: every worker of a running server bound to its rank."""
+
+    root: Annotated[str, "the root read (`/`, a sysroot, `demo:NAME`)"]
+    source: Annotated[str, "where the plan came from (a plan file, a computed plan)"]
+    dry_run: Annotated[bool, "nothing was changed (`--dry-run`)"]
+    workers: Annotated[list[dict[str, Any]], Like(WorkerResult), "one entry per worker found"]
+    handoff: Annotated[
+        list[str], "what happens with vLLM-Ascend's own binding of these workers, in words"
+    ]
+    summary: Annotated[dict[str, int], Like(WorkersSummary), "workers per outcome"]
+
+
+class MaskRow(TypedDict):
+    cpus: Annotated[CpuList, "the mask"]
+    threads: Annotated[int, "threads with this mask (and this expected mask)"]
+    tids: Annotated[list[int], "those threads"]
+    role_threads: Annotated[list[str], "torch_npu's role threads among them (`acl_thread 123`)"]
+    expected: Annotated[CpuList | None, "what the plan wants for them (null: no plan)"]
+    matches: Annotated[bool | None, "the mask is the expected one (null: no plan)"]
+
+
+class BindShowDocument(TypedDict):
+    """`ascendtune bind --pid PID --show --json`: every thread's mask read back, grouped."""
+
+    pid: Annotated[int, "the process"]
+    name: Annotated[str | None, "its name"]
+    threads_total: Annotated[int, "its threads"]
+    target: Annotated[CpuList | None, "the CPUs of the plan compared with (null: no plan)"]
+    source: Annotated[str | None, "where that plan came from"]
+    off_target: Annotated[int, "threads whose mask differs from the plan's (0 without a plan)"]
+    masks: Annotated[list[dict[str, Any]], Like(MaskRow), "threads grouped by mask, largest first"]
+
+
+# ---- fleet ----------------------------------------------------------------------------------
+
+
+class TopoReport(TopoDocument):
+    """A `topo` document as a node's report."""
+
+    schema_version: Annotated[int, "the document's schema version"]
+
+
+class DoctorReport(DoctorDocument):
+    """A `doctor` document as a node's report."""
+
+    schema_version: Annotated[int, "the document's schema version"]
+
+
+class PlanReport(PlanDocument):
+    """A `plan` document as a node's report."""
+
+    schema_version: Annotated[int, "the document's schema version"]
+
+
+class Difference(TypedDict):
+    key: Annotated[str, "what differs (`cpus_online`, a doctor check id, a rank's CPUs, ...)"]
+    value: Annotated[str, "this node's value"]
+    majority: Annotated[str, "the value most nodes of its group have"]
+
+
+class _FleetNodeBody(TypedDict):
+    node: Annotated[str, "the node's hostname (as captured), else as the cluster names it"]
+    node_id: Annotated[str | None, "the Ray node id (null: a snapshot)"]
+    group: Annotated[str | None, "its topology class (null: it did not answer)"]
+    status: Annotated[
+        Literal["ok", "differs", "failed", "no answer"], "what became of the node"
+    ]
+    differs: Annotated[list[str], "the keys where it differs from its group's majority"]
+    differences: Annotated[list[dict[str, Any]], Like(Difference), "each difference"]
+    fails: Annotated[list[str], "the doctor checks that failed on it"]
+    reason: Annotated[str | None, "why it has no report"]
+    report: Annotated[
+        dict[str, Any] | None,
+        Like(TopoReport | DoctorReport | PlanReport),
+        "the view's document for the node (`topo` for the snapshot view); null: none",
+    ]
+
+
+class FleetNode(_FleetNodeBody, total=False):
+    source: Annotated[str, "the snapshot read (`fleet compare`)"]
+    address: Annotated[str, "the node's address (Ray)"]
+    seconds: Annotated[float | None, "the time its answer took, seconds (Ray)"]
+    bytes: Annotated[int, "the size of its snapshot archive (Ray)"]
+    saved: Annotated[str, "where its archive was saved (`--save`)"]
+    python: Annotated[str, "the node's Python version (Ray)"]
+    ascendtune: Annotated[str, "where ascendtune was imported from on the node (Ray)"]
+    ascendtune_shipped: Annotated[bool, "ascendtune was shipped to it with the task (Ray)"]
+    capture_seconds: Annotated[float, "the capture's time on the node, seconds (Ray)"]
+    ray_version: Annotated[str | None, "the node's Ray version"]
+    devices_env: Annotated[
+        dict[str, str], Keys("a variable"), "the visible-devices variables the task saw (Ray)"
+    ]
+    replayed: Annotated[str, "the source the node replayed instead of its host (tests)"]
+
+
+FleetSummary = TypedDict(
+    "FleetSummary",
+    {
+        "nodes": Annotated[int, "nodes in the fleet"],
+        "ok": Annotated[int, "nodes like their group's majority"],
+        "differs": Annotated[int, "nodes that differ from it"],
+        "failed": Annotated[int, "nodes whose capture or judging failed"],
+        "no answer": Annotated[int, "nodes that did not answer in time"],
+        "groups": Annotated[int, "topology classes"],
+    },
+)
+
+
+class FleetGroup(TypedDict):
+    group: Annotated[str, "the topology class"]
+    nodes: Annotated[list[str], "its nodes"]
+    majority: Annotated[dict[str, str], Keys("a key"), "the value most of its nodes have"]
+
+
+class _FleetBody(TypedDict):
+    view: Annotated[str, "the view (`snapshot`, `topo`, `doctor`, `plan`)"]
+    summary: Annotated[dict[str, int], Like(FleetSummary), "nodes per status"]
+    groups: Annotated[list[FleetGroup], "the topology classes"]
+    keys: Annotated[list[str], "the keys compared"]
+    nodes: Annotated[list[dict[str, Any]], Like(FleetNode), "one row per node"]
+
+
+class FleetCompareDocument(_FleetBody):
+    """`ascendtune fleet compare PATH... --json`: snapshots grouped and compared."""
+
+    mode: Annotated[Literal["compare"], "`compare`: snapshots read here"]
+
+
+class RayInfo(TypedDict):
+    address: Annotated[str, "the cluster address joined"]
+    driver_ray: Annotated[str, "the driver's Ray version"]
+    shipped: Annotated[bool, "ascendtune was shipped to the nodes"]
+    seconds: Annotated[float, "the gather's time, seconds"]
+
+
+class _FleetRayBody(_FleetBody):
+    mode: Annotated[Literal["ray"], "`ray`: gathered over a Ray cluster"]
+    ray: Annotated[RayInfo, "the gather"]
+    notes: Annotated[list[str], "facts that arose while gathering"]
+
+
+class FleetRayDocument(_FleetRayBody, total=False):
+    """`ascendtune fleet snapshot|topo|doctor|plan --json`: every node of a Ray cluster."""
+
+    saved: Annotated[str, "the folder the snapshots were saved to (`--save`)"]
+
+
 def plain(doc: Mapping[str, object]) -> dict[str, Any]:
     """A typed document as the printers take it (`dict[str, Any]`): the same keys and values."""
     return {**doc}
@@ -630,7 +972,7 @@ def plain(doc: Mapping[str, object]) -> dict[str, Any]:
 # file stem under schemas/ -> the document's type, or its forms (the document is one of them)
 DOCUMENTS: dict[str, Any] = {
     "topo": TopoDocument,
-    "plan": PlanDocument,
+    "plan": (PlanDocument, PlanEmitDocument),
     "plan-compare": PlanCompareDocument,
     "doctor": DoctorDocument,
     "check-config": CheckConfigDocument,
@@ -638,4 +980,8 @@ DOCUMENTS: dict[str, Any] = {
     "snapshot": SnapshotDocument,
     "log": LogDocument,
     "watch": WatchDocument,
+    "explain": (ExplainKeyDocument, ExplainListingDocument, ExplainBindingDocument),
+    "bind-workers": BindWorkersDocument,
+    "bind-show": BindShowDocument,
+    "fleet": (FleetCompareDocument, FleetRayDocument),
 }
