@@ -12,8 +12,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import IO, Any, cast
+from typing import Any
 
 from ascendtune.app.options import DoctorOptions, HostSource, PlanOptions
 
@@ -169,8 +168,8 @@ def log(
     compared with the prediction for that host; target checks the logged config against that
     version's rules (default: the version the log names). The command's exit status is 1 when
     `doc["summary"]["failed"] > 0`."""
-    from ascendtune.app.log import check_logged_config, log_document
-    from ascendtune.core.vllm_log import parse_log, parse_text, split_lines
+    from ascendtune.app.log import check_logged_config, compare_logged, log_document, read_log
+    from ascendtune.core.vllm_log import parse_text
 
     if target is not None and target != "auto":
         from ascendtune.core.vllm_config import version
@@ -179,73 +178,9 @@ def log(
     if isinstance(path_or_text, str) and "\n" in path_or_text:
         report = parse_text(path_or_text)
     else:
-        report = parse_log(split_lines(_log_chunks(os.fspath(path_or_text))))
+        report = read_log(os.fspath(path_or_text))
     checked = check_logged_config(report, None if target in (None, "auto") else target)
-    comparison = _log_comparison(report, sysroot, demo) if (sysroot or demo) else None
+    comparison = compare_logged(report, sysroot, demo) if (sysroot or demo) else None
     return _doc(log_document(report, checked_config=checked, comparison=comparison))
 
 
-_CHUNK = 64 * 1024
-
-
-def _log_chunks(path: str) -> Iterator[bytes]:
-    """The file in chunks, gzip undone; a binary file that is no text log is refused (as
-    `ascendtune log FILE` does, with the same errors)."""
-    import gzip
-
-    from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
-
-    try:
-        with open(path, "rb") as raw:
-            gz = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            stream = cast("IO[bytes]", gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw)
-            first = True
-            while True:
-                try:
-                    chunk = stream.read(_CHUNK)
-                except (OSError, EOFError) as e:
-                    what = "not a readable gzip file" if gz and first else "read failed"
-                    raise InvalidInput(f"{path}: {what} ({e})") from None
-                if first and chunk and chunk.count(b"\x00") > len(chunk) // 4:
-                    raise InvalidInput(
-                        f"{path} is not a text log (binary content)",
-                        "give the server's stdout/stderr log, e.g. "
-                        "`vllm serve ... 2>&1 | tee server.log`",
-                    )
-                first = False
-                if not chunk:
-                    return
-                yield chunk
-    except FileNotFoundError:
-        raise MissingError(
-            f"no such log file: {path}", "give the server's log file, or the log's text"
-        ) from None
-    except IsADirectoryError:
-        raise InvalidInput(f"{path} is a directory, not a log file") from None
-    except PermissionError:
-        raise PermissionDenied(f"cannot read {path}: permission denied") from None
-
-
-def _log_comparison(report: Any, sysroot: str | None, demo: str | None) -> Any:
-    """The logged pools beside ascendtune's prediction for the host (as `log --sysroot/--demo`)."""
-    from ascendtune.app.hosts import load
-    from ascendtune.app.log import Comparison, compare_with_host
-    from ascendtune.core.errors import PlanError
-    from ascendtune.core.vllm_log import LogFinding
-
-    host = load(HostSource(sysroot, demo)).host
-    label = f"demo {demo}" if demo else f"sysroot {sysroot}"
-    if not any(w.plan for w in report.workers):
-        return Comparison(label, "", (), {})
-    try:
-        return compare_with_host(report, host, label)
-    except PlanError as e:
-        finding = LogFinding(
-            "plan_impossible",
-            "warning",
-            (),
-            f"ascendtune predicts no vllm-ascend plan for {label}: {e.message}",
-            e.hint or "",
-        )
-        return Comparison(label, "", (finding,), {})

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,81 +11,6 @@ from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, p
 if TYPE_CHECKING:
     from ascendtune.app.log import CheckedConfig, Comparison
     from ascendtune.core.vllm_log import LogReport
-
-CHUNK = 64 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _chunks(stream: BinaryIO, source: str) -> Iterator[bytes]:
-    """The stream in chunks (gzip undone); a binary file that is no text log is refused."""
-    import gzip
-
-    from ascendtune.core.errors import InvalidInput
-
-    first = stream.read(CHUNK)
-    if first.startswith(_GZIP_MAGIC):
-        rest = gzip.GzipFile(fileobj=cast("BinaryIO", _Prepend(first, stream)), mode="rb")
-        try:
-            first = rest.read(CHUNK)
-        except (OSError, EOFError) as e:
-            raise InvalidInput(f"{source}: not a readable gzip file ({e})") from None
-        stream = rest  # type: ignore[assignment]
-    if first and first.count(b"\x00") > len(first) // 4:
-        raise InvalidInput(
-            f"{source} is not a text log (binary content)",
-            "give the server's stdout/stderr log, e.g. `vllm serve ... 2>&1 | tee server.log`",
-        )
-    yield first
-    while True:
-        try:
-            chunk = stream.read(CHUNK)
-        except (OSError, EOFError) as e:
-            raise InvalidInput(f"{source}: read failed ({e})") from None
-        if not chunk:
-            return
-        yield chunk
-
-
-class _Prepend:
-    """A file object that returns `head` before the rest of `stream` (to sniff gzip)."""
-
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
-        self.head = head
-        self.stream = stream
-
-    def read(self, n: int = -1) -> bytes:
-        if self.head:
-            if n < 0:
-                out, self.head = self.head + self.stream.read(), b""
-                return out
-            out, self.head = self.head[:n], self.head[n:]
-            return out
-        return self.stream.read(n)
-
-
-def read_log(path: str) -> LogReport:
-    """Parse the log at path ('-' for stdin), streamed in bounded memory."""
-    import sys
-
-    from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
-    from ascendtune.core.vllm_log import parse_log, split_lines
-
-    if path == "-":
-        return parse_log(split_lines(_chunks(sys.stdin.buffer, "stdin")))
-    try:
-        with open(path, "rb") as f:
-            return parse_log(split_lines(_chunks(f, path)))
-    except FileNotFoundError:
-        raise MissingError(
-            f"no such log file: {path}", "give the server's log file, or '-' for stdin"
-        ) from None
-    except IsADirectoryError:
-        raise InvalidInput(f"{path} is a directory, not a log file") from None
-    except PermissionError:
-        raise PermissionDenied(f"cannot read {path}: permission denied") from None
-    except OSError as e:
-        raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
-
 
 def register(app: typer.Typer) -> None:
     @app.command("log")
@@ -117,7 +41,7 @@ def register(app: typer.Typer) -> None:
         Exit 1 when binding failed for some rank. With --sysroot or --demo, the logged pools are
         compared with what ascendtune predicts for that host.
         """
-        from ascendtune.app.log import check_logged_config, log_document
+        from ascendtune.app.log import check_logged_config, compare_logged, log_document, read_log
 
         if target is not None and target != "auto":
             from ascendtune.core.vllm_config import version
@@ -125,36 +49,13 @@ def register(app: typer.Typer) -> None:
             version(target)  # an unknown --target fails before the log is read
         report = read_log(file)
         checked = check_logged_config(report, None if target in (None, "auto") else target)
-        comparison = _compare(report, sysroot, demo) if (sysroot or demo) else None
+        comparison = compare_logged(report, sysroot, demo) if (sysroot or demo) else None
         if json_out:
             print_json(log_document(report, checked_config=checked, comparison=comparison))
         else:
             render(report, file, checked, comparison)
         if report.failed:
             raise typer.Exit(1)
-
-
-def _compare(report: LogReport, sysroot: str | None, demo: str | None) -> Comparison | None:
-    from ascendtune.app.log import Comparison, compare_with_host
-    from ascendtune.cli.common import load_host
-    from ascendtune.core.errors import PlanError
-    from ascendtune.core.vllm_log import LogFinding
-
-    host = load_host(sysroot, demo).host
-    label = f"demo {demo}" if demo else f"sysroot {sysroot}"
-    if not any(w.plan for w in report.workers):
-        return Comparison(label, "", (), {})
-    try:
-        return compare_with_host(report, host, label)
-    except PlanError as e:
-        finding = LogFinding(
-            "plan_impossible",
-            "warning",
-            (),
-            f"ascendtune predicts no vllm-ascend plan for {label}: {e.message}",
-            e.hint or "",
-        )
-        return Comparison(label, "", (finding,), {})
 
 
 _MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}
