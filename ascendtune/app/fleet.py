@@ -212,6 +212,8 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
         "seconds": round(got.seconds, 3),
     }
     body = {"mode": "ray", "ray": ray_info, **core.result_json(result), "notes": got.notes}
+    if opts.save is not None:
+        body["saved"] = opts.save
     return FleetReport(result, _doc(body), tuple(got.notes))
 
 

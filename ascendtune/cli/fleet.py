@@ -171,10 +171,7 @@ def _gather(view: str, address: str | None, timeout: float, nodes: list[str] | N
         ship=not no_ship,
         plan=plan_options(**plan),
     )
-    report = gather(opts)
-    if save is not None:
-        report.document["saved"] = save
-    _emit(report, json_out)
+    _emit(gather(opts), json_out)
 
 
 def register(app: typer.Typer) -> None:
