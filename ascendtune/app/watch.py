@@ -314,3 +314,44 @@ def live_plan_document(opts: PlanOptions) -> tuple[dict[str, Any], str]:
     result = app_plan.plan(got.host, opts, got.root)
     doc = app_plan.plan_document(result.plan, got.identity, result.target_reason)
     return doc, f"{result.plan.policy} plan of this host"
+
+
+def worker_targets(
+    plan_doc: Any | None, plan_source: str, *, online: CpuSet, node_map: Mapping[int, CpuSet]
+) -> list[WatchTarget]:
+    """`watch --workers`: every NPU/GPU worker of this host (found as `doctor` and `bind
+    --workers` find them), each against the rank of the plan that runs on its device."""
+    from ascendtune.app.hosts import open_root
+    from ascendtune.app.options import HostSource
+    from ascendtune.app.workers import discover
+    from ascendtune.core.errors import MissingError
+
+    _, workers = discover(open_root(HostSource()))
+    found = [w for w in workers if w.present]
+    if not found:
+        raise MissingError(
+            "no NPU or GPU worker found on this host (npu-smi's process table, /dev holders)",
+            "give the worker with --pid PID",
+        )
+    rank_of: dict[int, int] = {}
+    if plan_doc is not None:
+        for entry in plan_doc.get("ranks", []) if isinstance(plan_doc, dict) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("device"), int):
+                rank_of.setdefault(entry["device"], entry.get("rank", 0))
+    out: list[WatchTarget] = []
+    for w in found:
+        device = w.devices[0] if len(w.devices) == 1 else None
+        if device is not None and device in rank_of:
+            out.append(
+                target_from_plan_doc(
+                    w.pid,
+                    plan_doc,
+                    rank_of[device],
+                    source=plan_source,
+                    online=online,
+                    node_map=node_map,
+                )
+            )
+        else:
+            out.append(WatchTarget(pid=w.pid, device=device))
+    return out

@@ -189,6 +189,14 @@ def register(app: typer.Typer) -> None:
                 help="The plan's rank the process serves (one per --pid, or one for all).",
             ),
         ] = None,
+        workers: Annotated[
+            bool,
+            typer.Option(
+                "--workers",
+                help="Watch every NPU/GPU worker of this host, each against its rank of the plan "
+                "(--plan FILE or --policy P).",
+            ),
+        ] = False,
         policy: Annotated[
             str | None,
             typer.Option(
@@ -227,8 +235,14 @@ def register(app: typer.Typer) -> None:
         )
         from ascendtune.core.errors import UsageError
 
-        if not pid:
-            raise UsageError("say what to watch: --pid PID (repeat for several processes)")
+        if workers and pid:
+            raise UsageError("give --workers or --pid PID, not both")
+        if workers and (cpus is not None or rank):
+            raise UsageError("--workers takes each worker's rank from the plan: drop --cpus/--rank")
+        if not pid and not workers:
+            raise UsageError(
+                "say what to watch: --pid PID (repeat for several processes) or --workers"
+            )
         sampler = live_sampler()
         from ascendtune.app.bind import read_plan_file
 
@@ -244,15 +258,22 @@ def register(app: typer.Typer) -> None:
             plan_doc, plan_source = live_plan_document(
                 plan_options(policy=policy, target=version)
             )
-        targets = targets_for(
-            list(pid),
-            cpus=cpus,
-            plan_doc=plan_doc,
-            plan_source=plan_source,
-            ranks=list(rank or []),
-            online=sampler.online_cpus(),
-            node_map=sampler.node_map(),
-        )
+        if workers:
+            from ascendtune.app.watch import worker_targets
+
+            targets = worker_targets(
+                plan_doc, plan_source, online=sampler.online_cpus(), node_map=sampler.node_map()
+            )
+        else:
+            targets = targets_for(
+                list(pid or []),
+                cpus=cpus,
+                plan_doc=plan_doc,
+                plan_source=plan_source,
+                ranks=list(rank or []),
+                online=sampler.online_cpus(),
+                node_map=sampler.node_map(),
+            )
         check_targets(targets, sampler)
         session = Session(targets, sampler, interval_s=interval, ignore_pids=own_pids())
         if once:
