@@ -20,6 +20,7 @@ threads) is bench_bind_churn.py. Needs Linux, CPUs 0 and 1, `taskset` and `cc`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -36,19 +37,10 @@ sys.path.insert(0, str(REPO))
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
 from ascendtune.host.affinity import bind_process  # noqa: E402
+from tests.children import CHILD, assert_ready, popen_child  # noqa: E402
 
 OLD = frozenset({0, 1})
 NEW = frozenset({1})
-
-SLEEPERS = r"""
-import sys, threading
-threading.stack_size(64 * 1024)
-stop = threading.Event()
-for _ in range(int(sys.argv[1]) - 1):
-    threading.Thread(target=stop.wait, daemon=True).start()
-print("ready", flush=True)
-sys.stdin.read()
-"""
 
 FLOOR_C = r"""
 #define _GNU_SOURCE
@@ -122,12 +114,8 @@ def quiet(argv: list[str]) -> bool:
 
 
 def run_one(threads: int, reps: int, floor: str, cli: bool) -> dict[str, Sample]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", SLEEPERS, str(threads)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    # `threads` in all: the main thread and threads - 1 sleepers
+    child = popen_child(CHILD, json.dumps({"threads": threads - 1, "stack_kib": 64}))
     pid = child.pid
     floor_loop: list[float] = []
 
@@ -161,7 +149,7 @@ def run_one(threads: int, reps: int, floor: str, cli: bool) -> dict[str, Sample]
         )
     samples = {name: Sample() for name in tools}
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        assert_ready(child)
         assert len(os.listdir(f"/proc/{pid}/task")) == threads
         in_process()  # warm: the first call imports what binding needs
         names = list(tools)

@@ -12,6 +12,7 @@ Needs Linux, CPUs 0 and 1, and `taskset` (util-linux).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -27,34 +28,10 @@ sys.path.insert(0, str(REPO))
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
 from ascendtune.host.affinity import bind_process  # noqa: E402
+from tests.children import CHILD, assert_ready, popen_child  # noqa: E402
 
 OLD = frozenset({0, 1})
 NEW = frozenset({1})
-
-CHURN = r"""
-import os, sys, threading, time
-threading.stack_size(256 * 1024)
-def leaf():
-    time.sleep(0.002)
-def mid():
-    t = threading.Thread(target=leaf)
-    t.start()
-    t.join()
-def spawner():
-    # creators die and are replaced too, so the set of creating threads keeps changing
-    for _ in range(40):
-        t = threading.Thread(target=mid)
-        t.start()
-        t.join(0.001)
-        time.sleep(0.0005)
-    threading.Thread(target=spawner, daemon=True).start()
-for _ in range(int(sys.argv[1])):
-    threading.Thread(target=spawner, daemon=True).start()
-print("ready", flush=True)
-sys.stdin.read()
-os._exit(0)
-"""
-
 
 def off_target(pid: int, target: frozenset[int]) -> tuple[int, int]:
     """(threads present, threads not on target) right now."""
@@ -124,15 +101,9 @@ def main() -> int:
         tools["ascendtune bind (CLI)"] = run_cli
     samples = {name: Sample() for name in tools}
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHURN, str(args.spawners)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    child = popen_child(CHILD, json.dumps({"spawners": args.spawners}))
     try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready"
+        assert_ready(child)
         time.sleep(0.2)
         names = list(tools)
         for rep in range(args.reps):

@@ -6,16 +6,16 @@ Run: python scripts/gen_golden_json.py  (tests/test_golden_json.py fails when th
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "golden" / "json"
-DEMOS = ("atlas-800i-a2", "atlas-800i-a3", "atlas-300i-duo", "container-a2-half", "dgx-h100")
-COMMANDS: dict[str, tuple[str, ...]] = {
-    "topo": ("topo",),
-    "plan": ("plan",),
-    "compare": ("plan", "--policy", "compare"),
-    "doctor": ("doctor",),
-}
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as `python scripts/gen_golden_json.py` too
+
+# the same demos and commands as the rendered golden files
+from scripts.gen_golden import COMMANDS, DEMOS  # noqa: E402
+
+OUT = REPO / "tests" / "golden" / "json"
 
 
 def cases() -> list[tuple[str, tuple[str, ...]]]:

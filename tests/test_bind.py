@@ -26,6 +26,7 @@ from ascendtune.core.cpulist import format_cpulist
 from ascendtune.host import affinity
 from ascendtune.host.affinity import Tasks, bind_process
 from tests import schemas
+from tests.children import CHILD, assert_ready, popen_child
 
 REPO = Path(__file__).resolve().parents[1]
 BOTH = frozenset({0, 1})
@@ -37,58 +38,6 @@ pytestmark = pytest.mark.skipif(
     reason="needs Linux with CPUs 0 and 1 usable",
 )
 
-# A child: threads (optionally named, optionally on their own masks), or a churn of threads
-# that keep creating threads. It prints "ready" once every thread is set up, then waits.
-CHILD = r"""
-import ctypes, json, os, sys, threading, time
-spec = json.loads(sys.argv[1])
-libc = ctypes.CDLL(None, use_errno=True)
-threading.stack_size(256 * 1024)
-if spec.get("initial") is not None:
-    os.sched_setaffinity(0, spec["initial"])
-hold = threading.Event()
-names = spec.get("names", [])
-masks = spec.get("masks") or []
-n = spec.get("threads", 0)
-barrier = threading.Barrier(n + 1)
-
-def worker(i):
-    if i < len(names) and names[i]:
-        libc.prctl(15, names[i].encode(), 0, 0, 0)  # PR_SET_NAME: the kernel's thread name
-    if masks:
-        os.sched_setaffinity(0, masks[i % len(masks)])
-    barrier.wait()
-    hold.wait()
-
-for i in range(n):
-    threading.Thread(target=worker, args=(i,), daemon=True).start()
-barrier.wait()
-
-def leaf():
-    time.sleep(0.002)
-
-def mid():
-    t = threading.Thread(target=leaf)
-    t.start()
-    t.join()
-
-def spawner():
-    # creators die and are replaced too, so the set of creating threads keeps changing
-    for _ in range(40):
-        t = threading.Thread(target=mid)
-        t.start()
-        t.join(0.001)
-        time.sleep(0.0005)
-    threading.Thread(target=spawner, daemon=True).start()
-
-for _ in range(spec.get("spawners", 0)):
-    threading.Thread(target=spawner, daemon=True).start()
-print("ready", flush=True)
-sys.stdin.read()
-os._exit(0)
-"""
-
-
 Spawn = Callable[..., int]
 
 
@@ -98,16 +47,9 @@ def spawn() -> Iterator[Spawn]:
     children: list[subprocess.Popen[str]] = []
 
     def start(**spec: object) -> int:
-        p = subprocess.Popen(
-            [sys.executable, "-c", CHILD, json.dumps(spec)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        p = popen_child(CHILD, json.dumps(spec))
         children.append(p)
-        assert p.stdout is not None
-        line = p.stdout.readline()
-        assert line.strip() == "ready", f"child did not start: {line!r}"
+        assert_ready(p)
         return p.pid
 
     yield start

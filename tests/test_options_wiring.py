@@ -103,19 +103,20 @@ def test_bind_takes_tasksets_short_options(sleeper: Any) -> None:
 
 def test_pid_completes_worker_pids(monkeypatch: pytest.MonkeyPatch) -> None:
     from ascendtune.app import hosts
-    from ascendtune.cli import bind, check_config, common, watch
+    from ascendtune.cli import common
 
     monkeypatch.setattr(hosts, "worker_pids", lambda: [(4242, "vllm"), (517, "python3")])
     assert common.complete_pid("4") == [("4242", "vllm")]
-    for mod in (bind, watch, check_config):
-        assert mod._complete_pid("") == [("4242", "vllm"), ("517", "python3")]
-    # wired on every --pid
+    # wired on every --pid (the one common.pid_option declares), through click's completion
+    import click
     import typer.main
 
     for name in ("bind", "watch", "check-config"):
         cmd = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
         opt = next(p for p in cmd.params if "--pid" in p.opts)
         assert opt._custom_shell_complete is not None, name
+        items = opt.shell_complete(click.Context(cmd), "")
+        assert [(i.value, i.help) for i in items] == [("4242", "vllm"), ("517", "python3")], name
 
 
 def test_worker_pids_never_fails(monkeypatch: pytest.MonkeyPatch) -> None:

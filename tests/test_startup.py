@@ -2,46 +2,31 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.modules import modules_after
+
 HEAVY = ("psutil", "pyudev", "torch_npu", "torch", "ray", "rich.table")
 
 
-def imported_after(args: list[str]) -> set[str]:
-    code = (
-        "import sys, json\n"
-        "from ascendtune.cli.app import app\n"
-        "try:\n"
-        f"    app(args={args!r}, prog_name='ascendtune')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    return set(json.loads(done.stderr.strip().splitlines()[-1]))
-
-
 def test_help_imports_nothing_heavy() -> None:
-    mods = imported_after(["--help"])
+    mods = modules_after(["--help"])
     assert not {m for m in mods if m.split(".")[0] in HEAVY[:5]}, "heavy module imported by --help"
 
 
 def test_fleet_help_and_compare_need_no_ray(tmp_path: Path) -> None:
-    assert "ray" not in {m.split(".")[0] for m in imported_after(["fleet", "--help"])}
+    assert "ray" not in {m.split(".")[0] for m in modules_after(["fleet", "--help"])}
     from tests.fleethosts import demo_copy
 
     paths = [str(demo_copy(tmp_path / n, n)) for n in ("a", "b")]
-    mods = imported_after(["fleet", "compare", *paths, "--json"])
+    mods = modules_after(["fleet", "compare", *paths, "--json"])
     assert "ray" not in {m.split(".")[0] for m in mods}
 
 
 def test_topo_demo_needs_no_psutil_or_torch() -> None:
-    mods = imported_after(["topo", "--demo", "atlas-800i-a2", "--json"])
+    mods = modules_after(["topo", "--demo", "atlas-800i-a2", "--json"])
     assert "psutil" not in mods and "torch_npu" not in mods and "torch" not in mods
 
 

@@ -26,6 +26,7 @@ from ascendtune.core.parsers.procfs import (
 from ascendtune.core.watch import HostSample, ProcessSample, ThreadSample, Watch, WatchTarget
 from ascendtune.host.watch import ProcSampler
 from tests import schemas
+from tests.children import popen_child
 
 BOTH = frozenset({0, 1})
 live_only = pytest.mark.skipif(
@@ -403,12 +404,7 @@ def spawn() -> Iterator[Spawn]:
     children: list[subprocess.Popen[str]] = []
 
     def start(**spec: object) -> tuple[subprocess.Popen[str], dict[str, object]]:
-        p = subprocess.Popen(
-            [sys.executable, "-c", CHILD, json.dumps(spec)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        p = popen_child(CHILD, json.dumps(spec))
         children.append(p)
         assert p.stdout is not None
         return p, json.loads(p.stdout.readline())

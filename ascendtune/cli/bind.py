@@ -13,8 +13,12 @@ from ascendtune.cli.common import (
     DemoOpt,
     JsonOpt,
     SysrootOpt,
+    cpus_option,
     handle_errors,
+    pid_option,
+    plan_file_option,
     print_json,
+    rank_option,
     stdout_console,
 )
 from ascendtune.cli.planopts import (
@@ -36,12 +40,6 @@ if TYPE_CHECKING:
     from ascendtune.host.affinity import ProcessIdentity
 
 DEFAULT_POLICY = "auto"
-
-
-def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
-    from ascendtune.cli.common import complete_pid
-
-    return complete_pid(incomplete)
 
 
 def register(app: typer.Typer) -> None:
@@ -66,41 +64,17 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        rank: Annotated[
-            int | None,
-            typer.Option(
-                "--rank", min=0, metavar="RANK", help="Bind to this rank's CPUs of the plan."
-            ),
-        ] = None,
+        rank: Annotated[int | None, rank_option("Bind to this rank's CPUs of the plan.")] = None,
         plan: Annotated[
             Path | None,
-            typer.Option(
-                "--plan",
-                metavar="FILE",
-                exists=True,
-                dir_okay=False,
-                help="A plan written by `ascendtune plan --json` (else the plan is computed).",
-            ),
+            plan_file_option("A plan written by `ascendtune plan --json` (else the plan is computed)."),
         ] = None,
         cpus: Annotated[
-            str | None,
-            typer.Option(
-                "--cpus",
-                "-c",
-                metavar="CPULIST",
-                help="Bind to these CPUs (no plan, no roles), as taskset -c.",
-            ),
+            str | None, cpus_option("Bind to these CPUs (no plan, no roles), as taskset -c.", "-c")
         ] = None,
         pid: Annotated[
             int | None,
-            typer.Option(
-                "--pid",
-                "-p",
-                min=1,
-                metavar="PID",
-                help="The running process to bind, every thread of it (as taskset -p).",
-                autocompletion=_complete_pid,
-            ),
+            pid_option("The running process to bind, every thread of it (as taskset -p).", "-p"),
         ] = None,
         no_roles: Annotated[
             bool,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ascendtune.cli.common import JsonOpt, SysrootOpt, handle_errors
+from ascendtune.cli.common import JsonOpt, SysrootOpt, handle_errors, pid_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,12 +18,6 @@ version: what makes it refuse to start (error), what it silently changes or igno
 depends on the host or deployment (info). Give the JSON as CONFIG ('-' reads stdin), --file,
 --cmdline (a whole `vllm serve ...` line) or --pid (a running vLLM). Exit 0 when there is no error,
 1 with errors (or warnings under --strict), 2 usage, 3 PID missing or not vLLM, 5 malformed JSON."""
-
-
-def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
-    from ascendtune.cli.common import complete_pid
-
-    return complete_pid(incomplete)
 
 
 # the parallel sizes and --target as `plan` spells them (-tp/--tensor-parallel-size, --tp, ...)
@@ -58,13 +52,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         pid: Annotated[
             int | None,
-            typer.Option(
-                "--pid",
-                min=1,
-                help="Check the command line of running vLLM process PID "
-                "(proc/PID/cmdline under the root; its environment too).",
-                metavar="PID",
-                autocompletion=_complete_pid,
+            pid_option(
+                "Check the command line of running vLLM process PID "
+                "(proc/PID/cmdline under the root; its environment too)."
             ),
         ] = None,
         target: TargetOpt = "auto",

@@ -49,6 +49,26 @@ def complete_pid(incomplete: str) -> list[tuple[str, str]]:
     return [(str(pid), name) for pid, name in worker_pids() if str(pid).startswith(incomplete)]
 
 
+def pid_option(help: str, *short: str) -> Any:
+    """`--pid PID` (1 or more), completed with this host's accelerator workers."""
+    return typer.Option("--pid", *short, min=1, metavar="PID", help=help, autocompletion=complete_pid)
+
+
+def plan_file_option(help: str) -> Any:
+    """`--plan FILE`: a plan `ascendtune plan --json` wrote (an existing file, not a folder)."""
+    return typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False, help=help)
+
+
+def rank_option(help: str, metavar: str | None = "RANK") -> Any:
+    """`--rank RANK` (0 or more): a rank of the plan."""
+    return typer.Option("--rank", min=0, metavar=metavar, help=help)
+
+
+def cpus_option(help: str, *short: str) -> Any:
+    """`--cpus CPULIST`."""
+    return typer.Option("--cpus", *short, metavar="CPULIST", help=help)
+
+
 DemoOpt = Annotated[
     str | None,
     typer.Option(

@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.common import (
+    DemoOpt,
+    JsonOpt,
+    SysrootOpt,
+    handle_errors,
+    print_json,
+    rank_option,
+)
 from ascendtune.cli.planopts import (
     BusyOpt,
     CmdlineOpt,
@@ -167,9 +174,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--markdown", help="Print the reference page of every key (Markdown)."),
         ] = False,
-        rank: Annotated[
-            int, typer.Option("--rank", min=0, help="explain binding: the rank to follow.")
-        ] = 0,
+        rank: Annotated[int, rank_option("explain binding: the rank to follow.", metavar=None)] = 0,
         target: TargetOpt = "auto",
         visible_devices: VisibleDevicesOpt = None,
         soc: SocOpt = None,

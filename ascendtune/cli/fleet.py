@@ -174,6 +174,43 @@ def _gather(view: str, address: str | None, timeout: float, nodes: list[str] | N
     _emit(gather(opts), json_out)
 
 
+def _gather_command(fleet: typer.Typer, view: str, doc: str, *, planned: bool = False) -> None:
+    """One `fleet VIEW` command over the Ray cluster; `planned` views (doctor, plan) also take
+    --policy and --target."""
+    if planned:
+
+        def cmd(
+            ray_address: AddressOpt = None,
+            timeout: TimeoutOpt = 60.0,
+            nodes: NodesOpt = None,
+            save: SaveOpt = None,
+            no_ship: NoShipOpt = False,
+            policy: PolicyOpt = "auto",
+            target: TargetOpt = "auto",
+            json_out: JsonOpt = False,
+        ) -> None:
+            from ascendtune.app.plan import check_policy
+
+            check_policy(policy)
+            _gather(view, ray_address, timeout, nodes, save, no_ship, json_out,
+                    policy=policy, target=target)
+
+    else:
+
+        def cmd(  # type: ignore[misc]  # the same command without the plan options
+            ray_address: AddressOpt = None,
+            timeout: TimeoutOpt = 60.0,
+            nodes: NodesOpt = None,
+            save: SaveOpt = None,
+            no_ship: NoShipOpt = False,
+            json_out: JsonOpt = False,
+        ) -> None:
+            _gather(view, ray_address, timeout, nodes, save, no_ship, json_out)
+
+    cmd.__doc__ = doc
+    fleet.command(view, epilog=EPILOG)(handle_errors(cmd))
+
+
 def register(app: typer.Typer) -> None:
     summary = (
         "The same answers for every node of a Ray cluster, or for a folder of snapshots: "
@@ -181,69 +218,20 @@ def register(app: typer.Typer) -> None:
     )
     fleet = typer.Typer(help=summary + " Read-only.", short_help=summary, no_args_is_help=True)
 
-    @fleet.command("snapshot", epilog=EPILOG)
-    @handle_errors
-    def snapshot_cmd(
-        ray_address: AddressOpt = None,
-        timeout: TimeoutOpt = 60.0,
-        nodes: NodesOpt = None,
-        save: SaveOpt = None,
-        no_ship: NoShipOpt = False,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Capture every node (one pinned Ray task each); with --save keep the archives."""
-        _gather("snapshot", ray_address, timeout, nodes, save, no_ship, json_out)
-
-    @fleet.command("topo", epilog=EPILOG)
-    @handle_errors
-    def topo_cmd(
-        ray_address: AddressOpt = None,
-        timeout: TimeoutOpt = 60.0,
-        nodes: NodesOpt = None,
-        save: SaveOpt = None,
-        no_ship: NoShipOpt = False,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Every node's topology, grouped by class (accelerators, CPUs, NUMA layout)."""
-        _gather("topo", ray_address, timeout, nodes, save, no_ship, json_out)
-
-    @fleet.command("doctor", epilog=EPILOG)
-    @handle_errors
-    def doctor_cmd(
-        ray_address: AddressOpt = None,
-        timeout: TimeoutOpt = 60.0,
-        nodes: NodesOpt = None,
-        save: SaveOpt = None,
-        no_ship: NoShipOpt = False,
-        policy: PolicyOpt = "auto",
-        target: TargetOpt = "auto",
-        json_out: JsonOpt = False,
-    ) -> None:
-        """`doctor` on every node, judged on the driver; which checks differ from the majority."""
-        from ascendtune.app.plan import check_policy
-
-        check_policy(policy)
-        _gather("doctor", ray_address, timeout, nodes, save, no_ship, json_out,
-                policy=policy, target=target)
-
-    @fleet.command("plan", epilog=EPILOG)
-    @handle_errors
-    def plan_cmd(
-        ray_address: AddressOpt = None,
-        timeout: TimeoutOpt = 60.0,
-        nodes: NodesOpt = None,
-        save: SaveOpt = None,
-        no_ship: NoShipOpt = False,
-        policy: PolicyOpt = "auto",
-        target: TargetOpt = "auto",
-        json_out: JsonOpt = False,
-    ) -> None:
-        """`plan` on every node; which ranks' CPUs differ from the majority of their class."""
-        from ascendtune.app.plan import check_policy
-
-        check_policy(policy)
-        _gather("plan", ray_address, timeout, nodes, save, no_ship, json_out,
-                policy=policy, target=target)
+    _gather_command(fleet, "snapshot", "Capture every node (one pinned Ray task each); with --save keep the archives.")
+    _gather_command(fleet, "topo", "Every node's topology, grouped by class (accelerators, CPUs, NUMA layout).")
+    _gather_command(
+        fleet,
+        "doctor",
+        "`doctor` on every node, judged on the driver; which checks differ from the majority.",
+        planned=True,
+    )
+    _gather_command(
+        fleet,
+        "plan",
+        "`plan` on every node; which ranks' CPUs differ from the majority of their class.",
+        planned=True,
+    )
 
     @fleet.command("compare", epilog=EPILOG.replace(", or Ray not installed", ""))
     @handle_errors

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ascendtune.cli.common import JsonOpt, handle_errors, print_json
+from ascendtune.cli.common import (
+    JsonOpt,
+    cpus_option,
+    handle_errors,
+    pid_option,
+    plan_file_option,
+    print_json,
+    rank_option,
+)
 from ascendtune.cli.planopts import TargetOpt, _complete_policy, plan_options
 
 if TYPE_CHECKING:
@@ -140,12 +148,6 @@ def render(
     return Group(*parts)
 
 
-def _complete_pid(incomplete: str) -> list[tuple[str, str]]:
-    from ascendtune.cli.common import complete_pid
-
-    return complete_pid(incomplete)
-
-
 def register(app: typer.Typer) -> None:
     @app.command(
         "watch",
@@ -157,37 +159,15 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def _cmd(
         pid: Annotated[
-            list[int] | None,
-            typer.Option(
-                "--pid",
-                min=1,
-                metavar="PID",
-                help="A process to watch, every thread of it (repeat for more).",
-                autocompletion=_complete_pid,
-            ),
+            list[int] | None, pid_option("A process to watch, every thread of it (repeat for more).")
         ] = None,
-        cpus: Annotated[
-            str | None,
-            typer.Option("--cpus", metavar="CPULIST", help="The CPUs the process should run on."),
-        ] = None,
+        cpus: Annotated[str | None, cpus_option("The CPUs the process should run on.")] = None,
         plan: Annotated[
-            Path | None,
-            typer.Option(
-                "--plan",
-                metavar="FILE",
-                exists=True,
-                dir_okay=False,
-                help="A plan written by `ascendtune plan --json`, with --rank.",
-            ),
+            Path | None, plan_file_option("A plan written by `ascendtune plan --json`, with --rank.")
         ] = None,
         rank: Annotated[
             list[int] | None,
-            typer.Option(
-                "--rank",
-                min=0,
-                metavar="RANK",
-                help="The plan's rank the process serves (one per --pid, or one for all).",
-            ),
+            rank_option("The plan's rank the process serves (one per --pid, or one for all)."),
         ] = None,
         workers: Annotated[
             bool,

@@ -1,0 +1,77 @@
+"""Child processes that the bind and watch tests and the bind benchmarks act on: one program of
+sleeping, named or churning threads, and how to start a Python child with pipes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+# A child: threads (optionally named, optionally on their own masks; `threads` of them besides
+# the main one), or `spawners` threads that keep creating threads. It prints "ready" once every thread is set up, then waits.
+CHILD = r"""
+import ctypes, json, os, sys, threading, time
+spec = json.loads(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+threading.stack_size(spec.get("stack_kib", 256) * 1024)
+if spec.get("initial") is not None:
+    os.sched_setaffinity(0, spec["initial"])
+hold = threading.Event()
+names = spec.get("names", [])
+masks = spec.get("masks") or []
+n = spec.get("threads", 0)
+barrier = threading.Barrier(n + 1)
+
+def worker(i):
+    if i < len(names) and names[i]:
+        libc.prctl(15, names[i].encode(), 0, 0, 0)  # PR_SET_NAME: the kernel's thread name
+    if masks:
+        os.sched_setaffinity(0, masks[i % len(masks)])
+    barrier.wait()
+    hold.wait()
+
+for i in range(n):
+    threading.Thread(target=worker, args=(i,), daemon=True).start()
+barrier.wait()
+
+def leaf():
+    time.sleep(0.002)
+
+def mid():
+    t = threading.Thread(target=leaf)
+    t.start()
+    t.join()
+
+def spawner():
+    # creators die and are replaced too, so the set of creating threads keeps changing
+    for _ in range(40):
+        t = threading.Thread(target=mid)
+        t.start()
+        t.join(0.001)
+        time.sleep(0.0005)
+    threading.Thread(target=spawner, daemon=True).start()
+
+for _ in range(spec.get("spawners", 0)):
+    threading.Thread(target=spawner, daemon=True).start()
+print("ready", flush=True)
+sys.stdin.read()
+os._exit(0)
+"""
+
+
+
+
+def popen_child(code: str, *args: str) -> subprocess.Popen[str]:
+    """`python -c CODE ARGS...` with stdin and stdout as text pipes (closing stdin ends CHILD)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def assert_ready(p: subprocess.Popen[str]) -> None:
+    """Wait for CHILD's "ready" line: every thread is set up."""
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert line.strip() == "ready", f"child did not start: {line!r}"
