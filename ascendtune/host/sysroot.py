@@ -101,6 +101,8 @@ class Root:
 
 
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
+# a sysroot's file: never followed if a link, never blocking if a FIFO slipped in after the stat
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class DirRoot(Root):
@@ -148,6 +150,23 @@ class DirRoot(Root):
         directory, "parent" returns the folder holding the final component (for readlink) and
         leaves the name unresolved. The caller closes the descriptor.
         """
+        if last == "file":
+            # the common read: a plain file in a folder already open (a key of _dirs is a plain
+            # path, so rel is one too); a link, or anything unusual, takes the whole walk below
+            cut = rel.rfind("/")
+            fd = self._dirs.get(rel[:cut]) if cut > 0 else None
+            name = rel[cut + 1 :]
+            if fd is not None and name not in ("", ".", ".."):
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if not stat.S_ISLNK(st.st_mode):
+                        self._dirs.move_to_end(rel[:cut])
+                        self._refuse_special(rel, st.st_mode)
+                        return os.open(name, _FILE_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    if isinstance(e, PermissionError):
+                        raise
+                    return None  # absent, or (ELOOP) swapped for a link under us
         names = [p for p in rel.split("/") if p not in ("", ".")]
         final = ""
         if last == "parent":
@@ -233,8 +252,7 @@ class DirRoot(Root):
                         owned.append(True)
                     continue
                 self._refuse_special("/".join(names), st.st_mode)
-                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-                return os.open(name, flags, dir_fd=stack[-1])
+                return os.open(name, _FILE_FLAGS, dir_fd=stack[-1])
             if last == "file":
                 return None  # rel named the root itself, or ended on a folder
             if last == "parent":
@@ -293,7 +311,8 @@ class DirRoot(Root):
                     if self.live:
                         return None  # live /sys and /proc attributes are regular files
                     self._refuse_special(rel, st.st_mode)
-                os.set_blocking(fd, True)
+                if self.live:  # a sysroot's regular file reads alike either way: no two fcntl calls
+                    os.set_blocking(fd, True)
                 hint = -1 if self.live else st.st_size
                 return read_capped(fd, MAX_FILE_BYTES, self._p(rel), size_hint=hint)
             finally:
