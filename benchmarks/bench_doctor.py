@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from timing import run_timed  # noqa: E402
 
 from ascendtune.host.demos import DEMOS  # noqa: E402
 from ascendtune.synth.render import render  # noqa: E402
@@ -59,11 +60,7 @@ def add_procs(root: Path, n: int) -> None:
 
 
 def once(argv: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=600, check=False
-    )
-    return time.perf_counter() - t0
+    return run_timed(argv, env=env, check=False)
 
 
 def in_process(path: str) -> float:

@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from timing import run_timed  # noqa: E402
+
 from ascendtune.core.cpulist import format_cpulist  # noqa: E402
 from ascendtune.host.demos import DEMOS  # noqa: E402
 from ascendtune.synth.render import render  # noqa: E402
@@ -79,11 +81,7 @@ def env_for(tmp: str) -> dict[str, str]:
 
 
 def run_s(argv: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=600, check=True
-    )
-    return time.perf_counter() - t0
+    return run_timed(argv, env=env)
 
 
 LAUNCHER = (

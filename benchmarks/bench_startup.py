@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import run_timed
 
 HELLO = '''import typer
 
@@ -66,18 +66,8 @@ def cases(hello: str, compare: str | None) -> dict[str, tuple[list[str], str | N
 def once(argv: list[str], env: dict[str, str], path: str | None) -> float:
     if path is not None:
         env = dict(env, PYTHONPATH=path)
-    t0 = time.perf_counter()
     # cwd: `python -m` puts it first on sys.path, so a checkout there would shadow PYTHONPATH
-    subprocess.run(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        timeout=60,
-        check=True,
-        cwd=env["BENCH_CWD"],
-    )
-    return time.perf_counter() - t0
+    return run_timed(argv, env=env, cwd=env["BENCH_CWD"], timeout=60)
 
 
 def measure(runs: int, compare: str | None) -> dict[str, float]:

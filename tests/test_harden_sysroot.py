@@ -318,3 +318,10 @@ def test_stdin_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         read_stdin_text("--file -", cap=50)
     monkeypatch.setattr(sys, "stdin", _io.StringIO('{"a": 1}'))
     assert read_stdin_text("--file -") == '{"a": 1}'
+
+
+def test_tool_budget_is_the_runner_timeout() -> None:
+    # sysroot.py writes the number out so that reading a sysroot does not import the runner
+    from ascendtune.host import runner
+
+    assert DirRoot.tool_budget_s == runner.DEFAULT_TIMEOUT_S

@@ -4,10 +4,19 @@ plan carries with this host's, so a plan of another host is not applied here by 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hashlib import sha256
+else:  # the built-in SHA-256: hashlib would load OpenSSL (~2 ms) for a digest of a few bytes
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256
+        except ImportError:  # a Python built without it
+            from hashlib import sha256
 
 from ascendtune.host.sysroot import Root
 
@@ -21,7 +30,7 @@ def _digest(text: str | None) -> str | None:
     if not value:
         return None
     # a digest, not the id: a plan file travels, and machine-id is meant to stay private
-    return hashlib.sha256(value.encode()).hexdigest()[:16]
+    return sha256(value.encode()).hexdigest()[:16]
 
 
 def _meta_hostname(root: Root) -> str | None:
@@ -37,6 +46,8 @@ def _meta_hostname(root: Root) -> str | None:
 def host_identity(root: Root) -> dict[str, Any]:
     label = root.describe()
     if root.live:
+        import socket
+
         source = "live"
         hostname: str | None = socket.gethostname()
     else:

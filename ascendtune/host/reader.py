@@ -106,7 +106,7 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
             id=c,
             socket=sock,
             core=core,
-            siblings=siblings | {c},
+            siblings=siblings if c in siblings else siblings | {c},
             node=None,
             llc=llc,
         )
@@ -390,17 +390,26 @@ def read_host(root: Root) -> Host:
     online, present, cpus = read_cpus(root)
     nodes = read_nodes(root, online, notes)
     node_of = {c: n.id for n in nodes for c in n.cpus}
-    cpus = {
-        c: Cpu(
+    # a core's siblings and a cache's CPUs are one set shared by every CPU on them: each set is
+    # narrowed to the online CPUs once
+    within: dict[CpuSet, CpuSet] = {}
+    narrowed: dict[int, Cpu] = {}
+    for c, cpu in cpus.items():
+        siblings = within.get(cpu.siblings)
+        if siblings is None:
+            siblings = within[cpu.siblings] = cpu.siblings & online
+        llc = within.get(cpu.llc)
+        if llc is None:
+            llc = within[cpu.llc] = cpu.llc & online
+        narrowed[c] = Cpu(
             cpu.id,
             cpu.socket,
             cpu.core,
-            cpu.siblings & online | {c},
+            siblings if c in siblings else siblings | {c},
             node_of.get(c),
-            cpu.llc & online,
+            llc,
         )
-        for c, cpu in cpus.items()
-    }
+    cpus = narrowed
     allowed, mems, from_status, cgroup = read_allowed(root, online, present)
     meta = read_meta(root)
     pci_devices = read_pci(root)

@@ -16,10 +16,12 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
-from ascendtune.host import runner
+
+if TYPE_CHECKING:
+    from ascendtune.host import runner
 
 # Bounds on what a captured host may make us read (README "Limits"). No real sysfs or proc file,
 # nor any tool output we parse, comes near them; a captured host is someone else's input.
@@ -101,6 +103,8 @@ class Root:
 
 
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
+# a sysroot's file: never followed if a link, never blocking if a FIFO slipped in after the stat
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class DirRoot(Root):
@@ -112,7 +116,9 @@ class DirRoot(Root):
     files are opened (never a FIFO or a device), each read is bounded by MAX_FILE_BYTES.
     """
 
-    tool_budget_s = runner.DEFAULT_TIMEOUT_S  # shared by all tool runs through this root
+    # shared by all tool runs through this root: runner.DEFAULT_TIMEOUT_S (a test keeps them
+    # equal), written out so that reading a sysroot or demo does not import the runner
+    tool_budget_s = 15.0
 
     # folders already resolved by a plain walk (no link, no ..), kept open: a reader asks for
     # thousands of files in a few hundred folders, and a walk from the top costs two system
@@ -148,6 +154,23 @@ class DirRoot(Root):
         directory, "parent" returns the folder holding the final component (for readlink) and
         leaves the name unresolved. The caller closes the descriptor.
         """
+        if last == "file":
+            # the common read: a plain file in a folder already open (a key of _dirs is a plain
+            # path, so rel is one too); a link, or anything unusual, takes the whole walk below
+            cut = rel.rfind("/")
+            fd = self._dirs.get(rel[:cut]) if cut > 0 else None
+            name = rel[cut + 1 :]
+            if fd is not None and name not in ("", ".", ".."):
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if not stat.S_ISLNK(st.st_mode):
+                        self._dirs.move_to_end(rel[:cut])
+                        self._refuse_special(rel, st.st_mode)
+                        return os.open(name, _FILE_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    if isinstance(e, PermissionError):
+                        raise
+                    return None  # absent, or (ELOOP) swapped for a link under us
         names = [p for p in rel.split("/") if p not in ("", ".")]
         final = ""
         if last == "parent":
@@ -233,8 +256,7 @@ class DirRoot(Root):
                         owned.append(True)
                     continue
                 self._refuse_special("/".join(names), st.st_mode)
-                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-                return os.open(name, flags, dir_fd=stack[-1])
+                return os.open(name, _FILE_FLAGS, dir_fd=stack[-1])
             if last == "file":
                 return None  # rel named the root itself, or ended on a folder
             if last == "parent":
@@ -293,7 +315,8 @@ class DirRoot(Root):
                     if self.live:
                         return None  # live /sys and /proc attributes are regular files
                     self._refuse_special(rel, st.st_mode)
-                os.set_blocking(fd, True)
+                if self.live:  # a sysroot's regular file reads alike either way: no two fcntl calls
+                    os.set_blocking(fd, True)
                 hint = -1 if self.live else st.st_size
                 return read_capped(fd, MAX_FILE_BYTES, self._p(rel), size_hint=hint)
             finally:
@@ -373,6 +396,8 @@ class DirRoot(Root):
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         if not self.live:
             return super().command(argv)
+        from ascendtune.host import runner
+
         exe = runner.which(argv[0], fallbacks)
         if exe is None:
             return None
@@ -512,6 +537,7 @@ class _ArchiveEnd(Exception):
 
 _FILE_TYPES = (b"0", b"\0", b"7")  # regular, old regular, contiguous: what tarfile calls a file
 _BLOCK = 512
+_ZERO_BLOCK = bytes(_BLOCK)  # the end-of-archive marker
 
 
 def _octal(field: bytes) -> int:
@@ -532,6 +558,12 @@ def _octal(field: bytes) -> int:
 
 def _text(field: bytes) -> str:
     return field.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
+def _field(block: bytes, start: int, end: int) -> str:
+    """_text(block[start:end]) without the slice and the split."""
+    cut = block.find(0, start, end)
+    return block[start : end if cut < 0 else cut].decode("utf-8", "surrogateescape")
 
 
 def _pax(data: bytes) -> dict[str, str]:
@@ -568,7 +600,7 @@ def _members(read: Callable[[int], bytes]) -> Iterator[tuple[str, bytes, str, in
     long_link: str | None = None
     while True:
         block = read(_BLOCK)
-        if len(block) < _BLOCK or block.count(0) == _BLOCK:
+        if len(block) < _BLOCK or block == _ZERO_BLOCK:
             if first:
                 raise _ArchiveEnd("truncated header" if block else "empty file")
             return
@@ -591,25 +623,29 @@ def _members(read: Callable[[int], bytes]) -> Iterator[tuple[str, bytes, str, in
             else:
                 long_link = _text(data)
             continue
-        name = _text(block[0:100])
-        if block[257:263] == b"ustar\0":  # POSIX ustar: a long name is split in prefix/name
-            prefix = _text(block[345:500])
-            if prefix:
-                name = prefix + "/" + name
-        link = _text(block[157:257])
-        fields = {**pax_global, **pax}
-        name = fields.get("path", long_name if long_name is not None else name)
-        link = fields.get("linkpath", long_link if long_link is not None else link)
-        if "size" in fields:
-            try:
-                size = int(fields["size"])
-            except ValueError:
-                raise _ArchiveEnd("invalid PAX size") from None
+        name = _field(block, 0, 100)
+        if block[257:263] == b"ustar\0" and block[345]:  # POSIX ustar: a long name is split
+            name = _field(block, 345, 500) + "/" + name  # in prefix/name
+        link = _field(block, 157, 257) if block[157] else ""
+        if long_name is not None:
+            name = long_name
+        if long_link is not None:
+            link = long_link
+        if pax or pax_global:
+            fields = {**pax_global, **pax}
+            name = fields.get("path", name)
+            link = fields.get("linkpath", link)
+            if "size" in fields:
+                try:
+                    size = int(fields["size"])
+                except ValueError:
+                    raise _ArchiveEnd("invalid PAX size") from None
+            pax = {}
         if kind == b"\0" and name.endswith("/"):
             kind = b"5"  # old tars: a folder is a file whose name ends in /
         if kind == b"5":
             name = name.rstrip("/")
-        pax, long_name, long_link = {}, None, None
+        long_name = long_link = None
         yield name, kind, link, size
 
 
@@ -673,7 +709,11 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
                 )
             name = raw_name.lstrip("./")
             names.append(name)
-            keep = bool(name) and not name.startswith("/") and ".." not in name.split("/")
+            keep = (
+                bool(name)
+                and not name.startswith("/")
+                and (".." not in name or ".." not in name.split("/"))
+            )
             if kind == b"2":
                 if keep:
                     links[name] = linkname
@@ -684,8 +724,14 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
                         f"{label}: member {name} is larger than the "
                         f"{_mib(MAX_FILE_BYTES)} limit on one file"
                     )
-                files[name] = _exact(read, size).decode("utf-8", errors="replace")
-                _skip(read, -size % _BLOCK)
+                # the data and its padding in one read; short: the archive ends inside them
+                whole = size + (-size % _BLOCK)
+                data = read(whole)
+                if len(data) < whole:
+                    raise _ArchiveEnd("unexpected end of data")
+                files[name] = (data if whole == size else data[:size]).decode(
+                    "utf-8", errors="replace"
+                )
             elif kind not in (b"1", b"3", b"4", b"5", b"6"):
                 # links, devices, folders and FIFOs carry no data; anything else: skip its own
                 _skip(read, size + (-size % _BLOCK))
