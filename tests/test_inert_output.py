@@ -117,3 +117,13 @@ def test_internal_error_line_is_capped_and_inert(monkeypatch: pytest.MonkeyPatch
     assert lines[0].endswith("(rerun with --debug for a traceback, and report it)")
     assert len(lines[0]) <= common.MAX_ERROR_LINE
     assert_inert(r)
+
+
+def test_emoji_codes_from_a_host_print_as_text(tmp_path: Path) -> None:
+    from tests.builder import SysrootBuilder
+
+    b = SysrootBuilder(tmp_path / "root")
+    b.cpus("0-3").node(0, "0-3").meta(hostname=":smile:-node", arch="aarch64")
+    res = CliRunner().invoke(app, ["topo", "--sysroot", str(b.root)])
+    assert res.exit_code == 0, res.output
+    assert ":smile:-node" in res.output and "\U0001f604" not in res.output

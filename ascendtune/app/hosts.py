@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ascendtune.app.options import HostSource
+from ascendtune.app.source import HostSource
 from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:

@@ -6,20 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class HostSource:
-    """Where a host is read from: an embedded demo, a captured sysroot, or (neither) this host."""
-
-    sysroot: str | None = None
-    demo: str | None = None
-
-    def describe(self) -> str:
-        if self.demo is not None:
-            return f"demo {self.demo}"
-        if self.sysroot is not None:
-            return f"sysroot {self.sysroot}"
-        return "this host"
+from ascendtune.app.source import HostSource
 
 
 @dataclass(frozen=True)
@@ -65,3 +52,5 @@ class PlanOptions:
 class DoctorOptions:
     sections: tuple[str, ...] = ("host", "workers")
     plan: PlanOptions = PlanOptions()
+
+__all__ = ["DoctorOptions", "HostSource", "PlanOptions"]

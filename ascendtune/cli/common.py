@@ -174,6 +174,11 @@ def _inert_console_class() -> type[Console]:
     from ascendtune.core.text import inert
 
     class InertConsole(Console):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # `:smile:` in a hostname or a log line is text, not an emoji code
+            kwargs.setdefault("emoji", False)
+            super().__init__(*args, **kwargs)
+
         def render(self, renderable: Any, options: Any = None) -> Any:
             for seg in super().render(renderable, options):
                 if seg.control is None and seg.text:
@@ -194,7 +199,7 @@ def open_root(sysroot: str | None, demo: str | None) -> Root:
     """The root a read command looks through; `--demo list` prints the demos and exits."""
     from ascendtune.app.hosts import demo_names
     from ascendtune.app.hosts import open_root as _open
-    from ascendtune.app.options import HostSource
+    from ascendtune.app.source import HostSource
 
     if demo == "list" and sysroot is None:
         for name, about in demo_names():
