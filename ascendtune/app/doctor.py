@@ -86,7 +86,12 @@ def plan_facts(
 def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     from ascendtune.app.plan import check_policy
     from ascendtune.core.doctor import DoctorInput, host_checks, worker_checks
-    from ascendtune.host.facts import find_workers, gather_host_facts, scanned_note
+    from ascendtune.host.facts import (
+        find_workers,
+        gather_host_facts,
+        scan_processes,
+        scanned_note,
+    )
 
     check_policy(opts.plan.policy)
     for s in opts.sections:
@@ -98,13 +103,16 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
         from ascendtune.app.plan import resolve_version
 
         reason = resolve_version(host, opts.plan.target, root)[1]
-    inp = DoctorInput(gather_host_facts(root), host, host_error, plan)
+    # one pass over proc/ for both sections: every process's comm (irqbalance) and open files
+    scan = scan_processes(root, devices="workers" in opts.sections)
+    inp = DoctorInput(gather_host_facts(root, scan), host, host_error, plan)
     checks: list[Check] = []
     if "host" in opts.sections:
         checks += host_checks(inp)
         checks += unread_views(host)
     if "workers" in opts.sections:
-        checks += worker_checks(find_workers(root, host), inp, scanned_note(root, host))
+        workers = find_workers(root, host, scan)
+        checks += worker_checks(workers, inp, scanned_note(root, host, scan))
     from ascendtune.app.hosts import identity
 
     return DoctorReport(checks, root, host, plan, tuple(opts.sections), identity(root), reason)

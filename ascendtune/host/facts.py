@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ascendtune.core import vendors
 from ascendtune.core.cgroup import parse_proc_cgroup
@@ -170,12 +171,48 @@ def proc_scanned(root: Root, meta: Mapping[str, object] | None = None) -> bool:
     return bool((meta if meta is not None else _meta(root)).get("proc_scanned"))
 
 
-def _irqbalance(root: Root, pids: list[int] | None) -> tuple[int, ...] | None:
-    if pids is None or not proc_scanned(root):
-        return None
-    return tuple(
-        p for p in pids if (root.read_text(f"proc/{p}/comm") or "").strip() == "irqbalance"
-    )
+Held = list[tuple[vendors.VendorProfile, int, str]]
+
+
+class ProcessScan(NamedTuple):
+    """One pass over proc/: what doctor reads of every process, each read once.
+
+    pids: the PID folders, sorted (None: no process list under this root). irqbalance: the
+    PIDs whose comm is irqbalance (None when not read, or the root records no process scan).
+    held: PID -> the accelerator device files it holds open (processes holding none left out).
+    """
+
+    pids: list[int] | None
+    irqbalance: tuple[int, ...] | None
+    held: dict[int, Held]
+
+
+def scan_processes(root: Root, *, irqbalance: bool = True, devices: bool = True) -> ProcessScan:
+    """Read proc/PID/comm (irqbalance) and the targets of proc/PID/fd (devices) of every
+    process in one pass; a process holding no accelerator device file costs nothing more."""
+    pids = _pids(root)
+    if pids is None:
+        return ProcessScan(None, None, {})
+    want_comm = irqbalance and proc_scanned(root)
+    if not want_comm and not devices:
+        return ProcessScan(pids, None, {})
+    if devices:
+        names = [str(p) for p in pids]
+        rows = root.read_children("proc", names, "comm" if want_comm else None, "fd")
+    else:
+        rows = [(root.read_text(f"proc/{p}/comm"), None) for p in pids]
+    # most open files are sockets, pipes and plain files: only /dev/<device_file>... can match
+    wanted = tuple(f"/dev/{p.device_file}" for p in vendors.profiles())
+    irq: list[int] = []
+    held: dict[int, Held] = {}
+    for pid, (comm, targets) in zip(pids, rows, strict=True):
+        if comm is not None and comm.strip() == "irqbalance":
+            irq.append(pid)
+        if targets and any(t.startswith(wanted) for t in targets):
+            got = _held_devices(targets, wanted)
+            if got:
+                held[pid] = got
+    return ProcessScan(pids, tuple(irq) if want_comm else None, held)
 
 
 def _meta(root: Root) -> dict[str, object]:
@@ -227,7 +264,11 @@ def _tuned(root: Root, tools: Mapping[str, str | None] | None) -> bool | None:
     return None if not root.live else False
 
 
-def gather_host_facts(root: Root) -> HostFacts:
+def gather_host_facts(root: Root, scan: ProcessScan | None = None) -> HostFacts:
+    """scan: the pass over proc/ of this root (scan_processes with irqbalance), read here when
+    not given."""
+    if scan is None:
+        scan = scan_processes(root, devices=False)
     meta = _meta(root)
     status = root.read_text(SELF_STATUS)
     migration = FileValue(SCHED_MIGRATION, root.read_text(SCHED_MIGRATION))
@@ -249,7 +290,7 @@ def gather_host_facts(root: Root) -> HostFacts:
         swaps=root.read_text(SWAPS),
         sched_migration_cost=migration,
         thp=FileValue(THP, root.read_text(THP)),
-        irqbalance_pids=_irqbalance(root, _pids(root)),
+        irqbalance_pids=scan.irqbalance,
         cgroup_version=own.version if own is not None else cgroup_version(root),
         cgroup_cpuset=own.cpus if own is not None else None,
         cap_eff=_status_int(status, "CapEff", 16),
@@ -271,13 +312,12 @@ def gather_host_facts(root: Root) -> HostFacts:
 # ---- workers ------------------------------------------------------------------------------------
 
 
-def _held_devices(root: Root, pid: int) -> list[tuple[vendors.VendorProfile, int, str]]:
-    """(vendor, N, path) of every accelerator device file (/dev/davinciN, /dev/nvidiaN) pid
-    holds open: one per device a worker uses; control nodes (davinci_manager, nvidiactl) are not."""
-    out: list[tuple[vendors.VendorProfile, int, str]] = []
-    # most open files are sockets, pipes and plain files: only /dev/<device_file>... can match
-    wanted = tuple(f"/dev/{p.device_file}" for p in vendors.profiles())
-    for target in root.readlinks(f"proc/{pid}/fd") or ():
+def _held_devices(targets: list[str], wanted: tuple[str, ...]) -> Held:
+    """(vendor, N, path) of every accelerator device file (/dev/davinciN, /dev/nvidiaN) among
+    a process's open files (targets): one per device a worker uses; control nodes
+    (davinci_manager, nvidiactl) are not. wanted: the /dev/<device_file> prefixes."""
+    out: Held = []
+    for target in targets:
         if not target.startswith(wanted):
             continue
         hit = vendors.by_device_file(target)
@@ -350,7 +390,7 @@ class _Found:
     vendor: str = ""
 
 
-def _worker_pids(root: Root, host: Host | None) -> dict[int, _Found]:
+def _worker_pids(root: Root, host: Host | None, scan: ProcessScan) -> dict[int, _Found]:
     """Every PID that holds an accelerator: from the vendor tool's process table and from
     proc/*/fd."""
     found: dict[int, _Found] = {}
@@ -369,10 +409,7 @@ def _worker_pids(root: Root, host: Host | None) -> dict[int, _Found]:
         entry.devices.append(dev)
         if home.processes_from not in entry.by:
             entry.by.append(home.processes_from)
-    for pid in _pids(root) or []:
-        held = _held_devices(root, pid)
-        if not held:
-            continue
+    for pid, held in scan.held.items():
         entry = found.setdefault(pid, _Found())
         for prof, n, path in held:
             entry.vendor = prof.vendor.value
@@ -382,10 +419,15 @@ def _worker_pids(root: Root, host: Host | None) -> dict[int, _Found]:
     return found
 
 
-def find_workers(root: Root, host: Host | None) -> list[WorkerFacts]:
-    """The accelerator workers visible through root, with their threads' masks."""
+def find_workers(
+    root: Root, host: Host | None, scan: ProcessScan | None = None
+) -> list[WorkerFacts]:
+    """The accelerator workers visible through root, with their threads' masks (scan: the pass
+    over proc/ of this root, read here when not given)."""
+    if scan is None:
+        scan = scan_processes(root, irqbalance=False)
     workers: list[WorkerFacts] = []
-    for pid, entry in sorted(_worker_pids(root, host).items()):
+    for pid, entry in sorted(_worker_pids(root, host, scan).items()):
         devices = tuple(sorted(set(entry.devices)))
         by = tuple(entry.by)
         files = tuple(sorted(set(entry.files)))
@@ -423,9 +465,9 @@ def _cgroup_key(text: str | None) -> str | None:
     return v2 or next((e.path for e in reversed(entries) if "cpuset" in e.controllers), None)
 
 
-def scanned_note(root: Root, host: Host | None) -> str:
+def scanned_note(root: Root, host: Host | None, scan: ProcessScan | None = None) -> str:
     """Where the worker search looked, for the row that says none was found."""
-    pids = _pids(root)
+    pids = scan.pids if scan is not None else _pids(root)
     table = (
         "npu-smi's process table is empty"
         if host is not None and host.npu_smi_found
@@ -472,13 +514,13 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
         if re.fullmatch(r"cpu\d+", entry):
             paths += _existing(root, [f"{CPU_DIR}/{entry}/cpufreq/scaling_governor"])
     paths += cpuset_paths(root)
-    pids = _pids(root) or []
-    paths += [f"proc/{p}/comm" for p in _irqbalance(root, pids) or ()]
+    scan = scan_processes(root)
+    paths += [f"proc/{p}/comm" for p in scan.irqbalance or ()]
     for irq in _npu_irq_numbers(root.read_text(INTERRUPTS)):
         paths += _existing(root, affinity_paths(irq))
     for d in _npu_msi_dirs(root).values():
         paths += _existing(root, [f"{d}/{e}" for e in root.listdir(d) or []])
-    for w in find_workers(root, host):
+    for w in find_workers(root, host, scan):
         if not w.present:
             continue
         base = f"proc/{w.pid}"

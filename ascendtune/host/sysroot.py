@@ -81,6 +81,22 @@ class Root:
                 out.append(target)
         return out
 
+    def read_children(
+        self, folder: str, names: list[str], file: str | None, links: str
+    ) -> list[tuple[str | None, list[str] | None]]:
+        """For each name of an entry of folder: (read_text of folder/NAME/file, or None when
+        file is None; readlinks of folder/NAME/links), in the order of names. What doctor reads
+        of every process (proc/PID/comm and the targets of proc/PID/fd) in one pass."""
+        base = folder.rstrip("/") + "/"
+        read_text, readlinks = self.read_text, self.readlinks
+        return [
+            (
+                read_text(f"{base}{name}/{file}") if file is not None else None,
+                readlinks(f"{base}{name}/{links}"),
+            )
+            for name in names
+        ]
+
     def exists(self, rel: str) -> bool:
         return self.read_text(rel) is not None or self.listdir(rel) is not None
 
@@ -105,6 +121,7 @@ class Root:
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
 # a sysroot's file: never followed if a link, never blocking if a FIFO slipped in after the stat
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class DirRoot(Root):
@@ -392,6 +409,99 @@ class DirRoot(Root):
             return None
         finally:
             os.close(fd)
+
+    def read_children(
+        self, folder: str, names: list[str], file: str | None, links: str
+    ) -> list[tuple[str | None, list[str] | None]]:
+        # A sysroot's proc/ holds thousands of PID folders: each is opened once from the folder
+        # descriptor (O_NOFOLLOW, so a link is never followed here), and its file and link folder
+        # are read from that descriptor, with no path walk and nothing kept in _dirs. Anything
+        # unusual (a link, a name that is not one plain component, an error other than absence)
+        # takes the ordinary read_text / readlinks, which resolve links inside the root and
+        # refuse what they refuse; a FIFO, device or folder as the file is refused here alike.
+        if self.live:
+            return super().read_children(folder, names, file, links)
+        try:
+            base = self._walk(folder, last="dir")
+        except OSError:
+            base = None
+        if base is None:
+            return super().read_children(folder, names, file, links)
+        prefix = folder.strip("/") + "/"
+        out: list[tuple[str | None, list[str] | None]] = []
+        add = out.append
+        dir_flags = _DIR_FLAGS
+        try:
+            for name in names:
+                got: tuple[str | None, list[str] | None] | None = None
+                if "/" not in name and name not in ("", ".", ".."):
+                    try:
+                        d = os.open(name, dir_flags, dir_fd=base)
+                    except FileNotFoundError:
+                        got = (None, None)
+                    except OSError:
+                        pass  # a link (ELOOP), not a folder, unreadable: the full walk decides
+                    else:
+                        try:
+                            got = self._child(d, prefix + name, file, links)
+                        finally:
+                            os.close(d)
+                if got is None:
+                    got = super().read_children(folder, [name], file, links)[0]
+                add(got)
+        finally:
+            os.close(base)
+        return out
+
+    def _child(
+        self, d: int, rel: str, file: str | None, links: str
+    ) -> tuple[str | None, list[str] | None] | None:
+        """read_children of one entry, from its open folder d (rel: its path); None when only
+        the full walk can answer (a link met, an unusual error)."""
+        text: str | None = None
+        if file is not None:
+            try:
+                st = os.stat(file, dir_fd=d, follow_symlinks=False)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return None
+            else:
+                mode = st.st_mode
+                if not stat.S_ISREG(mode):
+                    if stat.S_ISLNK(mode):
+                        return None
+                    self._refuse_special(f"{rel}/{file}", mode)  # raises
+                try:
+                    fd = os.open(file, _FILE_FLAGS, dir_fd=d)
+                except OSError:
+                    return None  # swapped under us (ELOOP), or unreadable: the walk decides
+                try:
+                    label = self._p(f"{rel}/{file}")
+                    data = read_capped(fd, MAX_FILE_BYTES, label, size_hint=st.st_size)
+                except OSError:
+                    return None
+                finally:
+                    os.close(fd)
+                text = data.decode("utf-8", errors="replace")
+        try:
+            ld = os.open(links, _DIR_FLAGS, dir_fd=d)
+        except FileNotFoundError:
+            return text, None
+        except OSError:
+            return None
+        targets: list[str] = []
+        try:
+            for entry in sorted(os.listdir(ld)):
+                try:
+                    targets.append(os.readlink(entry, dir_fd=ld))
+                except OSError:
+                    continue  # closed meanwhile, or not a link
+        except OSError:
+            return None
+        finally:
+            os.close(ld)
+        return text, targets
 
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         if not self.live:
