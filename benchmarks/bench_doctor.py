@@ -1,9 +1,12 @@
 """doctor's worker scan at scale: `doctor --sysroot X --json` on the Atlas 800I A2 demo written
 as a folder with 10,000 extra fake proc/PID entries (each with a few open files; a handful hold
 /dev/davinciN), against the same folder with none, interleaved in one run. The difference over
-10,000 gives the cost per process scanned.
+10,000 gives the cost per process scanned (each run paired with the baseline run beside it);
+the whole process on a host with 10,000 processes is the baseline plus 10,000 times that.
 
-Target (issue 17): under 30 us per process scanned (10,000 processes in under half a second).
+Target (issue 17): under 30 us per process scanned, 10,000 processes audited in under half a
+second. Both are printed with the baseline measured in the same run (the machine is shared:
+compare the ratio, and run it a few times).
 
 Run: python benchmarks/bench_doctor.py [--runs N] [--procs N]
 """
@@ -29,6 +32,7 @@ from ascendtune.synth.render import render  # noqa: E402
 from ascendtune.synth.standard import DEMO_SPECS  # noqa: E402
 
 TARGET_US = 30.0
+TARGET_TOTAL_MS = 500.0  # 10,000 processes audited, the whole process
 HOLDERS = 4  # fake processes holding an NPU
 
 
@@ -64,14 +68,13 @@ def once(argv: list[str], env: dict[str, str]) -> float:
 
 
 def in_process(path: str) -> float:
-    from ascendtune.host.facts import find_workers
-    from ascendtune.host.reader import read_host
+    """Seconds of app.doctor.doctor (what `doctor --json` runs between start-up and printing)."""
+    from ascendtune.app.doctor import doctor
+    from ascendtune.app.options import DoctorOptions
     from ascendtune.host.sysroot import open_root
 
-    root = open_root(path)
-    host = read_host(root)
     t0 = time.perf_counter()
-    find_workers(root, host)
+    doctor(open_root(path), DoctorOptions())
     return time.perf_counter() - t0
 
 
@@ -80,6 +83,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--procs", type=int, default=10_000)
     args = ap.parse_args()
+    n = args.procs
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
@@ -89,28 +93,42 @@ def main() -> None:
         tree = render(DEMO_SPECS["atlas-800i-a2"](DEMOS["atlas-800i-a2"]))
         base = str(tree.write(Path(tmp, "base")))
         many = tree.write(Path(tmp, "many"))
-        add_procs(many, args.procs)
+        add_procs(many, n)
         at = [sys.executable, "-m", "ascendtune", "doctor", "--json", "--sysroot"]
-        cases = {"0 extra processes (baseline)": base, f"{args.procs} extra processes": str(many)}
-        for path in cases.values():
+        cases = {"baseline (0 extra processes)": base, f"{n} extra processes": str(many)}
+        for path in cases.values():  # warm the bytecode cache and the page cache
             once([*at, path], env)
+            in_process(path)
         wall: dict[str, list[float]] = {k: [] for k in cases}
-        scan: dict[str, list[float]] = {k: [] for k in cases}
-        for _ in range(args.runs):
+        inproc: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(args.runs):  # interleaved: the baseline runs between the measured ones
             for name, path in cases.items():
                 wall[name].append(once([*at, path], env))
-                scan[name].append(in_process(path))
-        print(f"{'doctor --sysroot --json':30} {'process ms':>11} {'x base':>7} {'find_workers ms':>16}")
-        med = {k: (statistics.median(wall[k]), statistics.median(scan[k])) for k in cases}
-        b = med["0 extra processes (baseline)"][0]
-        for name, (w, f) in med.items():
-            print(f"{name:30} {w * 1e3:11.1f} {w / b:7.2f} {f * 1e3:16.1f}")
-        (w0, f0), (w1, f1) = med.values()
-        per_wall = (w1 - w0) / args.procs * 1e6
-        per_scan = (f1 - f0) / args.procs * 1e6
-        verdict = "ok" if per_wall < TARGET_US else "MISSED"
-        print(f"per process scanned: {per_wall:.1f} us whole process ({verdict}, target {TARGET_US:.0f}),"
-              f" {per_scan:.1f} us in find_workers")
+                inproc[name].append(in_process(path))
+        print(f"doctor --sysroot X --json, medians of {args.runs} interleaved runs")
+        print(f"{'':30} {'process ms':>11} {'x base':>7} {'in-process doctor ms':>21}")
+        b = statistics.median(wall[next(iter(cases))])
+        for name in cases:
+            w, f = statistics.median(wall[name]), statistics.median(inproc[name])
+            print(f"{name:30} {w * 1e3:11.1f} {w / b:7.2f} {f * 1e3:21.1f}")
+        (w0, w1), (f0, f1) = wall.values(), inproc.values()
+        # per run: the measured case minus the baseline run beside it
+        per = sorted((b1 - b0) / n * 1e6 for b0, b1 in zip(w0, w1, strict=True))
+        per_in = statistics.median((b1 - b0) / n * 1e6 for b0, b1 in zip(f0, f1, strict=True))
+        per_us = statistics.median(per)
+        # 10,000 processes audited: the whole doctor process on a host with that many
+        total_ms = (b + per_us * 1e-6 * 10_000) * 1e3
+        verdict = "ok" if per_us < TARGET_US else "MISSED"
+        print(
+            f"per process scanned: {per_us:.1f} us whole process (runs {per[0]:.1f}-{per[-1]:.1f};"
+            f" target < {TARGET_US:.0f} us: {verdict}), {per_in:.1f} us in-process"
+        )
+        verdict = "ok" if total_ms < TARGET_TOTAL_MS else "MISSED"
+        print(
+            f"10,000 processes audited: {total_ms:.0f} ms whole process"
+            f" ({total_ms / (b * 1e3):.2f}x the baseline's {b * 1e3:.0f} ms;"
+            f" target < {TARGET_TOTAL_MS:.0f} ms: {verdict})"
+        )
 
 
 if __name__ == "__main__":
