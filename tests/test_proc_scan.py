@@ -108,3 +108,34 @@ def test_a_huge_comm_names_the_cap(tree: SysrootBuilder, monkeypatch: pytest.Mon
     tree.file("proc/12/comm", "x" * 101)
     with pytest.raises(InvalidInput, match="100 bytes limit"):
         DirRoot(tree.root).read_children("proc", ["12"], "comm", "fd")
+
+
+def test_doctor_reads_a_process_that_holds_no_device_once(
+    tree: SysrootBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the scan is shared by the host section (irqbalance) and the workers section: a process
+    # that holds no accelerator (12) is listed once by read_children and never read again
+    from ascendtune.app.doctor import doctor
+    from ascendtune.app.options import DoctorOptions
+
+    tree.file("meta.json", '{"proc_scanned": true}')
+    seen: list[str] = []
+    calls: list[list[str]] = []
+    for name in ("read_text", "readlinks", "listdir", "readlink"):
+        orig = getattr(DirRoot, name)
+
+        def spy(self: DirRoot, rel: str, _orig: object = orig) -> object:
+            seen.append(rel)
+            return _orig(self, rel)  # type: ignore[operator]
+
+        monkeypatch.setattr(DirRoot, name, spy)
+    orig_children = DirRoot.read_children
+
+    def children(self: DirRoot, folder: str, names: list[str], *a: object) -> object:
+        calls.append(names)
+        return orig_children(self, folder, names, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DirRoot, "read_children", children)
+    doctor(DirRoot(tree.root), DoctorOptions())
+    assert len(calls) == 1 and "12" in calls[0]
+    assert not [p for p in seen if p.startswith("proc/12/")]
