@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
@@ -119,7 +119,7 @@ def with_nvml(
 ) -> tuple[list[Accelerator], tuple[AccelProcess, ...]]:
     """GPU names as the driver gives them, and the processes holding each GPU."""
     by_bus = {g.bus_id: g for g in nvml_gpus}
-    named = [replace(a, name=by_bus[a.bus_id].name) if a.bus_id in by_bus else a for a in gpus]
+    named = [a._replace(name=by_bus[a.bus_id].name) if a.bus_id in by_bus else a for a in gpus]
     procs = processes_of(doc)
     if procs is None:
         notes.append("NVML is installed but could not list GPU processes")
