@@ -7,7 +7,7 @@ the cases at the end are the ones its own unit tests (tests/ut/device_allocator)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -436,10 +436,10 @@ def test_bad_visible_devices(hosts: Hosts, visible: tuple[int, ...], message: st
 def _host(node_cpus: list[list[int]], affinity: dict[int, list[int]], allowed: list[int]) -> Host:
     h = memory_host(node_cpus, allowed=frozenset(allowed), npu_nodes=[0] * len(affinity))
     npus = tuple(
-        replace(a, tool_affinity=frozenset(affinity[a.logical_id]), cpu_affinity=frozenset())
+        a._replace(tool_affinity=frozenset(affinity[a.logical_id]), cpu_affinity=frozenset())
         for a in h.accelerators
     )
-    return replace(h, accelerators=npus)
+    return h._replace(accelerators=npus)
 
 
 def test_ut_global_slice_uses_total_logic_npus() -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.app.source import HostSource
 from ascendtune.core.errors import UsageError
@@ -32,8 +31,7 @@ def read_host(root: Root) -> Host:
     return _read(root)
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(NamedTuple):
     """A host as a command reads it: the root, the model, and which host it is."""
 
     root: Root

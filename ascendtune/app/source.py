@@ -3,11 +3,10 @@ nothing else of the options, at start-up)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class HostSource:
+class HostSource(NamedTuple):
     """Where a host is read from: an embedded demo, a captured sysroot, or (neither) this host."""
 
     sysroot: str | None = None

@@ -94,6 +94,13 @@ def fitted_table(
     n = len(headers)
     mins = [1] * n
     maxs = [1] * n
+
+    def parsed(cell: Any) -> Any:
+        # markup parsed once here, not again at every measure and render of the cell
+        return console.render_str(cell) if isinstance(cell, str) else cell
+
+    headers = [parsed(h) for h in headers]
+    rows = [[parsed(c) for c in row] for row in rows]
     all_rows: list[Sequence[Any]] = [headers, *rows]
     for row in all_rows:
         for i, cell in enumerate(row):

@@ -54,10 +54,25 @@ def _short(code: str) -> str:
     return SHORT_CODES.get(code, code)
 
 
+def grid_lines(rows: list[list[str]]) -> list[str]:
+    """Rows as aligned text: the first column right-justified, the others centred, one space
+    between columns (what a Rich grid with padding (0, 1) prints, at a fraction of the cost:
+    the link matrix is a square of short codes, never wrapped)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [r[0].rjust(widths[0])]
+        for cell, w in zip(r[1:], widths[1:], strict=True):
+            left = (w - len(cell)) // 2
+            cells.append(" " * left + cell + " " * (w - len(cell) - left))
+        out.append(" ".join(cells))
+    return out
+
+
 def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
     """The link matrix as a grid (like nvidia-smi topo -m), codes whole or two-letter forms
     when whole codes would not fit, and a legend for every code it shows."""
-    from rich.table import Table
+    from ascendtune.cli.common import plain, shown
 
     ids = sorted(links)
     codes = sorted({c for row in links.values() for c in row.values() if c})
@@ -69,20 +84,14 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
 
     short = width(codes) > con.width
     show = _short if short else (lambda c: c)
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(justify="right")
-    for _ in ids:
-        grid.add_column(justify="center")
-    from ascendtune.cli.common import shown
-
-    grid.add_row("", *map(str, ids))
+    rows = [["", *map(str, ids)]]
     for a_id in ids:
-        grid.add_row(
-            str(a_id),
-            *("X" if a_id == b else shown(show(links[a_id].get(b, ""))) or "-" for b in ids),
+        rows.append(
+            [str(a_id), *("X" if a_id == b else plain(show(links[a_id].get(b, ""))) or "-" for b in ids)]
         )
     con.print("links")
-    con.print(grid)
+    for line in grid_lines(rows):
+        con.print(line, markup=False, highlight=False, soft_wrap=True)
     seen = {_link_key(c): c for c in codes}
     legend = []
     for key, about in LINK_CODES.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ascendtune.core.cpulist import CpuSet
 
@@ -23,8 +23,7 @@ MEMS_FILES: dict[int, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class CgroupEntry:
+class CgroupEntry(NamedTuple):
     """One line of /proc/PID/cgroup: `hierarchy:controllers:path`."""
 
     hierarchy: int
@@ -36,8 +35,7 @@ class CgroupEntry:
         return self.hierarchy == 0 and not self.controllers
 
 
-@dataclass(frozen=True)
-class CgroupMount:
+class CgroupMount(NamedTuple):
     """A cgroup or cgroup2 mount from mountinfo: which cgroup (`root`) shows at `mountpoint`."""
 
     root: str  # "/" on the host; the container's own cgroup when a runtime bind-mounts it
@@ -50,8 +48,7 @@ class CgroupMount:
         return 2 if self.fstype == "cgroup2" else 1
 
 
-@dataclass(frozen=True)
-class Cpuset:
+class Cpuset(NamedTuple):
     """The cpuset of a process's cgroup, as the nearest cgroup holding the files says."""
 
     cpus: CpuSet

@@ -33,6 +33,10 @@ MAX_JSON_CHARS = 4 << 20
 def inert(s: str) -> str:
     """s without escape sequences or control characters (tab and newline kept); lone surrogates
     become U+FFFD, so the result can always be written to a UTF-8 terminal."""
+    if s.isprintable():
+        # no Cc (ESC, C0, C1) and no Cs (surrogates) in s: nothing below could match; the
+        # common case, once per segment a console prints
+        return s
     s = _CONTROLS.sub("", _ESCAPES.sub("", s))
     return _SURROGATES.sub("\ufffd", s)
 

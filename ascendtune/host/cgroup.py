@@ -8,7 +8,6 @@ and memory nodes from the nearest folder up the tree that has the cpuset files.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
 
 from ascendtune.core.cgroup import (
     CPUS_FILES,
@@ -43,12 +42,14 @@ def cgroup_file(pid: Pid) -> str:
     return f"proc/{pid}/cgroup"
 
 
-@dataclass
 class _Reads:
     """A Root that remembers which files it found, so snapshot captures exactly those."""
 
-    root: Root
-    seen: list[str] = field(default_factory=list)
+    __slots__ = ("root", "seen")
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.seen: list[str] = []
 
     def text(self, rel: str) -> str | None:
         got = self.root.read_text(rel)

@@ -43,7 +43,7 @@ def gpus(nvml: Any) -> tuple[NvmlGpu, ...] | None:
             name = nvml.nvmlDeviceGetName(h)
             out.append(
                 NvmlGpu(
-                    index=i,
+                    gpu_index=i,
                     name=name.decode() if isinstance(name, bytes) else str(name),
                     bus_id=_bus(nvml.nvmlDeviceGetPciInfo(h).busId),
                 )
@@ -90,7 +90,7 @@ def capture(nvml: Any) -> dict[str, Any] | None:
         return None
     procs = processes(nvml)
     return {
-        "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id} for g in found],
+        "gpus": [{"index": g.gpu_index, "name": g.name, "bus_id": g.bus_id} for g in found],
         "processes": None
         if procs is None
         else [{"gpu": p.npu_id, "pid": p.pid, "mem_mib": p.mem_mib} for p in procs],

@@ -14,9 +14,8 @@ import stat
 import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 
@@ -32,8 +31,7 @@ MAX_LINK_HOPS = 40  # what the kernel allows before ELOOP
 MAX_ERROR_CHARS = 300  # of a tool's error line kept (a tool may print megabytes to stderr)
 
 
-@dataclass(frozen=True)
-class CommandOutput:
+class CommandOutput(NamedTuple):
     """The text a tool printed (stdout), whether it succeeded, and why not."""
 
     text: str

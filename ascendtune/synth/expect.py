@@ -10,7 +10,6 @@ the node of its CPUs, as the reader places it; the reader's note about it is not
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
@@ -91,7 +90,7 @@ def expected_host(spec: HostSpec) -> Host:
                 soc = Soc.A3
     # the vendor tools the reader ran, on models that record them (Host.tools_found)
     extra: dict[str, Any] = {}
-    if "tools_found" in {f.name for f in fields(Host)}:
+    if "tools_found" in Host._fields:
         extra["tools_found"] = ("npu-smi",) if smi is not None else ()
     host = Host(
         online,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.model import (
     Accelerator,
@@ -61,8 +59,7 @@ def phy_to_logical(topo: TopoMatrix, chips: tuple[NpuChip, ...], notes: list[str
         )
         return topo
     m = {p: phy.get(p, p) for p in topo.devices}
-    return replace(
-        topo,
+    return topo._replace(
         devices=tuple(m[d] for d in topo.devices),
         links={m[a]: {m.get(b, b): t for b, t in row.items()} for a, row in topo.links.items()},
         affinity={m[a]: v for a, v in topo.affinity.items()},

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from ascendtune.core.cpulist import CpuSet
 from ascendtune.core.model import (
@@ -26,8 +26,7 @@ from ascendtune.core.model import (
 )
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """A program to run (or replay from commands/), and where it lives when PATH lacks it."""
 
     argv: tuple[str, ...]
@@ -38,8 +37,7 @@ class Command:
         return self.argv[0]
 
 
-@dataclass(frozen=True)
-class VendorInput:
+class VendorInput(NamedTuple):
     """What the host layer read for one vendor; `texts[argv]` is None when the tool was absent
     or failed (a failure is a note the host already wrote, never text to parse)."""
 
@@ -48,7 +46,7 @@ class VendorInput:
     nodes: tuple[NumaNode, ...]
     allowed: CpuSet
     tool_found: bool = False  # the vendor's tool ran at all (even if it failed)
-    documents: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    documents: Mapping[str, Mapping[str, Any] | None] = MappingProxyType({})
     # asked only when the tool's names do not tell the SoC family (torch_npu on a live host)
     runtime_soc: Callable[[], Soc | None] = lambda: None
 
@@ -56,12 +54,11 @@ class VendorInput:
         return self.texts.get(command.argv)
 
 
-@dataclass(frozen=True)
-class VendorReading:
+class VendorReading(NamedTuple):
     """One vendor's part of the Host."""
 
     accelerators: tuple[Accelerator, ...] = ()
-    links: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
+    links: Mapping[int, Mapping[int, str]] = MappingProxyType({})
     processes: tuple[AccelProcess, ...] = ()
     notes: tuple[str, ...] = ()
     soc: Soc | None = None
@@ -69,8 +66,7 @@ class VendorReading:
     topo_supported: bool | None = None
 
 
-@dataclass(frozen=True)
-class VendorProfile:
+class VendorProfile(NamedTuple):
     """Everything vendor-specific, in one place per vendor (ascend.py, nvidia.py)."""
 
     vendor: Vendor

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import ParseError
@@ -74,9 +73,8 @@ NVIDIA_NOT_GPU = frozenset({"0x1af1", "0x22a3", "0x22a4"})  # NVSwitch (A100 / H
 # ---- NVML's document --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NvmlGpu:
-    index: int
+class NvmlGpu(NamedTuple):
+    gpu_index: int  # NVML's device index (`index` is a tuple method)
     name: str
     bus_id: str  # lower case, 0000:1b:00.0
 
@@ -119,7 +117,7 @@ def with_nvml(
 ) -> tuple[list[Accelerator], tuple[AccelProcess, ...]]:
     """GPU names as the driver gives them, and the processes holding each GPU."""
     by_bus = {g.bus_id: g for g in nvml_gpus}
-    named = [replace(a, name=by_bus[a.bus_id].name) if a.bus_id in by_bus else a for a in gpus]
+    named = [a._replace(name=by_bus[a.bus_id].name) if a.bus_id in by_bus else a for a in gpus]
     procs = processes_of(doc)
     if procs is None:
         notes.append("NVML is installed but could not list GPU processes")
@@ -346,7 +344,7 @@ def read(inp: VendorInput) -> VendorReading:
         inp.allowed,
         notes,
         header_gpus=details.header_gpus if details else None,
-        nvml_buses={g.index: g.bus_id for g in nvml_gpus} if nvml_gpus else None,
+        nvml_buses={g.gpu_index: g.bus_id for g in nvml_gpus} if nvml_gpus else None,
     )
     processes: tuple[AccelProcess, ...] = ()
     if doc is not None:
