@@ -7,6 +7,7 @@ a captured one take the same code path. Commands are run on a live root and read
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import stat
@@ -104,6 +105,9 @@ class Root:
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
 # a sysroot's file: never followed if a link, never blocking if a FIFO slipped in after the stat
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# a folder on a walk: never followed if a link (ELOOP), never anything but a folder (ENOTDIR,
+# before any device's open runs)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class DirRoot(Root):
@@ -215,6 +219,19 @@ class DirRoot(Root):
                         else:
                             stack.pop()
                     continue
+                if parts or last != "file":
+                    # a folder on the way: opened straight away, no stat first; O_NOFOLLOW
+                    # fails a link (ELOOP), and a link or a non-folder takes the stat below
+                    try:
+                        fd = os.open(name, _DIR_FLAGS, dir_fd=stack[-1])
+                    except FileNotFoundError:
+                        return None
+                    except OSError as e:
+                        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                            raise
+                    else:
+                        self._push(stack, owned, fd, plain := self._grow(plain, name))
+                        continue
                 try:
                     st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
                 except (FileNotFoundError, NotADirectoryError):
@@ -242,17 +259,8 @@ class DirRoot(Root):
                 if parts or last != "file":
                     if not stat.S_ISDIR(st.st_mode):
                         return None
-                    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-                    stack.append(os.open(name, flags, dir_fd=stack[-1]))
-                    if plain is not None:
-                        plain = f"{plain}/{name}" if plain else name
-                        stale = self._dirs.pop(plain, None)  # never in this walk's stack
-                        if stale is not None:
-                            os.close(stale)
-                        self._dirs[plain] = stack[-1]
-                        owned.append(False)
-                    else:
-                        owned.append(True)
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=stack[-1])
+                    self._push(stack, owned, fd, plain := self._grow(plain, name))
                     continue
                 self._refuse_special("/".join(names), st.st_mode)
                 return os.open(name, _FILE_FLAGS, dir_fd=stack[-1])
@@ -278,6 +286,25 @@ class DirRoot(Root):
                     os.close(fd)
             while len(self._dirs) > self.MAX_OPEN_DIRS:
                 os.close(self._dirs.popitem(last=False)[1])
+
+    @staticmethod
+    def _grow(plain: str | None, name: str) -> str | None:
+        """The plain path walked so far, one folder further (None once it is not plain)."""
+        if plain is None:
+            return None
+        return f"{plain}/{name}" if plain else name
+
+    def _push(self, stack: list[int], owned: list[bool], fd: int, plain: str | None) -> None:
+        """Enter the folder fd on the walk; one reached by a plain walk is kept open in _dirs."""
+        stack.append(fd)
+        if plain is not None:
+            stale = self._dirs.pop(plain, None)  # never in this walk's stack
+            if stale is not None:
+                os.close(stale)
+            self._dirs[plain] = fd
+            owned.append(False)
+        else:
+            owned.append(True)
 
     def _refuse_special(self, rel: str, mode: int) -> None:
         if stat.S_ISREG(mode):
@@ -305,6 +332,29 @@ class DirRoot(Root):
     def read_bytes(self, rel: str) -> bytes | None:
         """The bytes of a regular file, at most MAX_FILE_BYTES; None when absent."""
         try:
+            if not self.live:
+                # the common read: a plain file in a folder already open (a key of _dirs is a
+                # plain path, so rel is one too); its stat says it is a regular file (never a
+                # FIFO or device opened) and gives the size; O_NOFOLLOW refuses a link swapped
+                # in since. A link, or anything unusual, takes the whole walk below.
+                cut = rel.rfind("/")
+                parent = rel[:cut]
+                at = self._dirs.get(parent) if cut > 0 else None
+                name = rel[cut + 1 :]
+                if at is not None and name not in ("", ".", ".."):
+                    st = os.stat(name, dir_fd=at, follow_symlinks=False)
+                    mode = st.st_mode
+                    if stat.S_ISREG(mode):
+                        self._dirs.move_to_end(parent)
+                        opened = os.open(name, _FILE_FLAGS, dir_fd=at)
+                        try:
+                            return read_capped(
+                                opened, MAX_FILE_BYTES, self._p(rel), size_hint=st.st_size
+                            )
+                        finally:
+                            os.close(opened)
+                    if not stat.S_ISLNK(mode):
+                        self._refuse_special(rel, mode)
             fd = self._open_live(rel) if self.live else self._walk(rel, last="file")
             if fd is None:
                 return None
