@@ -87,3 +87,20 @@ def test_roundtrip(cpus: frozenset[int]) -> None:
 def test_parse_never_crashes(text: str) -> None:
     with contextlib.suppress(ParseError):
         parse_cpulist(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["5", "007", "0-3", " 4-9 \n", "0-65535", "65535", "3-1", "65536", "1-65536", "0-", "-3",
+             "1-2-3", "1234567", "\u0663", "\u0663-\u0665"]
+)
+def test_one_number_or_range_parses_as_the_general_form(text: str) -> None:
+    # the fast path for one item gives what the item-by-item parse gives (the same text listed
+    # twice takes the general path), errors included
+    def parse(t: str) -> object:
+        try:
+            return parse_cpulist(t)
+        except ParseError as e:
+            return str(e).replace(f"{t.strip()},{t.strip()}", t.strip())
+
+    general = parse(f"{text.strip()},{text.strip()}")
+    assert parse(text) == general or (isinstance(general, str) and isinstance(parse(text), str))

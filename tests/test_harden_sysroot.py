@@ -325,3 +325,75 @@ def test_tool_budget_is_the_runner_timeout() -> None:
     from ascendtune.host import runner
 
     assert DirRoot.tool_budget_s == runner.DEFAULT_TIMEOUT_S
+
+
+def _tar(fmt: int, members: list[tuple[str, str, str]], top: str = "") -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=fmt) as tar:
+        for name, kind, payload in members:
+            info = tarfile.TarInfo(top + name)
+            if kind == "file":
+                data = payload.encode()
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                info.type = tarfile.SYMTYPE if kind == "link" else tarfile.DIRTYPE
+                info.linkname = payload
+                tar.addfile(info)
+    return raw.getvalue()
+
+
+MEMBERS = [
+    ("sys/devices/system/cpu", "dir", ""),
+    ("sys/devices/system/cpu/online", "file", "0-3\n"),
+    ("sys/big", "file", "x" * 5000),  # data past one block, and past no chunk boundary
+    ("sys/" + "d" * 120 + "/long", "file", "long name"),  # GNU ././@LongLink or PAX path
+    ("sys/link", "link", "../" + "t" * 120),  # a long link name
+    ("../../etc/escape", "file", "inside"),  # leading ../ and / are dropped, as tar does
+    ("sys/a/../../../up", "file", "never kept"),
+    ("sys//twice/./x", "file", "normalized"),
+    ("meta.json", "file", '{"hostname": "é"}'),
+]
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+@pytest.mark.parametrize("top", ["", "wrapper/"])
+@pytest.mark.parametrize("gz", [True, False])
+def test_archive_members_read_as_tarfile_reads_them(fmt: int, top: str, gz: bool) -> None:
+    raw = _tar(fmt, MEMBERS, top)
+    root = open_archive(gzip.compress(raw) if gz else raw, "x.tar.gz")
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        names = tar.getnames()
+        assert len(names) == len(MEMBERS)
+    assert root.read_text("sys/devices/system/cpu/online") == "0-3\n"
+    assert root.read_text("sys/big") == "x" * 5000
+    assert root.read_text("sys/" + "d" * 120 + "/long") == "long name"
+    assert root.readlink("sys/link") == "../" + "t" * 120
+    assert root.read_text("sys/twice/x") == "normalized"
+    assert root.read_text("meta.json") == '{"hostname": "é"}'
+    # under a wrapper folder, wrapper/../../etc/escape names a .. and is left out
+    assert root.read_text("etc/escape") == (None if top else "inside")
+    assert not any(".." in k.split("/") for k in root.files)
+    assert "never kept" not in root.files.values()
+    assert root.listdir("sys/devices/system") == ["cpu"]
+    assert root.listdir(".") == ["meta.json", "sys"] if top else ["etc", "meta.json", "sys"]
+
+
+def test_archive_stream_damage_is_one_clear_error() -> None:
+    raw = _tar(tarfile.GNU_FORMAT, MEMBERS)
+    good = gzip.compress(raw)
+    # two gzip members one after the other read as one stream, as gzip reads them
+    half = len(raw) // 1024 * 512
+    joined = gzip.compress(raw[:half]) + gzip.compress(raw[half:])
+    assert open_archive(joined, "x").files == open_archive(good, "x").files
+    cases = {
+        "cut inside the last bytes": good[:-5],  # every member there, the CRC trailer gone
+        "cut in half": good[: len(good) // 2],
+        "junk after the stream": good + b"junk",
+        "cut inside a member": raw[: 4 * 512 + 100],  # inside sys/big's data
+        "a header damaged": raw[:1] + b"\xff" + raw[2:],
+    }
+    for why, data in cases.items():
+        with pytest.raises(InvalidInput, match=r"^x is (a damaged archive|neither)") as e:
+            open_archive(data, "x")
+        assert "\n" not in str(e.value), why

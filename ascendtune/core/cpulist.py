@@ -38,6 +38,18 @@ def parse_cpulist(text: str, *, source: str = "cpulist") -> CpuSet:
     text = text.strip()
     if not text:
         return frozenset()
+    # one CPU, or one range: what nearly every sysfs list holds (a core's siblings, a cache's
+    # CPUs, a node's); the general parse below gives the same set, only slower
+    if text.isascii():
+        if text.isdigit():
+            if len(text) <= 6 and int(text) < MAX_CPU:
+                return frozenset((int(text),))
+        else:
+            start, dash, end = text.partition("-")
+            if dash and start.isdigit() and end.isdigit() and len(start) <= 6 and len(end) <= 6:
+                a, b = int(start), int(end)
+                if a <= b < MAX_CPU:
+                    return frozenset(range(a, b + 1))
     # intervals first, merged once at the end: overlapping items ("0-65535,0-65535,...") cost
     # their count, not their width
     runs: list[tuple[int, int]] = []

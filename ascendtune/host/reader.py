@@ -48,7 +48,9 @@ def read_status_list(text: str, key: str) -> str | None:
     return None
 
 
-def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
+def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, tuple[int, int, CpuSet, CpuSet]]]:
+    """(online, present, each online CPU's (socket, core, siblings, last-level cache)): the
+    facts read_host makes each Cpu of, once it knows the nodes."""
     online = _cpulist_file(root, f"{CPU_DIR}/online")
     if online is None:
         raise MissingError(
@@ -71,7 +73,7 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
                     "the CPU files contradict each other; capture the host again",
                 )
     present = (present_file or frozenset()) | online
-    cpus: dict[int, Cpu] = {}
+    cpus: dict[int, tuple[int, int, CpuSet, CpuSet]] = {}
     # A core's siblings and a cache's CPU list are facts every CPU sharing them repeats: each is
     # read once. A CPU listed in an earlier CPU's thread_siblings_list (with a core_id) is on
     # that core, socket and sibling set; one listed in an earlier CPU's last-level cache
@@ -102,14 +104,7 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, Cpu]]:
             llc = read_llc(root, c, parsed)
             if c in llc:
                 llc_of.update(dict.fromkeys(llc, llc))
-        cpus[c] = Cpu(
-            id=c,
-            socket=sock,
-            core=core,
-            siblings=siblings if c in siblings else siblings | {c},
-            node=None,
-            llc=llc,
-        )
+        cpus[c] = (sock, core, siblings if c in siblings else siblings | {c}, llc)
     return online, present, cpus
 
 
@@ -387,29 +382,28 @@ def _read_vendor(
 
 def read_host(root: Root) -> Host:
     notes: list[str] = []
-    online, present, cpus = read_cpus(root)
+    online, present, facts = read_cpus(root)
     nodes = read_nodes(root, online, notes)
     node_of = {c: n.id for n in nodes for c in n.cpus}
     # a core's siblings and a cache's CPUs are one set shared by every CPU on them: each set is
-    # narrowed to the online CPUs once
+    # narrowed to the online CPUs once; each Cpu is made once, here
     within: dict[CpuSet, CpuSet] = {}
-    narrowed: dict[int, Cpu] = {}
-    for c, cpu in cpus.items():
-        siblings = within.get(cpu.siblings)
+    cpus: dict[int, Cpu] = {}
+    for c, (sock, core, read_siblings, read_llc_set) in facts.items():
+        siblings = within.get(read_siblings)
         if siblings is None:
-            siblings = within[cpu.siblings] = cpu.siblings & online
-        llc = within.get(cpu.llc)
+            siblings = within[read_siblings] = read_siblings & online
+        llc = within.get(read_llc_set)
         if llc is None:
-            llc = within[cpu.llc] = cpu.llc & online
-        narrowed[c] = Cpu(
-            cpu.id,
-            cpu.socket,
-            cpu.core,
+            llc = within[read_llc_set] = read_llc_set & online
+        cpus[c] = Cpu(
+            c,
+            sock,
+            core,
             siblings if c in siblings else siblings | {c},
             node_of.get(c),
             llc,
         )
-    cpus = narrowed
     allowed, mems, from_status, cgroup = read_allowed(root, online, present)
     meta = read_meta(root)
     pci_devices = read_pci(root)

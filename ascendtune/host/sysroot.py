@@ -7,13 +7,13 @@ a captured one take the same code path. Commands are run on a live root and read
 
 from __future__ import annotations
 
-import io
+import errno
 import os
 import posixpath
 import stat
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple
 
@@ -119,6 +119,8 @@ class Root:
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
 # a sysroot's file: never followed if a link, never blocking if a FIFO slipped in after the stat
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# a folder on a walk: never followed if a link (ELOOP), never anything but a folder (ENOTDIR,
+# before any device's open runs)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -231,6 +233,19 @@ class DirRoot(Root):
                         else:
                             stack.pop()
                     continue
+                if parts or last != "file":
+                    # a folder on the way: opened straight away, no stat first; O_NOFOLLOW
+                    # fails a link (ELOOP), and a link or a non-folder takes the stat below
+                    try:
+                        fd = os.open(name, _DIR_FLAGS, dir_fd=stack[-1])
+                    except FileNotFoundError:
+                        return None
+                    except OSError as e:
+                        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                            raise
+                    else:
+                        self._push(stack, owned, fd, plain := self._grow(plain, name))
+                        continue
                 try:
                     st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
                 except (FileNotFoundError, NotADirectoryError):
@@ -258,17 +273,8 @@ class DirRoot(Root):
                 if parts or last != "file":
                     if not stat.S_ISDIR(st.st_mode):
                         return None
-                    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-                    stack.append(os.open(name, flags, dir_fd=stack[-1]))
-                    if plain is not None:
-                        plain = f"{plain}/{name}" if plain else name
-                        stale = self._dirs.pop(plain, None)  # never in this walk's stack
-                        if stale is not None:
-                            os.close(stale)
-                        self._dirs[plain] = stack[-1]
-                        owned.append(False)
-                    else:
-                        owned.append(True)
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=stack[-1])
+                    self._push(stack, owned, fd, plain := self._grow(plain, name))
                     continue
                 self._refuse_special("/".join(names), st.st_mode)
                 return os.open(name, _FILE_FLAGS, dir_fd=stack[-1])
@@ -294,6 +300,25 @@ class DirRoot(Root):
                     os.close(fd)
             while len(self._dirs) > self.MAX_OPEN_DIRS:
                 os.close(self._dirs.popitem(last=False)[1])
+
+    @staticmethod
+    def _grow(plain: str | None, name: str) -> str | None:
+        """The plain path walked so far, one folder further (None once it is not plain)."""
+        if plain is None:
+            return None
+        return f"{plain}/{name}" if plain else name
+
+    def _push(self, stack: list[int], owned: list[bool], fd: int, plain: str | None) -> None:
+        """Enter the folder fd on the walk; one reached by a plain walk is kept open in _dirs."""
+        stack.append(fd)
+        if plain is not None:
+            stale = self._dirs.pop(plain, None)  # never in this walk's stack
+            if stale is not None:
+                os.close(stale)
+            self._dirs[plain] = fd
+            owned.append(False)
+        else:
+            owned.append(True)
 
     def _refuse_special(self, rel: str, mode: int) -> None:
         if stat.S_ISREG(mode):
@@ -321,6 +346,29 @@ class DirRoot(Root):
     def read_bytes(self, rel: str) -> bytes | None:
         """The bytes of a regular file, at most MAX_FILE_BYTES; None when absent."""
         try:
+            if not self.live:
+                # the common read: a plain file in a folder already open (a key of _dirs is a
+                # plain path, so rel is one too); its stat says it is a regular file (never a
+                # FIFO or device opened) and gives the size; O_NOFOLLOW refuses a link swapped
+                # in since. A link, or anything unusual, takes the whole walk below.
+                cut = rel.rfind("/")
+                parent = rel[:cut]
+                at = self._dirs.get(parent) if cut > 0 else None
+                name = rel[cut + 1 :]
+                if at is not None and name not in ("", ".", ".."):
+                    st = os.stat(name, dir_fd=at, follow_symlinks=False)
+                    mode = st.st_mode
+                    if stat.S_ISREG(mode):
+                        self._dirs.move_to_end(parent)
+                        opened = os.open(name, _FILE_FLAGS, dir_fd=at)
+                        try:
+                            return read_capped(
+                                opened, MAX_FILE_BYTES, self._p(rel), size_hint=st.st_size
+                            )
+                        finally:
+                            os.close(opened)
+                    if not stat.S_ISLNK(mode):
+                        self._refuse_special(rel, mode)
             fd = self._open_live(rel) if self.live else self._walk(rel, last="file")
             if fd is None:
                 return None
@@ -537,22 +585,48 @@ class MemRoot(Root):
         self.files = {key(k): v for k, v in files.items()}
         self.links = {key(k): v for k, v in (links or {}).items()}
         self.label = label
+        self.dirs = self._index(self.files, self.links)
+
+    @classmethod
+    def of_keys(cls, files: dict[str, str], links: dict[str, str], label: str) -> MemRoot:
+        """A MemRoot of dicts whose keys are already as _key makes them (open_archive checks
+        each name as it reads it): taken as they are, not copied."""
+        self = cls.__new__(cls)
+        self.files = files
+        self.links = links
+        self.label = label
+        self.dirs = cls._index(files, links)
+        return self
+
+    @staticmethod
+    def _index(files: dict[str, str], links: dict[str, str]) -> dict[str, set[str]]:
+        """Each folder's entries, from the paths of files and links."""
         dirs: dict[str, set[str]] = {}
-        for p in [*self.files, *self.links]:
-            # from the deepest folder up, stopping at the first one already known (its
-            # parents are then known too)
-            while True:
-                cut = p.rfind("/")
-                parent, name = (p[:cut], p[cut + 1 :]) if cut >= 0 else (".", p)
-                entries = dirs.get(parent)
-                if entries is not None:
-                    entries.add(name)
+        # a sysroot's paths come sorted, so the folder of the last path is usually this one's
+        last, entries = None, set()
+        for p in (*files, *links):
+            parent, _, name = p.rpartition("/")
+            if parent == last:
+                entries.add(name)
+                continue
+            last = parent
+            got = dirs.get(parent or ".")
+            if got is not None:
+                entries = got
+                entries.add(name)
+                continue
+            entries = dirs[parent or "."] = {name}
+            # a new folder: enter it in its parents, from the deepest up, stopping at the
+            # first one already known (its parents are then known too)
+            while parent:
+                up, _, name = parent.rpartition("/")
+                above = dirs.get(up or ".")
+                if above is not None:
+                    above.add(name)
                     break
-                dirs[parent] = {name}
-                if cut < 0:
-                    break
-                p = parent
-        self.dirs = dirs
+                dirs[up or "."] = {name}
+                parent = up
+        return dirs
 
     @staticmethod
     def _key(rel: str) -> str:
@@ -563,7 +637,9 @@ class MemRoot(Root):
         return rel
 
     def read_text(self, rel: str) -> str | None:
-        return self.files.get(self._key(rel))
+        # a key is its own _key: a hit on rel as given is the answer
+        got = self.files.get(rel)
+        return got if got is not None else self.files.get(self._key(rel))
 
     def listdir(self, rel: str) -> list[str] | None:
         key = self._key(rel) if rel.strip("/") else "."
@@ -615,28 +691,120 @@ def _mib(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
-class _Inflated(io.RawIOBase):
-    """A stream that refuses (InvalidInput) once more than `cap` bytes have come out of it."""
+# inflated bytes taken from the gzip stream at a time: a member's header and data are sliced
+# out of one chunk (no read call per member), and memory holds about one chunk
+_CHUNK = 1 << 18
+_GZIP_MAGIC = b"\x1f\x8b"
 
-    def __init__(self, inner: IO[bytes], cap: int, label: str) -> None:
-        self.inner = inner
-        self.cap = cap
-        self.label = label
-        self.count = 0
 
-    def readable(self) -> bool:
-        return True
+def _pieces(data: bytes | IO[bytes]) -> Iterator[bytes]:
+    if isinstance(data, bytes):
+        yield data
+        return
+    while piece := data.read(1 << 16):
+        yield piece
 
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self.inner.read(len(b))
-        self.count += len(data)
-        if self.count > self.cap:
-            raise InvalidInput(
-                f"{self.label} inflates past the {_mib(self.cap)} limit on an archive",
-                "a sysroot from `ascendtune snapshot` is a few MiB",
-            )
-        b[: len(data)] = data
-        return len(data)
+
+def _inflate(data: bytes | IO[bytes], label: str) -> Iterator[bytes]:
+    """The tar stream in data (gzip, concatenated gzip members, or plain tar) in chunks of at
+    most _CHUNK bytes, taken only as the reader asks for them; InvalidInput once more than
+    MAX_ARCHIVE_BYTES have come out (a bomb is never inflated whole)."""
+    pieces = _pieces(data)
+    pending = b""
+    while len(pending) < 2:
+        more = next(pieces, b"")
+        if not more:
+            break
+        pending += more
+    total = 0
+    if pending[:2] != _GZIP_MAGIC:
+        while pending:
+            for at in range(0, len(pending), _CHUNK):
+                out = pending[at : at + _CHUNK]
+                total += len(out)
+                if total > MAX_ARCHIVE_BYTES:
+                    raise _too_big(label)
+                yield out
+            pending = next(pieces, b"")
+        return
+    while True:
+        d = zlib.decompressobj(31)  # 31: gzip framing; zlib checks the CRC and length trailer
+        while not d.eof:
+            out = d.decompress(pending, _CHUNK)
+            pending = d.unconsumed_tail
+            if out:
+                total += len(out)
+                if total > MAX_ARCHIVE_BYTES:
+                    raise _too_big(label)
+                yield out
+            elif not pending:
+                pending = next(pieces, b"")
+                if not pending:
+                    raise EOFError(
+                        "Compressed file ended before the end-of-stream marker was reached"
+                    )
+        # as gzip reads: another member may follow, after zero padding; nothing else may
+        pending = d.unused_data.lstrip(b"\0")
+        while len(pending) < 2:
+            more = next(pieces, b"")
+            if not more:
+                break
+            pending = (pending + more).lstrip(b"\0")
+        if not pending:
+            return
+        if pending[:2] != _GZIP_MAGIC:
+            raise OSError(f"Not a gzipped file ({pending[:2]!r})")
+
+
+def _too_big(label: str) -> InvalidInput:
+    return InvalidInput(
+        f"{label} inflates past the {_mib(MAX_ARCHIVE_BYTES)} limit on an archive",
+        "a sysroot from `ascendtune snapshot` is a few MiB",
+    )
+
+
+class _Tar:
+    """The inflated tar stream as a buffer and a position in it, refilled chunk by chunk."""
+
+    __slots__ = ("buf", "chunks", "pos")
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.chunks = chunks
+        self.buf = b""
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        """The next n bytes (fewer: the stream ended inside them)."""
+        pos = self.pos
+        end = pos + n
+        if end <= len(self.buf):
+            self.pos = end
+            return self.buf[pos:end]
+        parts = [self.buf[pos:]]
+        have = len(parts[0])
+        while have < n:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                break
+            parts.append(chunk)
+            have += len(chunk)
+        # keep what is left over past the n bytes for the next take
+        self.buf = b"".join(parts)
+        self.pos = min(n, len(self.buf))
+        return self.buf[: self.pos]
+
+    def skip(self, n: int) -> None:
+        # a member we do not keep may be large: drop it chunk by chunk, never joined
+        while n > 0:
+            left = len(self.buf) - self.pos
+            if n <= left:
+                self.pos += n
+                return
+            n -= left
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                raise _ArchiveEnd("unexpected end of data")
+            self.buf, self.pos = chunk, 0
 
 
 class _ArchiveEnd(Exception):
@@ -646,6 +814,7 @@ class _ArchiveEnd(Exception):
 _FILE_TYPES = (b"0", b"\0", b"7")  # regular, old regular, contiguous: what tarfile calls a file
 _BLOCK = 512
 _ZERO_BLOCK = bytes(_BLOCK)  # the end-of-archive marker
+_SUM_OK = (0, 65521, -65521)  # see _sum_ok
 
 
 def _octal(field: bytes) -> int:
@@ -696,32 +865,52 @@ def _pax(data: bytes) -> dict[str, str]:
     return out
 
 
-def _members(read: Callable[[int], bytes]) -> Iterator[tuple[str, bytes, str, int]]:
+def _members(tar: _Tar) -> Iterator[tuple[str, bytes, str, int]]:
     """(name, type, link name, size) of each member of a tar stream, in order, as tarfile sees
-    them (ustar, GNU long names, PAX headers); the caller reads or skips each member's data with
-    `read` before asking for the next. A bad first header is an error; a bad later one ends the
-    archive, as it does for tarfile."""
+    them (ustar, GNU long names, PAX headers); the caller takes or skips each member's data
+    from `tar` before asking for the next. A bad first header is an error; a bad later one
+    ends the archive, as it does for tarfile."""
     first = True
     pax_global: dict[str, str] = {}
     pax: dict[str, str] = {}
     long_name: str | None = None
     long_link: str | None = None
+    adler32 = zlib.adler32
     while True:
-        block = read(_BLOCK)
+        # the header straight from the buffer when it is all there (nearly always)
+        pos = tar.pos
+        buf = tar.buf
+        if pos + _BLOCK <= len(buf):
+            block = buf[pos : pos + _BLOCK]
+            tar.pos = pos + _BLOCK
+        else:
+            block = tar.take(_BLOCK)
         if len(block) < _BLOCK or block == _ZERO_BLOCK:
             if first:
                 raise _ArchiveEnd("truncated header" if block else "empty file")
             return
-        if not _sum_ok(block):
+        # the usual octal checksum and size fields parse with one int() each; anything else
+        # (base-256, blanks, old signed sums) takes the full rules
+        try:
+            want = int(block[148:156].split(b"\0", 1)[0], 8)
+            ok = (adler32(block) & 0xFFFF) - 1 - sum(block[148:156]) + 256 - want in _SUM_OK
+        except ValueError:
+            ok = False
+        if not ok and not _sum_ok(block):
             if first:
                 raise _ArchiveEnd("bad checksum")
             return
         first = False
         kind = block[156:157]
-        size = _octal(block[124:136])
+        try:
+            size = int(block[124:136].split(b"\0", 1)[0], 8)
+        except ValueError:
+            size = _octal(block[124:136])
         if kind in (b"x", b"g", b"L", b"K"):
-            data = _exact(read, size)
-            _skip(read, -size % _BLOCK)
+            data = tar.take(size)
+            if len(data) < size:
+                raise _ArchiveEnd("unexpected end of data")
+            tar.skip(-size % _BLOCK)
             if kind == b"x":
                 pax.update(_pax(data))
             elif kind == b"g":
@@ -737,8 +926,10 @@ def _members(read: Callable[[int], bytes]) -> Iterator[tuple[str, bytes, str, in
         link = _field(block, 157, 257) if block[157] else ""
         if long_name is not None:
             name = long_name
+            long_name = None
         if long_link is not None:
             link = long_link
+            long_link = None
         if pax or pax_global:
             fields = {**pax_global, **pax}
             name = fields.get("path", name)
@@ -753,7 +944,6 @@ def _members(read: Callable[[int], bytes]) -> Iterator[tuple[str, bytes, str, in
             kind = b"5"  # old tars: a folder is a file whose name ends in /
         if kind == b"5":
             name = name.rstrip("/")
-        long_name = long_link = None
         yield name, kind, link, size
 
 
@@ -766,7 +956,7 @@ def _sum_ok(block: bytes) -> bool:
     field = sum(block[148:156])
     # adler32's low half is 1 + the byte sum mod 65521: the sum in C, without a Python loop
     # (a header's sum is at most 130,560, so two sums mod 65521 tell damage as well)
-    if (zlib.adler32(block) & 0xFFFF) - 1 - field + 256 - want in (0, 65521, -65521):
+    if (zlib.adler32(block) & 0xFFFF) - 1 - field + 256 - want in _SUM_OK:
         return True
     unsigned = sum(block) - field + 256
     if want == unsigned:
@@ -775,41 +965,21 @@ def _sum_ok(block: bytes) -> bool:
     return want == signed
 
 
-def _exact(read: Callable[[int], bytes], n: int) -> bytes:
-    data = read(n)
-    if len(data) < n:
-        raise _ArchiveEnd("unexpected end of data")
-    return data
-
-
-def _skip(read: Callable[[int], bytes], n: int) -> None:
-    while n > 0:
-        got = len(read(min(n, 1 << 20)))
-        if got == 0:
-            raise _ArchiveEnd("unexpected end of data")
-        n -= got
-
-
 def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
     """Read a sysroot archive member by member, bounded in inflated bytes and member count.
 
     data is the archive's bytes or a binary stream of them; either way the inflated tar is
-    never held whole: one member at a time is read, decoded and kept.
+    never held whole: it is inflated a chunk at a time as the members are read, decoded and
+    kept.
     """
-    import gzip
-
-    stream: IO[bytes] = io.BytesIO(data) if isinstance(data, bytes) else data
-    head = stream.read(2)
-    stream.seek(-len(head), io.SEEK_CUR)
-    if head == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
-    counted = io.BufferedReader(_Inflated(stream, MAX_ARCHIVE_BYTES, label), 1 << 16)
-    read = counted.read
+    tar = _Tar(_inflate(data, label))
+    take = tar.take
     files: dict[str, str] = {}
     links: dict[str, str] = {}
     names: list[str] = []
+    plain = True  # every kept name is already as MemRoot keys it (no // or /. or trailing /)
     try:
-        for raw_name, kind, linkname, size in _members(read):
+        for raw_name, kind, linkname, size in _members(tar):
             if len(names) >= MAX_ARCHIVE_MEMBERS:
                 raise InvalidInput(
                     f"{label} holds more than {MAX_ARCHIVE_MEMBERS} members (the limit)",
@@ -825,6 +995,8 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
             if kind == b"2":
                 if keep:
                     links[name] = linkname
+                    if plain and ("//" in name or "/." in name or name.endswith("/")):
+                        plain = False
                 continue
             if kind in _FILE_TYPES and keep:
                 if size > MAX_FILE_BYTES:
@@ -832,17 +1004,23 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
                         f"{label}: member {name} is larger than the "
                         f"{_mib(MAX_FILE_BYTES)} limit on one file"
                     )
-                # the data and its padding in one read; short: the archive ends inside them
+                # the data and its padding in one take; short: the archive ends inside them
                 whole = size + (-size % _BLOCK)
-                data = read(whole)
-                if len(data) < whole:
+                got = take(whole)
+                if len(got) < whole:
                     raise _ArchiveEnd("unexpected end of data")
-                files[name] = (data if whole == size else data[:size]).decode(
+                files[name] = (got if whole == size else got[:size]).decode(
                     "utf-8", errors="replace"
                 )
+                if plain and ("//" in name or "/." in name or name.endswith("/")):
+                    plain = False
             elif kind not in (b"1", b"3", b"4", b"5", b"6"):
                 # links, devices, folders and FIFOs carry no data; anything else: skip its own
-                _skip(read, size + (-size % _BLOCK))
+                tar.skip(size + (-size % _BLOCK))
+        # inflate what follows the end marker (a record's padding): a .tar.gz cut short or
+        # damaged after its last member is still refused, its CRC still checked
+        for _ in tar.chunks:
+            pass
     except InvalidInput:
         raise
     except (_ArchiveEnd, EOFError, OSError, zlib.error, ValueError) as e:
@@ -859,6 +1037,9 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
         links = {k[len(prefix) :]: v for k, v in links.items() if k.startswith(prefix)}
         files.pop("", None)
         links.pop("", None)
+        plain = False
+    if plain:
+        return MemRoot.of_keys(files, links, label)
     return MemRoot(files, links, label=label)
 
 
