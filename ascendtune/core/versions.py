@@ -10,11 +10,12 @@ issue thread), "inferred" (reasoned from those); /work/shared/VLLM_ASCEND_VERSIO
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ascendtune.core.errors import UsageError
-from ascendtune.core.vllm_config import versions as config_versions
-from ascendtune.core.vllm_config.schema import Version as ConfigRules
+
+if TYPE_CHECKING:
+    from ascendtune.core.vllm_config.schema import Version as ConfigRules
 
 Evidence = Literal["git", "PR", "inferred"]
 
@@ -57,9 +58,17 @@ class VllmAscendVersion:
     vllm: str  # the paired vLLM
     source: str  # the commit, tag or branch it was read from
     binding: Binding
-    config: ConfigRules
+    config_key: str  # its check-config rule set in ascendtune.core.vllm_config.versions
     facts: tuple[Fact, ...] = ()
     package_versions: tuple[str, ...] = ()  # `Version:` values of vllm_ascend's METADATA
+
+    @property
+    def config(self) -> ConfigRules:
+        """Its check-config rule set (read on first use: `plan` and `bind` never need the
+        tables, which cost about 7 ms to import)."""
+        from ascendtune.core.vllm_config import versions as config_versions
+
+        return config_versions.VERSIONS[self.config_key]
 
     @property
     def inferred(self) -> tuple[Fact, ...]:
@@ -74,7 +83,6 @@ def _sorted(dp: str, ids: bool) -> Binding:
 
 
 _FIXED = Binding(_ALLOC, DEVICE_ID, DP_RESTART, True)
-_V = config_versions.VERSIONS
 _COMMON = (
     Fact("allocator, pools, modes and role split identical to main 182b75ea", "git"),
     Fact("binding runs after warm-up; any failure is the warning 'Skip binding cpu.'", "git"),
@@ -88,7 +96,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             "v0.23.0",
             "tag v0.23.0 (5cb98caa)",
             _sorted(DP_NARROWED, False),
-            _V["v0.23.0"],
+            "v0.23.0",
             (
                 *_COMMON,
                 Fact("vLLM 0.23 narrows ASCEND_RT_VISIBLE_DEVICES per DP engine", "PR"),
@@ -102,7 +110,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             "v0.24.0",
             "tag v0.24.0rc1",
             _sorted(DP_RESTART, True),
-            _V["v0.24.0rc1"],
+            "v0.24.0rc1",
             (
                 *_COMMON,
                 Fact("DP engines' local ranks restart at 0 over the unnarrowed list", "git"),
@@ -115,7 +123,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             "v0.25.1",
             "tag v0.25.1rc1",
             _sorted(DP_RESTART, True),
-            _V["v0.25.1rc1"],
+            "v0.25.1rc1",
             (
                 *_COMMON,
                 Fact("DP engines' local ranks restart at 0 over the unnarrowed list", "git"),
@@ -130,7 +138,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             # [inferred] v0.26.0rc1 was tagged before 2026-09-01 (feedback issue #14766 is from
             # 08-22), so it lacks PR 15518; a later v0.26.0 RC would carry the fix
             _sorted(DP_RESTART, True),
-            _V["v0.26.0rc1"],
+            "v0.26.0rc1",
             (
                 *_COMMON,
                 Fact(
@@ -148,7 +156,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             # [inferred] PR 15596 merged into releases/v0.27.1rc on 2026-09-02; the rc1 feedback
             # issue #16014 opened 09-08, so the tag most likely carries it
             _FIXED,
-            _V["v0.27.1rc1"],
+            "v0.27.1rc1",
             (
                 *_COMMON,
                 Fact(
@@ -167,7 +175,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             "main (0.27.1 by 2026-08-27)",
             "main 182b75ea (2026-08-22)",
             _sorted(DP_RESTART, True),
-            _V["main-2026-08"],
+            "main-2026-08",
             (
                 *_COMMON,
                 Fact("DP engines' local ranks restart at 0 over the unnarrowed list", "git"),
@@ -178,7 +186,7 @@ VERSIONS: dict[str, VllmAscendVersion] = {
             "main (0.27.1)",
             "main a71b766ce (2026-09-23)",
             _FIXED,
-            _V["main-2026-09"],
+            "main-2026-09",
             (
                 *_COMMON,
                 Fact("bind_cpus(local_rank, npu_id=device_id_to_physical_device_id(...))", "git"),

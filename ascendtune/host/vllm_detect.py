@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from ascendtune.core import versions
 from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metadata
-from ascendtune.core.vllm_config.inputs import parse_environ
 from ascendtune.host.sysroot import Root
 
 PROJECT = "vllm_ascend"
@@ -50,6 +49,8 @@ def site_dirs(root: Root, pid: int) -> list[str]:
             m = _SITE.match(parts[5].strip())
             if m:
                 out.append(m.group(1))
+    from ascendtune.core.vllm_config.inputs import parse_environ  # only when a PID is looked at
+
     env = parse_environ(root.read_text(f"proc/{pid}/environ") or "")
     out += [p for p in env.get("PYTHONPATH", "").split(":") if p.startswith("/")]
     venv = env.get("VIRTUAL_ENV")

@@ -2,11 +2,32 @@
 
 `versions` holds each version's key table as data, `rules` the cross-key rules, `checker` runs
 both and returns a Report with findings and the effective config; `inputs` parses what users give.
+
+The names below are loaded on first use: `plan` reaches `inputs` (a command line's parsing) and
+must not pay for the rule tables (about 7 ms to import).
 """
 
-from ascendtune.core.vllm_config.checker import check, version
-from ascendtune.core.vllm_config.model import Facts, Finding, ModelFacts, Report, Rewrite
-from ascendtune.core.vllm_config.versions import DEFAULT_TARGET, VERSIONS
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ascendtune.core.vllm_config.checker import check, version
+    from ascendtune.core.vllm_config.model import Facts, Finding, ModelFacts, Report, Rewrite
+    from ascendtune.core.vllm_config.versions import DEFAULT_TARGET, VERSIONS
+
+_HOME = {
+    "check": "checker",
+    "version": "checker",
+    "Facts": "model",
+    "Finding": "model",
+    "ModelFacts": "model",
+    "Report": "model",
+    "Rewrite": "model",
+    "DEFAULT_TARGET": "versions",
+    "VERSIONS": "versions",
+}
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -19,3 +40,12 @@ __all__ = [
     "check",
     "version",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
