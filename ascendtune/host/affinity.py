@@ -13,9 +13,10 @@ per call; os.sched_* is the fallback when libc cannot be loaded.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -545,16 +546,18 @@ def _pass(
         and not tasks._ctypes_get
         and len(want) <= tasks._os_set_max
     ):
-        it = iter(order)
+        fresh = not run.previous  # no thread of this pass was written by an earlier one
+        at = 0
         while True:
-            done, bad = _pool_pass(it, role, want, run, sweep)
+            done, bad = _pool_pass(order, at, role, want, run, sweep, fresh)
             writes += done
             if bad is None:
                 break
             # the thread that raised: _settle reads it again and tells exited from refused
-            writes += _settle(bad, role, want, tasks, run, sweep, pending, keep_partial)
+            writes += _settle(order[bad], role, want, tasks, run, sweep, pending, keep_partial)
             if run.fatal:
                 return writes
+            at = bad + 1
         order = ()
     for tid in [*order, *slow]:
         writes += _settle(tid, role, want, tasks, run, sweep, pending, keep_partial)
@@ -564,38 +567,48 @@ def _pass(
 
 
 def _pool_pass(
-    it: Iterator[int], role: str, want: CpuSet, run: _Run, sweep: _Sweep
+    order: Sequence[int], at: int, role: str, want: CpuSet, run: _Run, sweep: _Sweep, fresh: bool
 ) -> tuple[int, int | None]:
-    """_settle for the threads `it` yields, inline with the os calls Tasks makes on a host of up
-    to 64 CPUs (two method calls a thread less). Stops at the first thread that raises (exited,
-    refused): (writes, that thread, or None when none did); `it` resumes after it."""
+    """_settle for the threads of `order` from index `at` on, inline with the os calls Tasks
+    makes on a host of up to 64 CPUs; the loop only reads and writes, the books are kept
+    afterwards in bulk. Stops at the first thread that raises (exited, refused): (writes, its
+    index, or None when none did). `fresh`: no thread here was written by an earlier pass."""
     getaff, setaff = os.sched_getaffinity, os.sched_setaffinity
-    known, check, previous = sweep.known, sweep.check, run.previous
-    entry = (role, want)
-    writes = 0
+    written: list[int] = []
+    wrote = written.append
+    runs: list[tuple[int, CpuSet]] = []  # (index into written, the old mask from there on)
     last: set[int] | None = None
-    old: CpuSet = want
-    inside = True
-    for tid in it:
+    bad: int | None = None
+    for tid in itertools.islice(order, at, None) if at else order:
         try:
             cur = getaff(tid)
             if cur == want:
-                known[tid] = entry
                 continue
             setaff(tid, want)
         except OSError:
-            return writes, tid
-        writes += 1
+            bad = tid
+            break
         if cur != last:  # a process has a handful of distinct masks: freeze and test each once
-            last, old = cur, frozenset(cur)
-            inside = want <= old
-        if tid not in previous:
-            previous[tid] = old
-        if inside:
-            known[tid] = entry
+            last = cur
+            runs.append((len(written), frozenset(cur)))
+        wrote(tid)
+    stop = len(order) if bad is None else order.index(bad, at)
+    entry = (role, want)
+    known, check, previous = sweep.known, sweep.check, run.previous
+    known.update(dict.fromkeys(order if at == 0 and bad is None else order[at:stop], entry))
+    ends = [i for i, _old in runs[1:]] + [len(written)] * bool(runs)
+    for (start, old), end in zip(runs, ends, strict=True):
+        some = written[start:end]
+        if fresh:
+            previous.update(dict.fromkeys(some, old))
         else:
-            check[tid] = entry
-    return writes, None
+            for tid in some:
+                previous.setdefault(tid, old)
+        if not want <= old:
+            for tid in some:  # the kernel may have narrowed these: read back next pass
+                del known[tid]
+                check[tid] = entry
+    return len(written), (None if bad is None else stop)
 
 
 def _settle(
