@@ -132,18 +132,35 @@ def test_one_read_and_one_write_per_thread_and_two_listings(
     assert (calls["get"], calls["set"], calls["list"]) == (n, 0, 1)
 
 
+@pytest.mark.parametrize("extra", [0, 150])
 @pytest.mark.parametrize("path", ["inline", "per-thread"])
 def test_a_thread_born_meanwhile_on_the_old_mask_is_caught(
-    monkeypatch: pytest.MonkeyPatch, path: str
+    monkeypatch: pytest.MonkeyPatch, path: str, extra: int
 ) -> None:
     """Bind this test process: right after the main thread is moved, a thread not yet moved
-    creates one. The newborn inherits the old mask and is in no listing before the writes."""
+    creates one. The newborn inherits the old mask and is in no listing before the writes.
+    With 150 idle threads more the confirming pass lists only the end of /proc/PID/task."""
+    idle = threading.Event()
+    idlers = [threading.Thread(target=idle.wait) for _ in range(extra)]
+    for t in idlers:
+        t.start()
+    try:
+        _born_meanwhile(monkeypatch, path)
+    finally:
+        idle.set()
+        for t in idlers:
+            t.join()
+
+
+def _born_meanwhile(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     mine = frozenset(os.sched_getaffinity(0))
     one = frozenset({max(mine)})
     stop, go, born = threading.Event(), threading.Event(), []
     newborn_ready = threading.Event()
+    newborn_tid: list[int] = []
 
     def newborn() -> None:
+        newborn_tid.append(threading.get_native_id())
         newborn_ready.set()
         stop.wait()
 
@@ -182,10 +199,9 @@ def test_a_thread_born_meanwhile_on_the_old_mask_is_caught(
     try:
         report = bind_process(pid, BindTarget(cpus=one), tasks=tasks)
         monkeypatch.undo()
-        assert born, "the creator did not run"
-        tid = born[0].native_id
-        assert tid is not None
-        assert frozenset(os.sched_getaffinity(tid)) == one
+        assert newborn_tid, "the creator did not run"
+        assert newborn_tid[0] not in report.rolled_back
+        assert frozenset(os.sched_getaffinity(newborn_tid[0])) == one
         assert report.verified and report.passes >= 2
         for t in os.listdir("/proc/self/task"):
             assert frozenset(os.sched_getaffinity(int(t))) == one
@@ -195,8 +211,8 @@ def test_a_thread_born_meanwhile_on_the_old_mask_is_caught(
             with contextlib.suppress(ProcessLookupError):
                 os.sched_setaffinity(int(t), mine)
         go.set()
-        stop.set()
         c.join()
+        stop.set()
         for t in born:
             t.join()
 
@@ -330,3 +346,16 @@ def test_the_inline_path_is_kept_for_overriding_tasks_only_when_nothing_is_overr
 
     assert type(Plain()).get is affinity._STOCK_GET and type(Plain()).set is affinity._STOCK_SET
     assert type(Overrides()).get is not affinity._STOCK_GET
+
+
+def test_the_tail_of_the_listing_anchors_on_a_thread_listed_before(spawn: Spawn) -> None:
+    pid = spawn(threads=200)
+    names = os.listdir(f"/proc/{pid}/task")
+    tail = affinity._list_tail(pid, names, Tasks())
+    assert tail is not None
+    assert tail.before == len(names) - affinity.TAIL_MARGIN and tail.new == 0
+    assert tail.tids == sorted(int(n) for n in names[-affinity.TAIL_MARGIN :])
+    # a last listing none of whose last 64 threads is there any more: no anchor, list them all
+    gone = [str(2**22 + i) for i in range(len(names))]
+    assert affinity._list_tail(pid, gone, Tasks()) is None
+    assert affinity._list_tail(pid, names[:10], Tasks()) is None  # too few to bother
