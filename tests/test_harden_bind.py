@@ -53,7 +53,7 @@ class _Clocked(affinity.Tasks):
 
 class _KillAt(affinity.Tasks):
     """Tasks that SIGKILL the target on the k-th mask read or write: a kill at a random point of
-    the passes or of the final re-read."""
+    the passes."""
 
     def __init__(self, pid: int, k: int) -> None:
         super().__init__()

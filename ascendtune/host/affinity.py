@@ -2,12 +2,14 @@
 
 Linux affinity is per thread and a new thread inherits its creator's mask, so one sweep over
 /proc/PID/task (what `taskset -a -p` does) leaves behind any thread born meanwhile from a thread
-not yet moved. `bind_process` therefore moves the main thread first, then sweeps again and again
-until a whole pass finds every thread already on its target, and re-reads every mask at the end.
+not yet moved. `bind_process` therefore moves the main thread first, then lists the threads again
+and handles what is new until a pass has nothing to write (see bind_process for what is read
+again and what a successful write is taken to mean).
 
-Masks are read and written through libc's sched_getaffinity/sched_setaffinity (ctypes) with
-prebuilt cpu_set_t buffers, so a thread costs a syscall rather than a set built and torn down
-per call; os.sched_* is the fallback when libc cannot be loaded.
+Masks go through os.sched_getaffinity/sched_setaffinity where that is cheapest (few CPUs), and
+through libc (ctypes) with prebuilt cpu_set_t buffers where a set built per call costs more (a
+write of more than 16 CPUs, a read on a host of more than 64); os.sched_* is the fallback when
+libc cannot be loaded.
 """
 
 from __future__ import annotations
@@ -404,7 +406,11 @@ def bind_process(
     yet moved), a write to read back (see _Sweep), a thread renamed into another role. A pass
     that writes nothing ends it: every thread it listed is on target, and any thread born since
     was born of one on target. A write that succeeded is not read again where the kernel cannot
-    have changed it (about one mask read and one write per thread, two listings in all).
+    have changed it, and without roles the second listing is only the end of /proc/PID/task
+    (_list_tail): about one mask read and one write per thread, one full listing.
+
+    What is not re-read is a thread that resets its own mask after it was written: the old
+    final re-read caught that only when it happened before the re-read reached the thread.
 
     A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
     changed so far goes back to its previous mask, unless keep_partial (then the other threads
