@@ -433,7 +433,9 @@ def bind_process(
     while passes < max(1, max_passes) and not run.fatal:
         passes += 1
         tail = None
-        if passes == 2 and not use and not run.failures:
+        if passes == 2 and not use and not run.failures and not sweep.gone:
+            # pass 1 saw no thread gone: then no thread listed went away while the folder was
+            # read in chunks, the one way a listing skips a thread (see _list_tail)
             tail = _list_tail(pid, names, tasks)
         if tail is not None:
             # the threads not listed again were listed in pass 1; those it left open are read
@@ -449,7 +451,7 @@ def bind_process(
         writes = _pass(pid, tids, target, use, tasks, run, sweep, keep_partial)
         if run.fatal:
             break
-        if writes == 0:
+        if writes == 0 and not (tail is not None and sweep.gone):
             converged = True
             break
     rolled_back: tuple[int, ...] = ()
@@ -704,7 +706,12 @@ def _list_tail(pid: int, names: list[str], tasks: Tasks) -> _Tail | None:
     appended, and a seek to position k walks k threads from the leader. So once the listing
     from k starts with a thread `names` showed, every thread born since is in it: a confirming
     pass reads a few dozen entries instead of every thread's (the listing costs about 0.4 us
-    a thread, as much as a read and a write together)."""
+    a thread, as much as a read and a write together).
+
+    A listing read in chunks can skip a thread when one listed in an earlier chunk goes away
+    before the next (the kernel then resumes by position). A thread leaves the list and the
+    pid hash together, so the pass after such a listing finds it gone: the caller takes a tail
+    only after a pass 1 that found no thread gone, and ends on one only if it found none."""
     if type(tasks).list_names is not _STOCK_LIST or len(names) <= TAIL_MARGIN:
         return None
     k = len(names) - TAIL_MARGIN
