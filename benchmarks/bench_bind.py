@@ -13,7 +13,9 @@ run the child's threads are put back on CPUs 0-1 and checked):
   CLOCK_MONOTONIC, so its own start-up is left out.
 
 "missed" counts threads not on CPU 1 right after the tool returns (sleeping threads do not
-create threads, so any miss is the tool's). The churn benchmark (threads that keep creating
+create threads, so any miss is the tool's). Each pair ends with its ratio of medians and the
+threads each side missed, all from the same run. Whole processes are timed with one blocking
+waitpid (benchmarks/timing.py), bytecode cached as after `pip install`. The churn benchmark (threads that keep creating
 threads) is bench_bind_churn.py. Needs Linux, CPUs 0 and 1, `taskset` and `cc`.
 """
 
@@ -34,6 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from timing import run_timed  # noqa: E402
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
 from ascendtune.host.affinity import bind_process  # noqa: E402
@@ -106,14 +110,9 @@ class Sample:
     errors: int = 0
 
 
-def quiet(argv: list[str]) -> bool:
-    done = subprocess.run(
-        argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
-    )
-    return done.returncode == 0
-
-
-def run_one(threads: int, reps: int, floor: str, cli: bool) -> dict[str, Sample]:
+def run_one(
+    threads: int, reps: int, floor: str, cli: bool, env: dict[str, str]
+) -> dict[str, Sample]:
     # `threads` in all: the main thread and threads - 1 sleepers
     child = popen_child(CHILD, json.dumps({"threads": threads - 1, "stack_kib": 64}))
     pid = child.pid
@@ -132,9 +131,10 @@ def run_one(threads: int, reps: int, floor: str, cli: bool) -> dict[str, Sample]
 
     def timed(argv: list[str]) -> Callable[[], tuple[float, bool]]:
         def go() -> tuple[float, bool]:
-            t0 = time.perf_counter()
-            ok = quiet(argv)
-            return (time.perf_counter() - t0) * 1000, ok
+            try:
+                return run_timed(argv, env=env, cwd=str(REPO)) * 1000, True
+            except subprocess.CalledProcessError:
+                return float("nan"), False
 
         return go
 
@@ -152,6 +152,10 @@ def run_one(threads: int, reps: int, floor: str, cli: bool) -> dict[str, Sample]
         assert_ready(child)
         assert len(os.listdir(f"/proc/{pid}/task")) == threads
         in_process()  # warm: the first call imports what binding needs
+        for name, tool in tools.items():
+            if name.endswith("(process)"):
+                reset(pid)
+                tool()  # warm: bytecode cache, page cache
         names = list(tools)
         for rep in range(reps):
             for name in names if rep % 2 == 0 else names[::-1]:
@@ -186,8 +190,14 @@ def main() -> int:
         src, floor = Path(tmp, "floor.c"), str(Path(tmp, "floor"))
         src.write_text(FLOOR_C)
         subprocess.run(["cc", "-O2", "-o", floor, str(src)], check=True)
+        # the whole process as after `pip install`: bytecode cached, this tree first on the path
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
         for n in (int(v) for v in args.threads.split(",")):
-            samples = run_one(n, args.reps, floor, not args.no_cli)
+            samples = run_one(n, args.reps, floor, not args.no_cli, env)
             print(f"\n{n} sleeping threads, {args.reps} repetitions, medians")
             header = f"{'tool':<32}{'ms':>10}{'missed':>8}{'missed max':>12}{'errors':>8}"
             print(header)
@@ -197,13 +207,19 @@ def main() -> int:
                     f"{name:<32}{med(s.ms):>10.3f}{med(s.missed):>8.0f}"
                     f"{max(s.missed):>12}{s.errors:>8}"
                 )
-            inproc = med(samples["bind_process (in-process)"].ms)
-            floor_ms = med(samples["C floor (list + loop)"].ms)
-            print(f"in-process: bind_process / C floor = {inproc / floor_ms:.2f}x")
+            pairs = [("in-process", "bind_process (in-process)", "C floor (list + loop)")]
             if not args.no_cli:
-                whole = med(samples["ascendtune bind (process)"].ms)
-                ts = med(samples["taskset -a -p -c 1 (process)"].ms)
-                print(f"whole process: ascendtune bind / taskset = {whole / ts:.2f}x")
+                pairs.append(
+                    ("whole process", "ascendtune bind (process)", "taskset -a -p -c 1 (process)")
+                )
+            for label, ours, base in pairs:
+                a, b = samples[ours], samples[base]
+                print(
+                    f"{label}: {ours.split(' (')[0]} / {base.split(' (')[0]} = "
+                    f"{med(a.ms) / med(b.ms):.2f}x; threads missed over {args.reps} runs: "
+                    f"{sum(a.missed)} against {sum(b.missed)} (most in one run {max(a.missed)} "
+                    f"against {max(b.missed)})"
+                )
     return 0
 
 

@@ -1,6 +1,6 @@
 """Bind a process whose threads keep creating threads: `taskset -a -p` versus ascendtune's binder.
 
-    python benchmarks/bench_bind_churn.py [--reps 15] [--spawners 8] [--no-cli]
+    python benchmarks/bench_bind_churn.py [--reps 15] [--spawners 8] [--sleepers 0] [--no-cli]
 
 For each repetition the churning child is first put back on CPUs 0-1 (verified), then bound to
 CPU 1 by one tool; right after the tool returns, every thread of the child is read back and the
@@ -84,6 +84,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--spawners", type=int, default=8)
+    ap.add_argument(
+        "--sleepers",
+        type=int,
+        default=0,
+        help="sleeping threads besides the spawners: a long listing while threads are born",
+    )
     ap.add_argument("--no-cli", action="store_true", help="skip the `python -m ascendtune` row")
     args = ap.parse_args()
     if shutil.which("taskset") is None:
@@ -101,7 +107,10 @@ def main() -> int:
         tools["ascendtune bind (CLI)"] = run_cli
     samples = {name: Sample() for name in tools}
 
-    child = popen_child(CHILD, json.dumps({"spawners": args.spawners}))
+    spec: dict[str, int] = {"spawners": args.spawners}
+    if args.sleepers:
+        spec.update(threads=args.sleepers, stack_kib=64)
+    child = popen_child(CHILD, json.dumps(spec))
     try:
         assert_ready(child)
         time.sleep(0.2)

@@ -30,6 +30,7 @@ def test_ctypes_get_and_set_agree_with_os() -> None:
     try:
         tasks = affinity.Tasks()
         tasks._ctypes_get = True  # the path hosts with many CPUs take
+        tasks._os_set_max = 0  # and the libc write targets of more than 16 CPUs take
         mine = frozenset(os.sched_getaffinity(0))
         for tid in _own_tids():
             assert tasks.get(tid) == frozenset(os.sched_getaffinity(tid))
@@ -62,5 +63,38 @@ def test_bind_without_libc_falls_back_to_os(monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         for x in _own_tids():
             os.sched_setaffinity(x, mine)
+        stop.set()
+        t.join()
+
+
+def test_small_targets_are_written_with_os_and_large_ones_through_libc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if affinity._libc() is None:
+        pytest.skip("no libc through ctypes here")
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    mine = frozenset(os.sched_getaffinity(0))
+    calls: list[int] = []
+    real = os.sched_setaffinity
+
+    def counted(tid: int, cpus: frozenset[int]) -> None:
+        calls.append(tid)
+        real(tid, cpus)
+
+    monkeypatch.setattr(os, "sched_setaffinity", counted)
+    try:
+        tasks = affinity.Tasks()
+        tid = t.native_id
+        assert tid is not None
+        tasks.set(tid, frozenset({min(mine)}))
+        assert calls == [tid]
+        # a 17-CPU target with CPUs this host lacks: the kernel keeps the ones it has
+        tasks.set(tid, mine | frozenset(range(100, 100 + 17 - len(mine))))
+        assert calls == [tid]  # libc, not os
+        assert frozenset(os.sched_getaffinity(tid)) == mine
+    finally:
+        monkeypatch.undo()
         stop.set()
         t.join()

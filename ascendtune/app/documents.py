@@ -390,10 +390,16 @@ class _BindPidBody(TypedDict):
     pid: Annotated[int, "the process bound"]
     cpus: Annotated[CpuList, "the CPUs it is bound to"]
     threads_total: Annotated[int, "its threads"]
-    threads_bound: Annotated[int, "threads a final re-read found on target"]
+    threads_bound: Annotated[
+        int, "threads on target at the end (read on it, or set where the kernel cannot narrow it)"
+    ]
     threads_failed: Annotated[list[ThreadFailed], "threads that could not be bound"]
     passes: Annotated[int, "passes over the threads (new threads appear while binding)"]
-    verified: Annotated[bool, "a final re-read of every thread's mask matched"]
+    verified: Annotated[
+        bool,
+        "every thread of the last listing on target: read on it, or set where the kernel cannot "
+        "narrow the mask (any other write read back), none failed",
+    ]
     dry_run: Annotated[bool, "nothing was changed (`--dry-run`)"]
     rank: Annotated[int | None, "the rank of the plan bound to"]
     source: Annotated[str, "where the CPUs came from (`--cpus`, a plan file, a computed plan)"]
@@ -793,7 +799,11 @@ class WorkerResult(TypedDict):
     threads_bound: Annotated[int, "threads on target (a dry run: already)"]
     threads_failed: Annotated[list[ThreadFailed], "threads that could not be bound"]
     threads_changed: Annotated[int, "threads whose mask was changed"]
-    verified: Annotated[bool, "a final re-read of every thread's mask matched"]
+    verified: Annotated[
+        bool,
+        "every thread of the last listing on target: read on it, or set where the kernel cannot "
+        "narrow the mask (any other write read back), none failed",
+    ]
     changed: Annotated[bool, "masks were changed (a dry run: would be)"]
     dry_run: Annotated[bool, "nothing was changed"]
     error: Annotated[
