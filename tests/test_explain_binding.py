@@ -3,8 +3,6 @@ and where numa-local departs; plan's output is unchanged by the trace."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from typer.testing import CliRunner
 
 from ascendtune.app.hosts import load
@@ -124,4 +122,4 @@ def test_rank_out_of_range_and_gpu_host() -> None:
 def test_plan_request_unchanged_by_policy_override() -> None:
     got = load(HostSource(demo="atlas-800i-a2"))
     req = build_request(got.host, PlanOptions(env={}), got.root)
-    assert replace(req, policy="vllm-ascend").policy == "vllm-ascend"
+    assert req._replace(policy="vllm-ascend").policy == "vllm-ascend"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given, settings
 
 from ascendtune.core.cpulist import format_cpulist
@@ -57,7 +55,7 @@ def test_spill_is_ignored_elsewhere_and_says_so() -> None:
 def test_spill_keeps_ranks_apart_and_roles_home(s: Scenario) -> None:
     host = s.host()
     try:
-        plan = make_plan(host, replace(s.request("numa-local", None), spill=True))
+        plan = make_plan(host, s.request("numa-local", None)._replace(spill=True))
     except Exception as e:  # only the planner's own refusal is acceptable
         assert type(e).__name__ == "PlanError", e
         return

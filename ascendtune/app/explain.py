@@ -134,10 +134,10 @@ def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) 
     req = build_request(host, replace(opts, policy="vllm-ascend"), root)
     _, reason = resolve_version(host, opts.target, root)
     trace = VllmTrace()
-    plan = make_plan(host, replace(req, policy="vllm-ascend"), trace=trace)
+    plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)
     better: Any
     try:
-        better = make_plan(host, replace(req, policy="numa-local"))
+        better = make_plan(host, req._replace(policy="numa-local"))
     except AscendtuneError as e:
         better = e.message
     return BindingReport(host, explain_binding(host, trace, plan, rank, better), reason)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist, parse_int_list
@@ -146,8 +146,7 @@ def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> Pl
     )
 
 
-@dataclass(frozen=True)
-class PlanReport:
+class PlanReport(NamedTuple):
     host: Host
     request: PlanRequest
     plan: Plan
@@ -175,7 +174,7 @@ def _better(host: Host, plan: Plan, base: PlanRequest) -> str | None:
     mean = _mean_locality(plan)
     for name in ("numa-local", "numa-slice"):
         try:
-            other = make_plan(host, replace(base, policy=name))
+            other = make_plan(host, base._replace(policy=name))
         except AscendtuneError:
             continue
         om = _mean_locality(other)
@@ -196,8 +195,7 @@ def _mean_locality(plan: Plan) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-@dataclass(frozen=True)
-class CompareReport:
+class CompareReport(NamedTuple):
     host: Host
     plans: dict[str, Plan | str]  # policy -> its plan, or why it cannot plan this host
     target_reason: str = ""
@@ -210,7 +208,7 @@ class CompareReport:
 def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareReport:
     """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
     # options are checked once: a bad device list is the user's error, not a policy's
-    base = build_request(host, replace(opts, policy=POLICY_NAMES[0]), root)
+    base = build_request(host, dataclasses.replace(opts, policy=POLICY_NAMES[0]), root)
     _, reason = resolve_version(host, opts.target, root)
     from ascendtune.core import vendors
 
@@ -220,7 +218,7 @@ def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareR
         if vendor is not None and vendor not in POLICIES[name].vendors:
             continue
         try:
-            plans[name] = make_plan(host, replace(base, policy=name))
+            plans[name] = make_plan(host, base._replace(policy=name))
         except PlanError as e:
             plans[name] = e.message
     return CompareReport(host, plans, reason)

@@ -7,14 +7,12 @@ check-config's findings (vllm_config.model.Finding) carry the same keys plus its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning", "info"]
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     code: str
     severity: Severity
     message: str

@@ -9,8 +9,7 @@ issue thread), "inferred" (reasoned from those); /work/shared/VLLM_ASCEND_VERSIO
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from ascendtune.core.errors import UsageError
 
@@ -30,8 +29,7 @@ DP_RESTART = "restart"  # vLLM >= 0.24: list not narrowed, each engine's local r
 BINDING_FIX = "PR 15517 (main), 15518 (releases/v0.26.0rc), 15596 (releases/v0.27.1rc)"
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(NamedTuple):
     """One modelled fact of a version and how well it is known."""
 
     what: str
@@ -39,8 +37,7 @@ class Fact:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(NamedTuple):
     allocator: str  # which cpu_binding.py the pools come from
     npu_of_rank: str  # SORTED_BUSY or DEVICE_ID
     dp: str  # DP_NARROWED or DP_RESTART
@@ -52,8 +49,7 @@ class Binding:
         return self.npu_of_rank == SORTED_BUSY and self.dp == DP_RESTART
 
 
-@dataclass(frozen=True)
-class VllmAscendVersion:
+class VllmAscendVersion(NamedTuple):
     name: str  # what --target takes
     vllm: str  # the paired vLLM
     source: str  # the commit, tag or branch it was read from

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ascendtune.core import versions
 from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metadata
@@ -23,8 +23,7 @@ _SITE = re.compile(r"^(/\S*?/(?:site|dist)-packages)(?:/|$)")
 _SYSTEM_LIBS = ("usr/local/lib", "usr/lib", "usr/local/python3/lib", "opt/conda/lib")
 
 
-@dataclass(frozen=True)
-class Detected:
+class Detected(NamedTuple):
     version: str  # vllm_ascend's `Version:`
     site: str  # the site-packages folder, as the process sees it
     metadata: str  # the METADATA path read, relative to the root

@@ -3,11 +3,10 @@ and version: how ascendtune learns which vLLM-Ascend a server imports."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class DistMetadata:
+class DistMetadata(NamedTuple):
     name: str | None
     version: str | None
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core import vendors
 from ascendtune.core import versions as va_versions
@@ -25,11 +27,12 @@ from ascendtune.core.planner.model import (
     RankPlan,
     Roles,
 )
-from ascendtune.core.planner.trace import PoolTrace, RankTrace, VllmTrace
+
+if TYPE_CHECKING:
+    from ascendtune.core.planner.trace import VllmTrace
 
 
-@dataclass(frozen=True)
-class _Ctx:
+class _Ctx(NamedTuple):
     host: Host
     vendor: Vendor
     devices: tuple[Accelerator, ...]
@@ -121,13 +124,12 @@ def _rank_plan(
     )
 
 
-@dataclass(frozen=True)
-class _Result:
+class _Result(NamedTuple):
     mode: str
     ranks: list[RankPlan]
     notes: list[str]
-    hidden_pools: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)  # version-specific
+    hidden_pools: Mapping[int, tuple[int, ...]] = MappingProxyType({})
+    findings: Sequence[Finding] = ()  # version-specific
     target: str | None = None
 
 
@@ -146,6 +148,8 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     """vLLM-Ascend's binding as the target version does it: per DP engine, the running list it
     sees, the NPU each local rank binds (sorted busy list or the device vLLM assigned), pools.
     trace, when given, receives every step's inputs and results (the plan stays the same)."""
+    if trace is not None:  # the trace records are only built for `explain binding`
+        from ascendtune.core.planner.trace import PoolTrace, RankTrace
     host = ctx.host
     target = req.target or va_versions.get(va_versions.PLANNER_DEFAULT)
     b = target.binding
@@ -312,7 +316,7 @@ def _plan_cores(
         if vendors.profile(ctx.vendor).thread_roles:
             roles = numa.roles_from_cores(cores, irq=req.irq_reserve)
             if spilled:
-                roles = replace(roles, main=tuple(sorted(roles.main + tuple(spilled))))
+                roles = roles._replace(main=tuple(sorted(roles.main + tuple(spilled))))
             cpus += spilled
         else:
             cpus += spilled
@@ -347,8 +351,7 @@ def _slice(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
     return numa.numa_slice_pools(ctx.host, ctx.devices, ranks, ctx.usable)[0]
 
 
-@dataclass(frozen=True)
-class PolicyInfo:
+class PolicyInfo(NamedTuple):
     """A binding policy: its name, what it does, the vendors it plans, how it runs.
 
     Everything that lists policies (the CLI's choices, help and completion, `--policy compare`)
@@ -477,4 +480,4 @@ def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -
         hidden_pools=res.hidden_pools,
         target=res.target,
     )
-    return replace(plan, findings=tuple(explain(host, plan)) + tuple(res.findings))
+    return plan._replace(findings=tuple(explain(host, plan)) + tuple(res.findings))

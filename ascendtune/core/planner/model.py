@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
+from typing import NamedTuple
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.findings import Finding
@@ -19,8 +21,7 @@ NUMA_LOCAL = "numa_local"
 NUMA_SLICE = "numa_slice"
 
 
-@dataclass(frozen=True)
-class PlanRequest:
+class PlanRequest(NamedTuple):
     policy: str = "vllm-ascend"
     visible: tuple[int, ...] | None = None  # device ids in the order given (None: every device)
     ranks: int | None = None  # only the first N ranks
@@ -43,8 +44,7 @@ class PlanRequest:
     target: VllmAscendVersion | None = None  # None: versions.PLANNER_DEFAULT
 
 
-@dataclass(frozen=True)
-class Roles:
+class Roles(NamedTuple):
     irq: tuple[int, ...] = ()
     main: tuple[int, ...] = ()
     acl: tuple[int, ...] = ()
@@ -60,7 +60,7 @@ class Roles:
 
 
 @dataclass(frozen=True)
-class RankPlan:
+class RankPlan:  # a dataclass: cpuset is a cached_property
     rank: int
     device: int  # the NPU/GPU the rank runs on
     logical_id: int  # the device whose CPU pool it gets (differs only where vLLM-Ascend errs)
@@ -92,14 +92,12 @@ class RankPlan:
         return f"NPU{self.logical_id}: main=[{main}]  acl=[{acl}]  release=[{rel}]"
 
 
-@dataclass(frozen=True)
-class Overlap:
+class Overlap(NamedTuple):
     ranks: tuple[int, int]
     cpus: CpuSet
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     policy: str
     mode: str
     soc: Soc
@@ -115,7 +113,7 @@ class Plan:
     total_devices: int = 0
     # vllm-ascend: the pools it gives NPUs this job does not use but whose affinity meets the
     # cpuset (other services'), to show where independent services would compete
-    hidden_pools: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    hidden_pools: Mapping[int, tuple[int, ...]] = MappingProxyType({})
     target: str | None = None  # the vLLM-Ascend version whose binding was modelled (vllm-ascend)
 
     def rank(self, r: int) -> RankPlan | None:
