@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.app.options import DoctorOptions, PlanOptions
 from ascendtune.core.errors import UsageError
@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 SECTION_NAMES = ("host", "workers")
 
 
-@dataclass(frozen=True)
-class DoctorReport:
+class DoctorReport(NamedTuple):
     checks: list[Check]
     root: Root
     host: Host | None
@@ -69,7 +68,6 @@ def plan_facts(
     policy = resolve_policy(host, policy)
     if not host.accelerators:
         return PlanFacts(policy, error="no accelerator on this host", options=options)
-    from dataclasses import replace
 
     req = build_request(host, replace(opts, ranks=None, spill=False), root)
     try:

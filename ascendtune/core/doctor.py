@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 from ascendtune.core import vendors
 from ascendtune.core.bindplan import BindTarget, target_of_rank
@@ -55,8 +55,7 @@ LAUNCHERS = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """One row of the doctor report."""
 
     id: str
@@ -66,7 +65,7 @@ class Check:
     fix: str | None
     section: str
     detail: str | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = MappingProxyType({})
     # the form of `fix` that survives a reboot (sysctl.d, kernel command line, tuned, config)
     fix_persistent: str | None = None
 
@@ -89,8 +88,7 @@ class Check:
 # ---- facts --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FileValue:
+class FileValue(NamedTuple):
     """A one-line knob: where it was looked for and its text (None: absent)."""
 
     path: str
@@ -101,8 +99,7 @@ class FileValue:
         return None if self.text is None else self.text.strip()
 
 
-@dataclass(frozen=True)
-class HostFacts:
+class HostFacts(NamedTuple):
     """Everything the host rules read, gathered through a Root (live `/` or a sysroot)."""
 
     root: str
@@ -125,29 +122,26 @@ class HostFacts:
     cgroup_cpuset_file: str | None = None  # the file cgroup_cpuset came from
     interrupts: str | None = None  # proc/interrupts text (None: absent)
     # IRQ -> (smp_affinity_list, smp_affinity) texts of the NPU SQ/CQ interrupts
-    irq_affinity: Mapping[int, tuple[str | None, str | None]] = field(default_factory=dict)
+    irq_affinity: Mapping[int, tuple[str | None, str | None]] = MappingProxyType({})
     # Huawei PCI address -> its msi_irqs listing (absent: not readable under this root)
-    msi_irqs: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    msi_irqs: Mapping[str, frozenset[int]] = MappingProxyType({})
     tuned: bool | None = None  # tuned installed (None: not recorded)
     tuned_profile: str | None = None  # etc/tuned/active_profile
     irqbalance_config: str | None = None  # the irqbalance config file present, relative
 
 
-@dataclass(frozen=True)
-class ThreadFacts:
+class ThreadFacts(NamedTuple):
     tid: int
     name: str
     cpus: CpuSet
 
 
-@dataclass(frozen=True)
-class Ancestor:
+class Ancestor(NamedTuple):
     pid: int
     comm: str
 
 
-@dataclass(frozen=True)
-class WorkerFacts:
+class WorkerFacts(NamedTuple):
     """A process holding an accelerator, as proc/PID shows it."""
 
     pid: int
@@ -166,8 +160,7 @@ class WorkerFacts:
     device_files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class PlanFacts:
+class PlanFacts(NamedTuple):
     """The plan workers are compared with, or why there is none."""
 
     policy: str = "vllm-ascend"
@@ -193,8 +186,7 @@ class PlanFacts:
         return " ".join(parts)
 
 
-@dataclass(frozen=True)
-class DoctorInput:
+class DoctorInput(NamedTuple):
     facts: HostFacts
     host: Host | None
     host_error: str | None
@@ -208,8 +200,7 @@ FixFn = Callable[[DoctorInput], str]
 PersistFn = Callable[[DoctorInput], str | None]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     id: str
     expected: str
     fix: str | FixFn
@@ -928,8 +919,7 @@ def redact_command(argv: Sequence[str], limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass(frozen=True)
-class _Audit:
+class _Audit(NamedTuple):
     """What the audit computed for one worker; kept to judge overlaps."""
 
     worker: WorkerFacts

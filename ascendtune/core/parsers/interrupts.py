@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ascendtune.core.cpulist import CpuSet, parse_cpulist, parse_cpumask
 from ascendtune.core.errors import ParseError
@@ -31,8 +31,7 @@ _SHARED_MSI_CHIPS = frozenset({"ITS-MSI", "PCI-MSI", "IR-PCI-MSI", "DMAR-MSI"})
 _TRIGGERS = ("edge", "level", "fasteoi")  # x86 prints the flow handler: 9-fasteoi
 
 
-@dataclass(frozen=True)
-class IrqLine:
+class IrqLine(NamedTuple):
     """One numbered line of /proc/interrupts."""
 
     irq: int
@@ -54,8 +53,7 @@ class IrqLine:
         return name in self.tail
 
 
-@dataclass(frozen=True)
-class Interrupts:
+class Interrupts(NamedTuple):
     cpu_columns: tuple[int, ...]  # CPU numbers of the header (online CPUs at read time)
     lines: tuple[IrqLine, ...]
 
@@ -179,8 +177,7 @@ def parse_affinity(list_text: str | None, mask_text: str | None, *, source: str)
     return None
 
 
-@dataclass(frozen=True)
-class NpuIrqs:
+class NpuIrqs(NamedTuple):
     """The two interrupts vLLM-Ascend pins for one NPU, or why they were not found."""
 
     pci: str
