@@ -84,12 +84,14 @@ def test_identity_is_read_as_psutil_reads_it(tmp_path: Path) -> None:
 
 
 def test_identity_names_the_owner_by_passwd() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "a b"])
+    code = "import time; print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code, "a b"], stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         ident = affinity.process_identity(child.pid)
         assert ident is not None
         assert ident.user == pwd.getpwuid(os.getuid()).pw_name
-        assert ident.cmdline == (sys.executable, "-c", "import time; time.sleep(30)", "a b")
+        assert ident.cmdline == (sys.executable, "-c", code, "a b")
     finally:
         child.kill()
         child.wait()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ascendtune.core import vendors
+from ascendtune.core import policies, vendors
 from ascendtune.core import versions as va_versions
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
@@ -427,6 +427,11 @@ POLICIES: dict[str, PolicyInfo] = {
     )
 }
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
+if POLICY_NAMES != policies.POLICY_NAMES:  # the light list follows the registry, checked here
+    raise ImportError(
+        f"ascendtune.core.policies.POLICY_NAMES {policies.POLICY_NAMES} differs from the "
+        f"registry {POLICY_NAMES}"
+    )
 
 
 def compare_policies(vendor: Vendor | None) -> tuple[str, ...]:
