@@ -1,14 +1,18 @@
-"""bind names the process it acts on (psutil), and refuses a zombie."""
+"""bind names the process it acts on (read from /proc as psutil reads it), and refuses a zombie."""
 
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from ascendtune.host import affinity
 from tests import schemas
 
 runner = CliRunner()
@@ -47,3 +51,55 @@ def test_zombie_is_refused() -> None:
         assert "zombie" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     finally:
         child.wait()
+
+
+def _fake_proc(tmp_path: Path, stat: bytes, cmdline: bytes, uid: int) -> str:
+    d = tmp_path / "4242"
+    d.mkdir()
+    (d / "stat").write_bytes(b"4242 (" + stat + b") S 1 4242 4242 0 -1 4194560 100 0 0 0\n")
+    (d / "cmdline").write_bytes(cmdline)
+    (d / "status").write_bytes(f"Name:\tx\nUmask:\t0022\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n".encode())
+    return str(tmp_path)
+
+
+def test_identity_is_read_as_psutil_reads_it(tmp_path: Path) -> None:
+    """The fields psutil gave, without psutil: a 15-character name completed from the command
+    line, a uid without a passwd entry named by number, a title rewritten with spaces."""
+    free = next(u for u in range(60000, 65000) if not _has_user(u))
+    proc = _fake_proc(tmp_path, b"vllm-worker-ran", b"/opt/bin/vllm-worker-rank0 --x\x00", free)
+    ident = affinity.process_identity(4242, proc)
+    assert ident is not None
+    assert ident.name == "vllm-worker-rank0" and ident.status == "sleeping"
+    assert ident.user == str(free)
+    assert ident.cmdline == ("/opt/bin/vllm-worker-rank0", "--x")
+    (tmp_path / "4242" / "cmdline").write_bytes(b"VLLM::Worker rank 0")
+    ident = affinity.process_identity(4242, proc)
+    assert ident is not None and ident.cmdline == ("VLLM::Worker", "rank", "0")
+    assert ident.name == "vllm-worker-ran"  # the command line does not start with it
+    (tmp_path / "4242" / "cmdline").write_bytes(b"")
+    (tmp_path / "4242" / "status").unlink()
+    ident = affinity.process_identity(4242, proc)
+    assert ident is not None and ident.cmdline == () and ident.user is None
+    assert affinity.process_identity(4243, proc) is None
+
+
+def test_identity_names_the_owner_by_passwd() -> None:
+    code = "import time; print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code, "a b"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        ident = affinity.process_identity(child.pid)
+        assert ident is not None
+        assert ident.user == pwd.getpwuid(os.getuid()).pw_name
+        assert ident.cmdline == (sys.executable, "-c", code, "a b")
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _has_user(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True

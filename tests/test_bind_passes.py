@@ -95,8 +95,9 @@ def counting_os(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         calls["set"] += 1
         set_(tid, cpus)
 
-    def counted_listdir(path: str) -> list[str]:
-        if str(path).endswith("/task"):
+    def counted_listdir(path: str | int) -> list[str]:
+        # an fd is the tail of /proc/PID/task (_list_tail), a listing too
+        if isinstance(path, int) or str(path).endswith("/task"):
             calls["list"] += 1
         return listdir(path)
 
@@ -353,9 +354,11 @@ def test_the_tail_of_the_listing_anchors_on_a_thread_listed_before(spawn: Spawn)
     names = os.listdir(f"/proc/{pid}/task")
     tail = affinity._list_tail(pid, names, Tasks())
     assert tail is not None
-    assert tail.before == len(names) - affinity.TAIL_MARGIN and tail.new == 0
-    assert tail.tids == sorted(int(n) for n in names[-affinity.TAIL_MARGIN :])
-    # a last listing none of whose last 64 threads is there any more: no anchor, list them all
+    margin = affinity.tail_margin(len(names))
+    assert tail.before == len(names) - margin and tail.new == 0
+    assert tail.tids == sorted(int(n) for n in names[-margin:])
+    # a last listing none of whose last `margin` threads is there any more: no anchor, list
+    # them all
     gone = [str(2**22 + i) for i in range(len(names))]
     assert affinity._list_tail(pid, gone, Tasks()) is None
     assert affinity._list_tail(pid, names[:10], Tasks()) is None  # too few to bother

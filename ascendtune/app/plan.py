@@ -7,7 +7,22 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.app.options import PlanOptions
-from ascendtune.core.cpulist import format_cpulist, parse_cpulist, parse_int_list
+from ascendtune.app.planchoices import (  # re-exported: the plan's vocabulary
+    AUTO as AUTO,
+)
+from ascendtune.app.planchoices import (
+    COMPARE as COMPARE,
+)
+from ascendtune.app.planchoices import (
+    SOC_NAMES as SOC_NAMES,
+)
+from ascendtune.app.planchoices import (
+    policy_choices as policy_choices,
+)
+from ascendtune.app.planchoices import (
+    visible_list as visible_list,
+)
+from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from ascendtune.core.errors import AscendtuneError, InvalidInput, ParseError, PlanError, UsageError
 from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, make_plan
 
@@ -18,15 +33,6 @@ if TYPE_CHECKING:
     from ascendtune.core.versions import VllmAscendVersion
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.host.sysroot import Root
-
-AUTO = "auto"  # vllm-ascend on Ascend hosts (what will happen), numa-local on GPU hosts
-COMPARE = "compare"
-SOC_NAMES = ("A2", "A3", "310P", "A5", "910")
-
-
-def policy_choices(*, compare: bool = False) -> tuple[str, ...]:
-    """What `--policy` accepts, from the registry."""
-    return (AUTO, *POLICY_NAMES, *((COMPARE,) if compare else ()))
 
 
 def check_policy(policy: str, *, compare: bool = False) -> None:
@@ -42,20 +48,6 @@ def resolve_policy(host: Host, policy: str) -> str:
     from ascendtune.core import vendors
 
     return vendors.vendor_of(host).default_policy
-
-
-def visible_list(text: str, source: str) -> tuple[int, ...]:
-    """A device list in the order given; UUIDs and repeated ids are refused with a reason."""
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if any(x.upper().startswith(("GPU-", "MIG-")) for x in items):
-        raise InvalidInput(
-            f"{source} names devices by UUID ({items[0]}); ascendtune plans by index",
-            "give --visible-devices with the indices nvidia-smi prints",
-        )
-    ids = parse_int_list(text, source=source)
-    if len(ids) != len(items) and "-" not in text:
-        raise InvalidInput(f"{source} {text} names a device twice")
-    return ids
 
 
 def resolve_version(

@@ -10,16 +10,17 @@ from typing import Annotated, Any
 import typer
 
 from ascendtune.app.options import PlanOptions
-from ascendtune.app.plan import SOC_NAMES, policy_choices, visible_list
+from ascendtune.app.planchoices import SOC_NAMES, policy_choices, visible_list
 from ascendtune.core import versions
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import AscendtuneError
-from ascendtune.core.planner import POLICIES
+from ascendtune.core.policies import POLICY_NAMES
 
 
 def policy_help(*, compare: bool = False) -> str:
-    """--policy's help, from the policy registry."""
-    names = ", ".join(POLICIES)
+    """--policy's help, from the policy registry's names (not the planner: a bind by --cpus
+    needs no plan)."""
+    names = ", ".join(POLICY_NAMES)
     return (
         f"auto (vllm-ascend on NPU hosts, numa-local on GPU hosts), or one of: {names}"
         + (", or compare (every policy side by side)" if compare else "")

@@ -18,6 +18,7 @@ import errno
 import itertools
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -69,7 +70,7 @@ class Tasks:
         self._encoded: dict[CpuSet, Any] = {}
         # os.sched_getaffinity builds a set of every CPU of the mask per call; with few CPUs
         # that beats the ctypes call (0.29 against 0.5 us on 2 CPUs), with many it does not
-        self._ctypes_get = (os.cpu_count() or 1) > 64 and _libc() is not None
+        self._ctypes_get = _ctypes_get()
         # os.sched_setaffinity walks the set per call: 0.55 against 0.8 us for a 2-CPU target,
         # even at 16 CPUs, slower from 32 on (0.78 against 0.7 us, 2.2 against 0.7 at 256)
         self._os_set_max = 16
@@ -165,6 +166,15 @@ def _tids(names: list[str]) -> list[int]:
 
 _STOCK_GET, _STOCK_SET = Tasks.get, Tasks.set  # _pool_pass inlines these two
 _STOCK_LIST = Tasks.list_names  # _list_tail reads the same folder
+_STOCK_TGID, _STOCK_ALIVE = Tasks.tgid, Tasks.alive  # bind_process reads these more cheaply
+
+_CTYPES_GET: list[bool] = []  # decided on first use: os.cpu_count() reads sysfs each call
+
+
+def _ctypes_get() -> bool:
+    if not _CTYPES_GET:
+        _CTYPES_GET.append((os.cpu_count() or 1) > 64 and _libc() is not None)
+    return _CTYPES_GET[0]
 
 
 # ---- libc affinity calls --------------------------------------------------------------------
@@ -291,7 +301,7 @@ def numa_nodes_of(cpus: CpuSet) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class ProcessIdentity:
-    """Who a PID is, for the report and the error lines (from psutil)."""
+    """Who a PID is, for the report and the error lines (read as psutil reads it)."""
 
     name: str
     user: str | None
@@ -309,24 +319,72 @@ class ProcessIdentity:
         }
 
 
-def process_identity(pid: int) -> ProcessIdentity | None:
-    """Name, owner, command line and state of pid; None when psutil cannot see it."""
-    import psutil
+# /proc/PID/stat's state letter as psutil names it (what the report has always said)
+PROC_STATUSES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "x": "dead",
+    "K": "wake-kill",
+    "W": "waking",
+    "I": "idle",
+    "P": "parked",
+}
 
+
+def process_identity(pid: int, proc: str = PROC) -> ProcessIdentity | None:
+    """Name, owner, command line and state of pid; None when it cannot be seen.
+
+    Read from /proc/PID/{stat,status,cmdline} the way psutil reads them (its name, username,
+    cmdline and status, with what each gives when a read fails), without importing psutil
+    (about 11 ms of a bind's start-up): a name cut to 15 characters is completed from the
+    command line's first word, a uid with no passwd entry is named by its number."""
+    enc, errs = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
     try:
-        p = psutil.Process(pid)
-        with p.oneshot():
-            name, status = p.name(), p.status()
-            try:
-                user: str | None = p.username()
-            except (KeyError, psutil.Error):  # a uid with no passwd entry (containers)
-                user = None
-            try:
-                cmd = tuple(p.cmdline())
-            except psutil.Error:
-                cmd = ()
-    except psutil.Error:
+        # the process-wide stat: the leader's name and state, as psutil reads them
+        stat = _read_proc(f"{proc}/{pid}/stat", 4096)
+    except OSError:
         return None
+    rpar = stat.rfind(b")")
+    name = stat[stat.find(b"(") + 1 : rpar].decode(enc, errs)
+    rest = stat[rpar + 2 :].split()
+    status = PROC_STATUSES.get(rest[0].decode("ascii", "replace"), "?") if rest else "?"
+    cmd: tuple[str, ...] = ()
+    try:
+        data = _read_proc(f"{proc}/{pid}/cmdline", 1 << 20).decode(enc, errs)
+    except OSError:
+        data = ""
+    if data:
+        # NUL-separated, NUL-terminated; a process that rewrote its title may use spaces
+        sep = "\x00" if data.endswith("\x00") else " "
+        if data.endswith(sep):
+            data = data[:-1]
+        parts = data.split(sep)
+        if sep == "\x00" and len(parts) == 1 and " " in data:
+            parts = data.split(" ")
+        cmd = tuple(parts)
+    if len(name) >= 15 and cmd:
+        longer = os.path.basename(cmd[0])
+        if longer.startswith(name):
+            name = longer
+    user: str | None = None
+    try:
+        raw = _read_proc(f"{proc}/{pid}/status", 1 << 16)
+        at = raw.index(b"\nUid:")
+        uid = int(raw[at + 5 : raw.index(b"\n", at + 1)].split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    else:
+        import pwd
+
+        try:
+            user = pwd.getpwuid(uid).pw_name
+        except KeyError:  # a uid with no passwd entry (containers)
+            user = str(uid)
     return ProcessIdentity(name=name, user=user, cmdline=cmd, status=status)
 
 
@@ -341,11 +399,14 @@ def require_process(pid: int, tasks: Tasks | None = None) -> None:
             f"{pid} is a thread of process {tgid}, not a process",
             f"bind the whole process with --pid {tgid}",
         )
-    # the state from /proc/PID/stat (psutil only to name a zombie: it costs more than binding
-    # a hundred threads)
-    fields = _stat_fields(pid, tasks.proc)
+    _refuse_zombie(pid, tasks.proc)
+
+
+def _refuse_zombie(pid: int, proc: str) -> None:
+    # the state from /proc/PID/task/PID/stat; the identity only to name a zombie
+    fields = _stat_fields(pid, proc)
     if fields and fields[0] == "Z":
-        ident = process_identity(pid)
+        ident = process_identity(pid, proc)
         name = ident.name if ident is not None else str(pid)
         raise MissingError(
             f"process {pid} ({name}) has exited and waits to be reaped (zombie): "
@@ -417,9 +478,21 @@ def bind_process(
     are still bound and each failure is reported).
     """
     tasks = tasks or Tasks()
-    require_process(pid, tasks)
+    kind = type(tasks)
+    names: list[str] | None = None
+    if kind.tgid is _STOCK_TGID and kind.list_names is _STOCK_LIST:
+        # /proc/PID/task lists the thread group's leader first: when that is pid, pid is a
+        # process (what require_process reads from status), and the listing is pass 1's
+        names = tasks.list_names(pid)
+        if names and names[0] == str(pid):
+            _refuse_zombie(pid, tasks.proc)
+        else:
+            require_process(pid, tasks)  # no such process, or a thread: its error
+            names = tasks.list_names(pid)
+    else:
+        require_process(pid, tasks)
+        names = tasks.list_names(pid)
     use = use_roles and target.has_roles
-    names = tasks.list_names(pid)
     if names is None:
         raise MissingError(f"process {pid} exited before it could be bound")
     first = _tids(names)
@@ -476,7 +549,11 @@ def bind_process(
         exited = len(set().union(*listings) - final.present)
     # liveness is judged AFTER the final listing: a process killed before this point is never
     # "verified", even when its last threads still showed their new masks
-    if total == 0 or not tasks.alive(pid):
+    if total == 0:
+        dying = stopped = True
+    elif type(tasks).alive is _STOCK_ALIVE:
+        dying, stopped = _dying_stopped(pid, tasks.proc, strict=True)
+    elif not tasks.alive(pid):
         dying = stopped = True
     else:
         dying, stopped = _dying_stopped(pid, tasks.proc)
@@ -686,7 +763,14 @@ def _settle(
     return 1
 
 
-TAIL_MARGIN = 64  # threads of the last listing read again: up to 63 may exit meanwhile
+TAIL_MARGIN = 64  # at most this many threads of the last listing are read again
+
+
+def tail_margin(n: int) -> int:
+    """Threads of a last listing of `n` the tail reads again: up to one less may exit between
+    pass 1 and the tail (else the whole folder is listed). A pass 1 over more threads lasts
+    longer, so more may go meanwhile; over 100 a margin of 64 would be most of the listing."""
+    return min(TAIL_MARGIN, max(16, n // 8))
 
 
 @dataclass
@@ -712,9 +796,10 @@ def _list_tail(pid: int, names: list[str], tasks: Tasks) -> _Tail | None:
     before the next (the kernel then resumes by position). A thread leaves the list and the
     pid hash together, so the pass after such a listing finds it gone: the caller takes a tail
     only after a pass 1 that found no thread gone, and ends on one only if it found none."""
-    if type(tasks).list_names is not _STOCK_LIST or len(names) <= TAIL_MARGIN:
+    margin = tail_margin(len(names))
+    if type(tasks).list_names is not _STOCK_LIST or len(names) <= margin:
         return None
-    k = len(names) - TAIL_MARGIN
+    k = len(names) - margin
     try:
         fd = os.open(f"{tasks.proc}/{pid}/task", os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -730,7 +815,7 @@ def _list_tail(pid: int, names: list[str], tasks: Tasks) -> _Tail | None:
         return None
     last = set(names[k:])  # deaths shift the tail's first entry later, never earlier
     if got[0] not in last:
-        return None  # 64 or more exited: no thread to anchor on
+        return None  # `margin` or more exited: no thread to anchor on
     return _Tail(k, _tids(got), sum(1 for n in got if n not in last))
 
 
@@ -807,11 +892,15 @@ def process_stopped(pid: int, proc: str = PROC) -> bool:
     return fields is not None and bool(fields) and fields[0] in ("T", "t")
 
 
-def _dying_stopped(pid: int, proc: str) -> tuple[bool, bool]:
-    """(process_dying, process_stopped) from one read of stat and, if needed, one of status."""
+def _dying_stopped(pid: int, proc: str, *, strict: bool = False) -> tuple[bool, bool]:
+    """(process_dying, process_stopped) from one read of stat and, if needed, one of status.
+    `strict`: an unreadable stat counts as dying, as Tasks.alive has it (bind_process's final
+    check then needs no read of its own)."""
     fields = _stat_fields(pid, proc)
     if fields is None or (fields and fields[0] in ("Z", "X", "x")):
         return True, False
+    if strict and not fields:
+        return True, True
     stopped = bool(fields) and fields[0] in ("T", "t")
     try:
         if int(fields[6]) & PF_EXITING:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
-from ascendtune.core import vendors
+from ascendtune.core import policies, vendors
 from ascendtune.core import versions as va_versions
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
@@ -430,6 +430,11 @@ POLICIES: dict[str, PolicyInfo] = {
     )
 }
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
+if POLICY_NAMES != policies.POLICY_NAMES:  # the light list follows the registry, checked here
+    raise ImportError(
+        f"ascendtune.core.policies.POLICY_NAMES {policies.POLICY_NAMES} differs from the "
+        f"registry {POLICY_NAMES}"
+    )
 
 
 def compare_policies(vendor: Vendor | None) -> tuple[str, ...]:
