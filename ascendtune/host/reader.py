@@ -105,15 +105,17 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, tuple[int, int, Cpu
     return online, present, cpus
 
 
+_TOPOLOGY = ("physical_package_id", "core_id", "thread_siblings_list")
+
+
 def _topology(
     here: Folder, c: int, parsed: dict[str, CpuSet]
 ) -> tuple[int, int, CpuSet, bool]:
     """CPU c's (socket, core, siblings) from its folder, and whether they hold for each of the
     siblings too (a sibling list naming c, and a core_id)."""
     with here.folder("topology") as topo:
-        sock = _int(topo.read_text("physical_package_id"), 0)
-        core_text = topo.read_text("core_id")
-        sib_text = topo.read_text("thread_siblings_list")
+        sock_text, core_text, sib_text = topo.read_texts(_TOPOLOGY)
+    sock = _int(sock_text, 0)
     core = _int(core_text, c)
     if not sib_text:
         return sock, core, frozenset({c}), False

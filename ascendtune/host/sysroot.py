@@ -136,6 +136,10 @@ class Folder:
     def read_text(self, name: str) -> str | None:
         return self.root.read_text(self.path(name))
 
+    def read_texts(self, names: tuple[str, ...]) -> list[str | None]:
+        """read_text of each name, in order."""
+        return [self.read_text(name) for name in names]
+
     def listdir(self) -> list[str] | None:
         return self.root.listdir(self.rel)
 
@@ -199,6 +203,34 @@ class _OpenFolder(Folder):
         finally:
             os.close(opened)
         return data.decode("utf-8", errors="replace")
+
+    def read_texts(self, names: tuple[str, ...]) -> list[str | None]:
+        # read_text's common case inlined (a plain regular file): the reader asks this for the
+        # three topology files of every core
+        fd = self.fd
+        if fd is None:
+            return super().read_texts(names)
+        out: list[str | None] = []
+        add = out.append
+        sstat, sopen, sclose, isreg = os.stat, os.open, os.close, stat.S_ISREG
+        for name in names:
+            try:
+                st = sstat(name, dir_fd=fd, follow_symlinks=False)
+                if isreg(st.st_mode) and "/" not in name:
+                    opened = sopen(name, _FILE_FLAGS, dir_fd=fd)
+                    try:
+                        size = st.st_size
+                        if size < MAX_FILE_BYTES:
+                            data = os.read(opened, size + 1)
+                            if len(data) <= size:
+                                add(data.decode("utf-8", errors="replace"))
+                                continue
+                    finally:
+                        sclose(opened)
+            except OSError:
+                pass
+            add(self.read_text(name))  # anything else: the full read decides
+        return out
 
     def listdir(self) -> list[str] | None:
         if self.fd is None:
