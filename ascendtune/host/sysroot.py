@@ -164,8 +164,9 @@ class _OpenFolder(Folder):
     they refuse: what this answers is always what those would."""
 
     def __init__(self, root: DirRoot, rel: str, fd: int) -> None:
-        super().__init__(root, rel)
-        self.dir_root = root
+        # rel as given (already stripped: a reader makes one per CPU and per cache)
+        self.root = self.dir_root = root
+        self.rel = rel
         self.fd: int | None = fd
 
     def __del__(self) -> None:
@@ -249,7 +250,7 @@ class _OpenFolder(Folder):
             return _ABSENT
         except OSError:
             return Folder(self.root, self.path(name))  # a link (ELOOP), not a folder: by path
-        return _OpenFolder(self.dir_root, self.path(name), fd)
+        return _OpenFolder(self.dir_root, f"{self.rel}/{name}" if self.rel else name, fd)
 
 
 class _AbsentFolder(Folder):
@@ -563,7 +564,7 @@ class DirRoot(Root):
             fd = self._walk(rel, last="dir")
         except OSError:
             return Folder(self, rel)
-        return _ABSENT if fd is None else _OpenFolder(self, rel, fd)
+        return _ABSENT if fd is None else _OpenFolder(self, rel.strip("/"), fd)
 
     def listdir(self, rel: str) -> list[str] | None:
         try:
