@@ -87,6 +87,10 @@ def test_a_folder_reads_what_read_text_reads(sysroot: SysrootBuilder, outside: P
                     assert SECRET not in str(want)
                 assert topo.listdir() == root.listdir(f"{CPU}/cpu{c}/topology")
             assert here.listdir() == root.listdir(f"{CPU}/cpu{c}")
+            plain = tuple(NAMES[:4])
+            want_all = [root.read_text(f"{CPU}/cpu{c}/topology/{n}") for n in plain]
+            assert cpus.read_texts(plain, f"cpu{c}/topology") == want_all, c
+            assert here.read_texts(plain, "topology") == want_all, c
             with here.folder("cache") as cache:
                 for entry in cache.listdir() or []:
                     with cache.folder(entry) as index:

@@ -90,17 +90,17 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, tuple[int, int, Cpu
             if known is not None and llc is not None:
                 cpus[c] = (*known, llc)
                 continue
-            with cpu_dir.folder(f"cpu{c}") as here:
-                if known is not None:
-                    sock, core, siblings = known
-                else:
-                    sock, core, siblings, shared = _topology(here, c, parsed)
-                    if shared:
-                        core_of.update(dict.fromkeys(siblings, (sock, core, siblings)))
-                if llc is None:
+            if known is not None:
+                sock, core, siblings = known
+            else:
+                sock, core, siblings, shared = _topology(cpu_dir, c, parsed)
+                if shared:
+                    core_of.update(dict.fromkeys(siblings, (sock, core, siblings)))
+            if llc is None:
+                with cpu_dir.folder(f"cpu{c}") as here:
                     llc = _llc(here, parsed)
-                    if c in llc:
-                        llc_of.update(dict.fromkeys(llc, llc))
+                if c in llc:
+                    llc_of.update(dict.fromkeys(llc, llc))
             cpus[c] = (sock, core, siblings if c in siblings else siblings | {c}, llc)
     return online, present, cpus
 
@@ -109,12 +109,11 @@ _TOPOLOGY = ("physical_package_id", "core_id", "thread_siblings_list")
 
 
 def _topology(
-    here: Folder, c: int, parsed: dict[str, CpuSet]
+    cpu_dir: Folder, c: int, parsed: dict[str, CpuSet]
 ) -> tuple[int, int, CpuSet, bool]:
-    """CPU c's (socket, core, siblings) from its folder, and whether they hold for each of the
-    siblings too (a sibling list naming c, and a core_id)."""
-    with here.folder("topology") as topo:
-        sock_text, core_text, sib_text = topo.read_texts(_TOPOLOGY)
+    """CPU c's (socket, core, siblings) from the cpu folder, and whether they hold for each of
+    the siblings too (a sibling list naming c, and a core_id)."""
+    sock_text, core_text, sib_text = cpu_dir.read_texts(_TOPOLOGY, f"cpu{c}/topology")
     sock = _int(sock_text, 0)
     core = _int(core_text, c)
     if not sib_text:

@@ -136,8 +136,10 @@ class Folder:
     def read_text(self, name: str) -> str | None:
         return self.root.read_text(self.path(name))
 
-    def read_texts(self, names: tuple[str, ...]) -> list[str | None]:
-        """read_text of each name, in order."""
+    def read_texts(self, names: tuple[str, ...], under: str = "") -> list[str | None]:
+        """read_text of each name (of the folder under, a path below this one), in order."""
+        if under:
+            return self.folder(under).read_texts(names)
         return [self.read_text(name) for name in names]
 
     def listdir(self) -> list[str] | None:
@@ -205,15 +207,37 @@ class _OpenFolder(Folder):
             os.close(opened)
         return data.decode("utf-8", errors="replace")
 
-    def read_texts(self, names: tuple[str, ...]) -> list[str | None]:
-        # read_text's common case inlined (a plain regular file): the reader asks this for the
-        # three topology files of every core
+    def read_texts(self, names: tuple[str, ...], under: str = "") -> list[str | None]:
+        # read_text's common case inlined (plain folders, plain regular files): the reader asks
+        # this for the three topology files of every core, with no Folder made per folder
         fd = self.fd
         if fd is None:
-            return super().read_texts(names)
+            return super().read_texts(names, under)
+        parts = under.split("/") if under else []
+        if any(p in ("", ".", "..") for p in parts):
+            return super().read_texts(names, under)
+        opened_dirs: list[int] = []
+        try:
+            for part in parts:
+                try:
+                    fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    return [None] * len(names)  # as read_text finds it: absent
+                except OSError:
+                    return super().read_texts(names, under)  # a link, not a folder: by path
+                opened_dirs.append(fd)
+            rel = f"{self.rel}/{under}" if under else self.rel
+            return self._plain_texts(fd, rel, names)
+        finally:
+            for d in opened_dirs:
+                os.close(d)
+
+    def _plain_texts(self, fd: int, rel: str, names: tuple[str, ...]) -> list[str | None]:
+        """read_texts of names in the folder fd (rel: its path), each regular file read with
+        one stat, open and read; anything else answered by the root's read_text of its path."""
         out: list[str | None] = []
         add = out.append
-        sstat, sopen, sclose, isreg = os.stat, os.open, os.close, stat.S_ISREG
+        sstat, sopen, sclose, sread, isreg = os.stat, os.open, os.close, os.read, stat.S_ISREG
         for name in names:
             try:
                 st = sstat(name, dir_fd=fd, follow_symlinks=False)
@@ -222,7 +246,7 @@ class _OpenFolder(Folder):
                     try:
                         size = st.st_size
                         if size < MAX_FILE_BYTES:
-                            data = os.read(opened, size + 1)
+                            data = sread(opened, size + 1)
                             if len(data) <= size:
                                 add(data.decode("utf-8", errors="replace"))
                                 continue
@@ -230,7 +254,8 @@ class _OpenFolder(Folder):
                         sclose(opened)
             except OSError:
                 pass
-            add(self.read_text(name))  # anything else: the full read decides
+            # anything else: the full read decides
+            add(self.root.read_text(f"{rel}/{name}" if rel else name))
         return out
 
     def listdir(self) -> list[str] | None:

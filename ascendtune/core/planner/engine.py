@@ -466,9 +466,8 @@ def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -
     ranks = res.ranks
     # ranks whose CPUs add up to their union share none: no pair to look at (64 ranks are
     # 2,016 pairs)
-    disjoint = len(frozenset().union(*(rp.cpuset for rp in ranks))) == sum(
-        len(rp.cpuset) for rp in ranks
-    )
+    used = frozenset[int]().union(*(rp.cpuset for rp in ranks))
+    disjoint = len(used) == sum(len(rp.cpuset) for rp in ranks)
     overlaps = (
         ()
         if disjoint
@@ -479,7 +478,6 @@ def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -
             if a.cpuset & b.cpuset
         )
     )
-    used = frozenset(c for rp in ranks for c in rp.cpus)
     plan = Plan(
         policy=req.policy,
         mode=res.mode,
