@@ -203,7 +203,11 @@ class Host(NamedTuple):
         return c.node if c else None
 
     def nodes_of(self, cpus: CpuSet) -> tuple[int, ...]:
-        return tuple(sorted({n for c in cpus if (n := self.node_of(c)) is not None}))
+        # node_of inlined: the planner asks this of every rank's CPUs and device affinity
+        table = self.cpus
+        return tuple(
+            sorted({n for c in cpus if (cpu := table.get(c)) and (n := cpu.node) is not None})
+        )
 
     def accelerator(self, logical_id: int) -> Accelerator | None:
         for a in self.accelerators:

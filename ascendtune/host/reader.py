@@ -25,7 +25,7 @@ from ascendtune.core.vendors import (
 from ascendtune.core.vendors import links_json as links_json  # cli/topo.py imports it from here
 from ascendtune.core.vendors.nvidia import NVML_FILE
 from ascendtune.host import pci
-from ascendtune.host.sysroot import Root
+from ascendtune.host.sysroot import Folder, Root
 
 if TYPE_CHECKING:
     from ascendtune.core.cgroup import Cpuset
@@ -81,31 +81,46 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, tuple[int, int, Cpu
     parsed: dict[str, CpuSet] = {}
     core_of: dict[int, tuple[int, int, CpuSet]] = {}
     llc_of: dict[int, CpuSet] = {}
-    read = root.read_text
-    for c in sorted(online):
-        known = core_of.get(c)
-        if known is not None:
-            sock, core, siblings = known
-        else:
-            base = f"{CPU_DIR}/cpu{c}/topology/"
-            sock = _int(read(base + "physical_package_id"), 0)
-            core_text = read(base + "core_id")
-            core = _int(core_text, c)
-            sib_text = read(base + "thread_siblings_list")
-            siblings = (
-                _parse_once(parsed, sib_text, base + "thread_siblings_list")
-                if sib_text
-                else frozenset({c})
-            )
-            if sib_text and c in siblings and core == _int(core_text, -1):
-                core_of.update(dict.fromkeys(siblings, (sock, core, siblings)))
-        llc = llc_of.get(c)
-        if llc is None:
-            llc = read_llc(root, c, parsed)
-            if c in llc:
-                llc_of.update(dict.fromkeys(llc, llc))
-        cpus[c] = (sock, core, siblings if c in siblings else siblings | {c}, llc)
+    # a sysroot folder is opened once and each CPU's folder from it: its files are read
+    # relative to it, with no walk from the top per file
+    with root.folder(CPU_DIR) as cpu_dir:
+        for c in sorted(online):
+            known = core_of.get(c)
+            llc = llc_of.get(c)
+            if known is not None and llc is not None:
+                cpus[c] = (*known, llc)
+                continue
+            if known is not None:
+                sock, core, siblings = known
+            else:
+                sock, core, siblings, shared = _topology(cpu_dir, c, parsed)
+                if shared:
+                    core_of.update(dict.fromkeys(siblings, (sock, core, siblings)))
+            if llc is None:
+                with cpu_dir.folder(f"cpu{c}") as here:
+                    llc = _llc(here, parsed)
+                if c in llc:
+                    llc_of.update(dict.fromkeys(llc, llc))
+            cpus[c] = (sock, core, siblings if c in siblings else siblings | {c}, llc)
     return online, present, cpus
+
+
+_TOPOLOGY = ("physical_package_id", "core_id", "thread_siblings_list")
+
+
+def _topology(
+    cpu_dir: Folder, c: int, parsed: dict[str, CpuSet]
+) -> tuple[int, int, CpuSet, bool]:
+    """CPU c's (socket, core, siblings) from the cpu folder, and whether they hold for each of
+    the siblings too (a sibling list naming c, and a core_id)."""
+    sock_text, core_text, sib_text = cpu_dir.read_texts(_TOPOLOGY, f"cpu{c}/topology")
+    sock = _int(sock_text, 0)
+    core = _int(core_text, c)
+    if not sib_text:
+        return sock, core, frozenset({c}), False
+    source = f"{CPU_DIR}/cpu{c}/topology/thread_siblings_list"
+    siblings = _parse_once(parsed, sib_text, source)
+    return sock, core, siblings, c in siblings and core == _int(core_text, -1)
 
 
 def _parse_once(parsed: dict[str, CpuSet], text: str, source: str) -> CpuSet:
@@ -119,28 +134,34 @@ def read_llc(root: Root, cpu: int, parsed: dict[str, CpuSet] | None = None) -> C
     """CPUs sharing cpu's highest-level data/unified cache (an L3 "core complex"), or empty.
 
     parsed: CPU lists already parsed, by text (read_cpus shares one across CPUs)."""
-    base = f"{CPU_DIR}/cpu{cpu}/cache"
-    memo: dict[str, CpuSet] = {} if parsed is None else parsed
+    with root.folder(f"{CPU_DIR}/cpu{cpu}") as here:
+        return _llc(here, {} if parsed is None else parsed)
+
+
+def _llc(here: Folder, memo: dict[str, CpuSet]) -> CpuSet:
+    """read_llc of the CPU whose folder is here."""
     best_level, best = -1, frozenset[int]()
-    for entry in root.listdir(base) or []:
-        if not (entry.startswith("index") and entry[5:].isdigit() and entry[5:].isascii()):
-            continue
-        # an instruction cache, or one below the best so far, needs no further read
-        kind = (root.read_text(f"{base}/{entry}/type") or "").strip()
-        if kind not in ("Unified", "Data"):
-            continue
-        level = _int(root.read_text(f"{base}/{entry}/level"), -1)
-        if level <= best_level:
-            continue
-        shared = root.read_text(f"{base}/{entry}/shared_cpu_list")
-        if shared:
-            try:
-                best_level, best = (
-                    level,
-                    _parse_once(memo, shared, f"{base}/{entry}/shared_cpu_list"),
-                )
-            except ParseError:
+    with here.folder("cache") as cache:
+        for entry in cache.listdir() or []:
+            if not (entry.startswith("index") and entry[5:].isdigit() and entry[5:].isascii()):
                 continue
+            with cache.folder(entry) as index:
+                # an instruction cache, or one below the best so far, needs no further read
+                kind = (index.read_text("type") or "").strip()
+                if kind not in ("Unified", "Data"):
+                    continue
+                level = _int(index.read_text("level"), -1)
+                if level <= best_level:
+                    continue
+                shared = index.read_text("shared_cpu_list")
+                if shared:
+                    try:
+                        best_level, best = (
+                            level,
+                            _parse_once(memo, shared, f"{index.rel}/shared_cpu_list"),
+                        )
+                    except ParseError:
+                        continue
     return best
 
 

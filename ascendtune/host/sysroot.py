@@ -98,6 +98,11 @@ class Root:
     def exists(self, rel: str) -> bool:
         return self.read_text(rel) is not None or self.listdir(rel) is not None
 
+    def folder(self, rel: str) -> Folder:
+        """A folder to read many files of: each read answers as read_text of rel/NAME would
+        (a sysroot folder is opened once instead of walked again for each file)."""
+        return Folder(self, rel)
+
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         """Output of a tool; None when the tool is absent on this host.
 
@@ -114,6 +119,182 @@ class Root:
 
     def describe(self) -> str:
         return self.label
+
+
+class Folder:
+    """A folder of a Root, read by name: read_text(name) is the Root's read_text of rel/name,
+    listdir() its listdir of rel, folder(name) the folder rel/name. This base answers through
+    those paths; a sysroot folder's _OpenFolder holds a descriptor instead."""
+
+    def __init__(self, root: Root, rel: str) -> None:
+        self.root = root
+        self.rel = rel.strip("/")
+
+    def path(self, name: str) -> str:
+        return f"{self.rel}/{name}" if self.rel else name
+
+    def read_text(self, name: str) -> str | None:
+        return self.root.read_text(self.path(name))
+
+    def read_texts(self, names: tuple[str, ...], under: str = "") -> list[str | None]:
+        """read_text of each name (of the folder under, a path below this one), in order."""
+        if under:
+            return self.folder(under).read_texts(names)
+        return [self.read_text(name) for name in names]
+
+    def listdir(self) -> list[str] | None:
+        return self.root.listdir(self.rel)
+
+    def folder(self, name: str) -> Folder:
+        return Folder(self.root, self.path(name))
+
+    def close(self) -> None:
+        """Let go of what the folder holds (the base holds nothing)."""
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _OpenFolder(Folder):
+    """A sysroot folder reached by a plain walk, held open: a file in it is one stat and one
+    open relative to the descriptor (O_NOFOLLOW), never a walk from the top. A link, a name
+    that is not one plain component, or any error but absence is left to the root's own
+    read_text / listdir / folder by path, which resolve links inside the root and refuse what
+    they refuse: what this answers is always what those would."""
+
+    def __init__(self, root: DirRoot, rel: str, fd: int) -> None:
+        # rel as given (already stripped: a reader makes one per CPU and per cache)
+        self.root = self.dir_root = root
+        self.rel = rel
+        self.fd: int | None = fd
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        fd, self.fd = getattr(self, "fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def read_text(self, name: str) -> str | None:
+        fd = self.fd
+        if fd is None or "/" in name or name in ("", ".", ".."):
+            return self.root.read_text(self.path(name))
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return self.root.read_text(self.path(name))
+        mode = st.st_mode
+        if not stat.S_ISREG(mode):
+            if not stat.S_ISLNK(mode):
+                self.dir_root._refuse_special(self.path(name), mode)  # raises
+            return self.root.read_text(self.path(name))
+        try:
+            opened = os.open(name, _FILE_FLAGS, dir_fd=fd)
+        except OSError:
+            return self.root.read_text(self.path(name))  # swapped under us (ELOOP), unreadable
+        try:
+            label = self.dir_root._p(self.path(name))
+            data = read_capped(opened, MAX_FILE_BYTES, label, size_hint=st.st_size)
+        except OSError:
+            return self.root.read_text(self.path(name))
+        finally:
+            os.close(opened)
+        return data.decode("utf-8", errors="replace")
+
+    def read_texts(self, names: tuple[str, ...], under: str = "") -> list[str | None]:
+        # read_text's common case inlined (plain folders, plain regular files): the reader asks
+        # this for the three topology files of every core, with no Folder made per folder
+        fd = self.fd
+        if fd is None:
+            return super().read_texts(names, under)
+        parts = under.split("/") if under else []
+        if any(p in ("", ".", "..") for p in parts):
+            return super().read_texts(names, under)
+        opened_dirs: list[int] = []
+        try:
+            for part in parts:
+                try:
+                    fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    return [None] * len(names)  # as read_text finds it: absent
+                except OSError:
+                    return super().read_texts(names, under)  # a link, not a folder: by path
+                opened_dirs.append(fd)
+            rel = f"{self.rel}/{under}" if under else self.rel
+            return self._plain_texts(fd, rel, names)
+        finally:
+            for d in opened_dirs:
+                os.close(d)
+
+    def _plain_texts(self, fd: int, rel: str, names: tuple[str, ...]) -> list[str | None]:
+        """read_texts of names in the folder fd (rel: its path), each regular file read with
+        one stat, open and read; anything else answered by the root's read_text of its path."""
+        out: list[str | None] = []
+        add = out.append
+        sstat, sopen, sclose, sread, isreg = os.stat, os.open, os.close, os.read, stat.S_ISREG
+        for name in names:
+            try:
+                st = sstat(name, dir_fd=fd, follow_symlinks=False)
+                if isreg(st.st_mode) and "/" not in name:
+                    opened = sopen(name, _FILE_FLAGS, dir_fd=fd)
+                    try:
+                        size = st.st_size
+                        if size < MAX_FILE_BYTES:
+                            data = sread(opened, size + 1)
+                            if len(data) <= size:
+                                add(data.decode("utf-8", errors="replace"))
+                                continue
+                    finally:
+                        sclose(opened)
+            except OSError:
+                pass
+            # anything else: the full read decides
+            add(self.root.read_text(f"{rel}/{name}" if rel else name))
+        return out
+
+    def listdir(self) -> list[str] | None:
+        if self.fd is None:
+            return self.root.listdir(self.rel)
+        try:
+            return sorted(os.listdir(self.fd))
+        except OSError:
+            return None
+
+    def folder(self, name: str) -> Folder:
+        if self.fd is None or "/" in name or name in ("", ".", ".."):
+            return Folder(self.root, self.path(name))
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            return _ABSENT
+        except OSError:
+            return Folder(self.root, self.path(name))  # a link (ELOOP), not a folder: by path
+        return _OpenFolder(self.dir_root, f"{self.rel}/{name}" if self.rel else name, fd)
+
+
+class _AbsentFolder(Folder):
+    """A folder that does not exist: every file in it is absent."""
+
+    def __init__(self) -> None:
+        super().__init__(Root(), "")
+
+    def read_text(self, name: str) -> str | None:
+        return None
+
+    def listdir(self) -> list[str] | None:
+        return None
+
+    def folder(self, name: str) -> Folder:
+        return self
+
+
+_ABSENT = _AbsentFolder()
 
 
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
@@ -400,6 +581,15 @@ class DirRoot(Root):
     def read_text(self, rel: str) -> str | None:
         data = self.read_bytes(rel)
         return None if data is None else data.decode("utf-8", errors="replace")
+
+    def folder(self, rel: str) -> Folder:
+        if self.live:
+            return Folder(self, rel)  # live reads take whole paths anyway
+        try:
+            fd = self._walk(rel, last="dir")
+        except OSError:
+            return Folder(self, rel)
+        return _ABSENT if fd is None else _OpenFolder(self, rel.strip("/"), fd)
 
     def listdir(self, rel: str) -> list[str] | None:
         try:

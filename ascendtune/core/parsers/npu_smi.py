@@ -493,6 +493,10 @@ def parse_topo(text: str) -> TopoMatrix:
     labels, has_affinity = _topo_header(header, no)
     ncols = len(labels)
     npus = [_label(lb)[1] for lb in labels if _is_npu(lb)]
+    # each column's NPU id (None: a NIC), worked out once, not once per row; a link type seen
+    # valid once needs no second match (a 64-NPU matrix is 4,096 cells of a few types)
+    col_npu = [(n if kind == "NPU" else None) for kind, n in map(_label, labels)]
+    valid: set[str] = set()
 
     links: dict[int, dict[int, str]] = {}
     affinity: dict[int, CpuSet | None] = {}
@@ -529,21 +533,23 @@ def parse_topo(text: str) -> TopoMatrix:
                 line=no,
             )
         row: dict[int, str] = {}
-        for col, cell in zip(labels, link_cells, strict=True):
-            if not _LINK.fullmatch(cell):
-                raise ParseError(
-                    f"row {label!r}, column {col}: {cell!r} is not a link type",
-                    source=SRC_TOPO,
-                    line=no,
-                )
+        for col, col_id, cell in zip(labels, col_npu, link_cells, strict=True):
+            if cell not in valid:
+                if not _LINK.fullmatch(cell):
+                    raise ParseError(
+                        f"row {label!r}, column {col}: {cell!r} is not a link type",
+                        source=SRC_TOPO,
+                        line=no,
+                    )
+                valid.add(cell)
             if (cell == "X") != (col == label):
                 raise ParseError(
                     f"row {label!r}, column {col}: 'X' must mark exactly the device itself",
                     source=SRC_TOPO,
                     line=no,
                 )
-            if col != label and _is_npu(col):
-                row[_label(col)[1]] = cell
+            if col_id is not None and col != label:
+                row[col_id] = cell
         if not _is_npu(label):
             continue  # NIC rows only repeat the NPU rows' NIC columns
         npu = _label(label)[1]

@@ -111,14 +111,24 @@ def _rank_plan(
 ) -> RankPlan:
     dev = host.accelerator(device)
     dnode = numa.home_node(host, dev) if dev else None
-    on_node = sum(1 for c in cpus if host.node_of(c) == dnode) if dnode is not None else 0
+    # each CPU's node looked up once (Host.node_of inlined: this runs for every rank's CPUs)
+    table = host.cpus
+    nodes: set[int] = set()
+    on_node = 0
+    for c in cpus:
+        cpu = table.get(c)
+        n = cpu.node if cpu else None
+        if n is not None:
+            nodes.add(n)
+            if n == dnode:
+                on_node += 1
     return RankPlan(
         rank=rank,
         device=device,
         logical_id=logical,
         cpus=tuple(cpus),
         roles=roles,
-        numa_nodes=host.nodes_of(frozenset(cpus)),
+        numa_nodes=tuple(sorted(nodes)),
         device_node=dnode,
         locality=(on_node / len(cpus) if cpus else 0.0) if dnode is not None else None,
     )
@@ -462,13 +472,20 @@ def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -
     else:
         res = POLICIES[req.policy].run(ctx, req)
     ranks = res.ranks
-    overlaps = tuple(
-        Overlap((a.rank, b.rank), a.cpuset & b.cpuset)
-        for i, a in enumerate(ranks)
-        for b in ranks[i + 1 :]
-        if a.cpuset & b.cpuset
+    # ranks whose CPUs add up to their union share none: no pair to look at (64 ranks are
+    # 2,016 pairs)
+    used = frozenset[int]().union(*(rp.cpuset for rp in ranks))
+    disjoint = len(used) == sum(len(rp.cpuset) for rp in ranks)
+    overlaps = (
+        ()
+        if disjoint
+        else tuple(
+            Overlap((a.rank, b.rank), a.cpuset & b.cpuset)
+            for i, a in enumerate(ranks)
+            for b in ranks[i + 1 :]
+            if a.cpuset & b.cpuset
+        )
     )
-    used = frozenset(c for rp in ranks for c in rp.cpus)
     plan = Plan(
         policy=req.policy,
         mode=res.mode,
