@@ -3,8 +3,13 @@ sleeping, named or churning threads, and how to start a Python child with pipes.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+from collections.abc import Callable
+
+import pytest
 
 # A child: threads (optionally named, optionally on their own masks; `threads` of them besides
 # the main one), or `spawners` threads that keep creating threads. It prints "ready" once every thread is set up, then waits.
@@ -75,3 +80,24 @@ def assert_ready(p: subprocess.Popen[str]) -> None:
     assert p.stdout is not None
     line = p.stdout.readline()
     assert line.strip() == "ready", f"child did not start: {line!r}"
+
+
+BOTH = frozenset({0, 1})
+# the marker of every test that binds real threads of this machine
+needs_cpus_0_1 = pytest.mark.skipif(
+    not sys.platform.startswith("linux")
+    or not hasattr(os, "sched_setaffinity")
+    or not os.sched_getaffinity(0) >= BOTH,
+    reason="needs Linux with CPUs 0 and 1 usable",
+)
+
+Spawn = Callable[..., int]
+
+
+def masks(pid: int) -> dict[int, frozenset[int]]:
+    """Every present thread's mask, read back from the kernel."""
+    out: dict[int, frozenset[int]] = {}
+    for name in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # exited meanwhile
+            out[int(name)] = frozenset(os.sched_getaffinity(int(name)))
+    return out

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import json
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from tests.builder import SysrootBuilder
+from tests.children import CHILD, Spawn, assert_ready, popen_child
 
 # a loaded 2-core CI machine must not turn slow examples into failures
 settings.register_profile("ascendtune", deadline=None)
@@ -38,3 +42,21 @@ def pytest_terminal_summary(terminalreporter: object) -> None:
     }
     for why in sorted(reasons):
         reporter.write_line(f"Ray tier skipped: {why}")  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def spawn() -> Iterator[Spawn]:
+    """Start a child (tests/children.py CHILD) from its spec's keywords; every child is killed at
+    teardown."""
+    children: list[subprocess.Popen[str]] = []
+
+    def start(**spec: object) -> int:
+        p = popen_child(CHILD, json.dumps(spec))
+        children.append(p)
+        assert_ready(p)
+        return p.pid
+
+    yield start
+    for p in children:
+        p.kill()
+        p.wait(timeout=10)

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,45 +26,18 @@ from ascendtune.core.cpulist import format_cpulist
 from ascendtune.host import affinity
 from ascendtune.host.affinity import Tasks, bind_process
 from tests import schemas
-from tests.children import CHILD, assert_ready, popen_child
-
-REPO = Path(__file__).resolve().parents[1]
-BOTH = frozenset({0, 1})
-
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux")
-    or not hasattr(os, "sched_setaffinity")
-    or not os.sched_getaffinity(0) >= BOTH,
-    reason="needs Linux with CPUs 0 and 1 usable",
+from tests.children import (  # noqa: F401 (spawn: a fixture)
+    BOTH,
+    CHILD,
+    Spawn,
+    assert_ready,
+    masks,
+    needs_cpus_0_1,
+    popen_child,
 )
 
-Spawn = Callable[..., int]
-
-
-@pytest.fixture
-def spawn() -> Iterator[Spawn]:
-    """Start a child (see CHILD); every child is killed at teardown."""
-    children: list[subprocess.Popen[str]] = []
-
-    def start(**spec: object) -> int:
-        p = popen_child(CHILD, json.dumps(spec))
-        children.append(p)
-        assert_ready(p)
-        return p.pid
-
-    yield start
-    for p in children:
-        p.kill()
-        p.wait(timeout=10)
-
-
-def masks(pid: int) -> dict[int, frozenset[int]]:
-    """Every present thread's mask, read back from the kernel."""
-    out: dict[int, frozenset[int]] = {}
-    for name in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(ProcessLookupError):  # exited meanwhile
-            out[int(name)] = frozenset(os.sched_getaffinity(int(name)))
-    return out
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = needs_cpus_0_1
 
 
 def names(pid: int) -> dict[int, str]:

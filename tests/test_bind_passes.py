@@ -9,57 +9,26 @@ Tasks, and through the per-thread path an overriding Tasks takes.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import subprocess
-import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
 
 import pytest
 
 from ascendtune.core.bindplan import BindTarget
 from ascendtune.host import affinity
 from ascendtune.host.affinity import Tasks, bind_process
-from tests.children import CHILD, assert_ready, popen_child
-
-BOTH = frozenset({0, 1})
-
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux")
-    or not hasattr(os, "sched_setaffinity")
-    or not os.sched_getaffinity(0) >= BOTH,
-    reason="needs Linux with CPUs 0 and 1 usable",
+from tests.children import (  # noqa: F401 (spawn: a fixture)
+    BOTH,
+    CHILD,
+    Spawn,
+    assert_ready,
+    masks,
+    needs_cpus_0_1,
+    popen_child,
 )
 
-Spawn = Callable[..., int]
-
-
-@pytest.fixture
-def spawn() -> Iterator[Spawn]:
-    children: list[subprocess.Popen[str]] = []
-
-    def start(**spec: object) -> int:
-        p = popen_child(CHILD, json.dumps(spec))
-        children.append(p)
-        assert_ready(p)
-        return p.pid
-
-    yield start
-    for p in children:
-        p.kill()
-        p.wait(timeout=10)
-
-
-def masks(pid: int) -> dict[int, frozenset[int]]:
-    out: dict[int, frozenset[int]] = {}
-    for name in os.listdir(f"/proc/{pid}/task"):
-        try:
-            out[int(name)] = frozenset(os.sched_getaffinity(int(name)))
-        except ProcessLookupError:
-            continue
-    return out
+pytestmark = needs_cpus_0_1
 
 
 class Counting(Tasks):
