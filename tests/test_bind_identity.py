@@ -56,7 +56,10 @@ def test_zombie_is_refused() -> None:
 def _fake_proc(tmp_path: Path, stat: bytes, cmdline: bytes, uid: int) -> str:
     d = tmp_path / "4242"
     d.mkdir()
-    (d / "stat").write_bytes(b"4242 (" + stat + b") S 1 4242 4242 0 -1 4194560 100 0 0 0\n")
+    line = b"4242 (" + stat + b") S 1 4242 4242 0 -1 4194560 100 0 0 0\n"
+    (d / "stat").write_bytes(line)
+    (d / "task" / "4242").mkdir(parents=True)  # as /proc has it: the leader's own stat too
+    (d / "task" / "4242" / "stat").write_bytes(line)
     (d / "cmdline").write_bytes(cmdline)
     (d / "status").write_bytes(f"Name:\tx\nUmask:\t0022\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n".encode())
     return str(tmp_path)

@@ -59,8 +59,6 @@ class Wrapped:
         return Measurement(max(len(p.rstrip()) for p in parts), len(self.text))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        from rich.text import Text
-
         lines = pack(pieces(self.text, self.seps), options.max_width)
         # fold, never an ellipsis, if a column is still too narrow for one piece
         yield Text("\n".join(lines), style=self.style, overflow="fold")
@@ -69,6 +67,12 @@ class Wrapped:
 def cpus(text: str, style: str = "") -> Wrapped:
     """A CPU list cell: breaks after commas only, so every range stays whole."""
     return Wrapped(text, ",", style)
+
+
+def overhead(n: int, compact: bool) -> int:
+    """The columns a table of n columns spends on borders and padding: boxed, two edges, n - 1
+    dividers and a space each side of every cell; compact, one space between cells."""
+    return 2 * n - 2 if compact else 3 * n + 1
 
 
 class FittedTable:
@@ -100,8 +104,7 @@ class FittedTable:
         n = len(self.widths)
         # Rich's padding: (0, 1) boxed; (0, 1, 0, 0) compact, without the edges' padding
         self.pads = [(0, 0 if i == n - 1 else 1) if compact else (1, 1) for i in range(n)]
-        overhead = 2 * n - 2 if compact else 3 * n + 1
-        self.needed_width = sum(self.widths) + overhead
+        self.needed_width = sum(self.widths) + overhead(n, compact)
 
     def rich_table(self) -> Table:
         """The same table as a Rich Table (the fallback, and what tests compare with)."""
@@ -181,8 +184,7 @@ def _draw(table: FittedTable, console: Console, options: ConsoleOptions) -> Rend
 
     get_style = console.get_style
     widths = [w + left + right for w, (left, right) in zip(table.widths, table.pads, strict=True)]
-    table_width = sum(widths) + (len(widths) - 1) + (0 if table.compact else 2)
-    render_options = options.update(width=table_width, highlight=False, height=None)
+    render_options = options.update(width=table.needed_width, highlight=False, height=None)
     if table.title:
         title = console.render_str(table.title, style="table.title", highlight=False)
         yield from console.render(title, options=render_options.update(justify="left"))
@@ -274,11 +276,9 @@ def fitted_table(
             maxs[i] = max(maxs[i], m.maximum)
     # the usual boxed table; when its narrowest form is still too wide, a compact one: no
     # vertical lines, one space of padding instead of two
-    boxed, compact = 3 * n + 1, 2 * n - 2
-    is_compact = sum(mins) > console.width - boxed
-    overhead = compact if is_compact else boxed
+    is_compact = sum(mins) > console.width - overhead(n, False)
     widths = list(maxs)
-    budget = console.width - overhead
+    budget = console.width - overhead(n, is_compact)
     while sum(widths) > budget:
         slack = [i for i in range(n) if widths[i] > mins[i]]
         if not slack:

@@ -345,8 +345,9 @@ def process_identity(pid: int, proc: str = PROC) -> ProcessIdentity | None:
     command line's first word, a uid with no passwd entry is named by its number."""
     enc, errs = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
     try:
-        # the process-wide stat: the leader's name and state, as psutil reads them
-        stat = _read_proc(f"{proc}/{pid}/stat", 4096)
+        # the leader's name and state, which psutil reads from the process-wide stat: the same
+        # in the leader's own (see _stat_fields), which does not sum every thread's CPU times
+        stat = _read_proc(f"{proc}/{pid}/task/{pid}/stat", 4096)
     except OSError:
         return None
     rpar = stat.rfind(b")")

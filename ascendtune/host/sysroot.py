@@ -84,16 +84,15 @@ class Root:
     ) -> list[tuple[str | None, list[str] | None]]:
         """For each name of an entry of folder: (read_text of folder/NAME/file, or None when
         file is None; readlinks of folder/NAME/links), in the order of names. What doctor reads
-        of every process (proc/PID/comm and the targets of proc/PID/fd) in one pass."""
-        base = folder.rstrip("/") + "/"
-        read_text, readlinks = self.read_text, self.readlinks
-        return [
-            (
-                read_text(f"{base}{name}/{file}") if file is not None else None,
-                readlinks(f"{base}{name}/{links}"),
-            )
-            for name in names
-        ]
+        of every process (proc/PID/comm and the targets of proc/PID/fd) in one pass: through
+        folders, so a sysroot opens each entry once and reads from its descriptor."""
+        out: list[tuple[str | None, list[str] | None]] = []
+        with self.folder(folder) as top:
+            for name in names:
+                with top.folder(name) as entry:
+                    text = entry.read_text(file) if file is not None else None
+                    out.append((text, entry.readlinks(links)))
+        return out
 
     def exists(self, rel: str) -> bool:
         return self.read_text(rel) is not None or self.listdir(rel) is not None
@@ -144,6 +143,10 @@ class Folder:
 
     def listdir(self) -> list[str] | None:
         return self.root.listdir(self.rel)
+
+    def readlinks(self, name: str) -> list[str] | None:
+        """The root's readlinks of rel/name: the targets of the links in that folder."""
+        return self.root.readlinks(self.path(name))
 
     def folder(self, name: str) -> Folder:
         return Folder(self.root, self.path(name))
@@ -266,6 +269,22 @@ class _OpenFolder(Folder):
         except OSError:
             return None
 
+    def readlinks(self, name: str) -> list[str] | None:
+        if self.fd is None or "/" in name or name in ("", ".", ".."):
+            return self.root.readlinks(self.path(name))
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return self.root.readlinks(self.path(name))  # a link (ELOOP), not a folder: by path
+        try:
+            return _link_targets(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
     def folder(self, name: str) -> Folder:
         if self.fd is None or "/" in name or name in ("", ".", ".."):
             return Folder(self.root, self.path(name))
@@ -290,11 +309,26 @@ class _AbsentFolder(Folder):
     def listdir(self) -> list[str] | None:
         return None
 
+    def readlinks(self, name: str) -> list[str] | None:
+        return None
+
     def folder(self, name: str) -> Folder:
         return self
 
 
 _ABSENT = _AbsentFolder()
+
+
+def _link_targets(fd: int) -> list[str]:
+    """The targets of the links in the open folder fd, by sorted name (an entry closed
+    meanwhile, or not a link, is left out)."""
+    out: list[str] = []
+    for name in sorted(os.listdir(fd)):
+        try:
+            out.append(os.readlink(name, dir_fd=fd))
+        except OSError:
+            continue
+    return out
 
 
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
@@ -633,111 +667,11 @@ class DirRoot(Root):
         except OSError:
             return None
         try:
-            names = sorted(os.listdir(fd))
-            out: list[str] = []
-            for name in names:
-                try:
-                    out.append(os.readlink(name, dir_fd=fd))
-                except OSError:
-                    continue  # closed meanwhile, or not a link
-            return out
+            return _link_targets(fd)
         except OSError:
             return None
         finally:
             os.close(fd)
-
-    def read_children(
-        self, folder: str, names: list[str], file: str | None, links: str
-    ) -> list[tuple[str | None, list[str] | None]]:
-        # A sysroot's proc/ holds thousands of PID folders: each is opened once from the folder
-        # descriptor (O_NOFOLLOW, so a link is never followed here), and its file and link folder
-        # are read from that descriptor, with no path walk and nothing kept in _dirs. Anything
-        # unusual (a link, a name that is not one plain component, an error other than absence)
-        # takes the ordinary read_text / readlinks, which resolve links inside the root and
-        # refuse what they refuse; a FIFO, device or folder as the file is refused here alike.
-        if self.live:
-            return super().read_children(folder, names, file, links)
-        try:
-            base = self._walk(folder, last="dir")
-        except OSError:
-            base = None
-        if base is None:
-            return super().read_children(folder, names, file, links)
-        prefix = folder.strip("/") + "/"
-        out: list[tuple[str | None, list[str] | None]] = []
-        add = out.append
-        dir_flags = _DIR_FLAGS
-        try:
-            for name in names:
-                got: tuple[str | None, list[str] | None] | None = None
-                if "/" not in name and name not in ("", ".", ".."):
-                    try:
-                        d = os.open(name, dir_flags, dir_fd=base)
-                    except FileNotFoundError:
-                        got = (None, None)
-                    except OSError:
-                        pass  # a link (ELOOP), not a folder, unreadable: the full walk decides
-                    else:
-                        try:
-                            got = self._child(d, prefix + name, file, links)
-                        finally:
-                            os.close(d)
-                if got is None:
-                    got = super().read_children(folder, [name], file, links)[0]
-                add(got)
-        finally:
-            os.close(base)
-        return out
-
-    def _child(
-        self, d: int, rel: str, file: str | None, links: str
-    ) -> tuple[str | None, list[str] | None] | None:
-        """read_children of one entry, from its open folder d (rel: its path); None when only
-        the full walk can answer (a link met, an unusual error)."""
-        text: str | None = None
-        if file is not None:
-            try:
-                st = os.stat(file, dir_fd=d, follow_symlinks=False)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                return None
-            else:
-                mode = st.st_mode
-                if not stat.S_ISREG(mode):
-                    if stat.S_ISLNK(mode):
-                        return None
-                    self._refuse_special(f"{rel}/{file}", mode)  # raises
-                try:
-                    fd = os.open(file, _FILE_FLAGS, dir_fd=d)
-                except OSError:
-                    return None  # swapped under us (ELOOP), or unreadable: the walk decides
-                try:
-                    label = self._p(f"{rel}/{file}")
-                    data = read_capped(fd, MAX_FILE_BYTES, label, size_hint=st.st_size)
-                except OSError:
-                    return None
-                finally:
-                    os.close(fd)
-                text = data.decode("utf-8", errors="replace")
-        try:
-            ld = os.open(links, _DIR_FLAGS, dir_fd=d)
-        except FileNotFoundError:
-            return text, None
-        except OSError:
-            return None
-        targets: list[str] = []
-        try:
-            for entry in sorted(os.listdir(ld)):
-                try:
-                    targets.append(os.readlink(entry, dir_fd=ld))
-                except OSError:
-                    continue  # closed meanwhile, or not a link
-        except OSError:
-            return None
-        finally:
-            os.close(ld)
-        return text, targets
 
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         if not self.live:
