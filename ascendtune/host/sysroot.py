@@ -278,12 +278,7 @@ class _OpenFolder(Folder):
             return None
         except OSError:
             return self.root.readlinks(self.path(name))  # a link (ELOOP), not a folder: by path
-        try:
-            return _link_targets(fd)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        return _link_targets(fd)
 
     def folder(self, name: str) -> Folder:
         if self.fd is None or "/" in name or name in ("", ".", ".."):
@@ -319,16 +314,21 @@ class _AbsentFolder(Folder):
 _ABSENT = _AbsentFolder()
 
 
-def _link_targets(fd: int) -> list[str]:
+def _link_targets(fd: int) -> list[str] | None:
     """The targets of the links in the open folder fd, by sorted name (an entry closed
-    meanwhile, or not a link, is left out)."""
-    out: list[str] = []
-    for name in sorted(os.listdir(fd)):
-        try:
-            out.append(os.readlink(name, dir_fd=fd))
-        except OSError:
-            continue
-    return out
+    meanwhile, or not a link, is left out); None when the folder cannot be listed. Closes fd."""
+    try:
+        out: list[str] = []
+        for name in sorted(os.listdir(fd)):
+            try:
+                out.append(os.readlink(name, dir_fd=fd))
+            except OSError:
+                continue
+        return out
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 _RESTART = object()  # _walk_from: met a link away from the root; walk again from the top
@@ -666,12 +666,7 @@ class DirRoot(Root):
                 fd = got
         except OSError:
             return None
-        try:
-            return _link_targets(fd)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        return _link_targets(fd)
 
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         if not self.live:
