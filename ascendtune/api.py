@@ -182,5 +182,3 @@ def log(
     checked = check_logged_config(report, None if target in (None, "auto") else target)
     comparison = compare_logged(report, sysroot, demo) if (sysroot or demo) else None
     return _doc(log_document(report, checked_config=checked, comparison=comparison))
-
-

@@ -33,6 +33,7 @@ from tests.children import CHILD, assert_ready, popen_child  # noqa: E402
 OLD = frozenset({0, 1})
 NEW = frozenset({1})
 
+
 def off_target(pid: int, target: frozenset[int]) -> tuple[int, int]:
     """(threads present, threads not on target) right now."""
     total = off = 0

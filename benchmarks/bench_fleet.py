@@ -70,8 +70,10 @@ def main() -> None:
     ap.add_argument("--nodes", default="1,3,6")
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
-    print(f"{'nodes':>5} {'cluster start s':>16} {'cold gather s':>14} {'warm gather s':>14} "
-          f"{'slowest task s':>15}")
+    print(
+        f"{'nodes':>5} {'cluster start s':>16} {'cold gather s':>14} {'warm gather s':>14} "
+        f"{'slowest task s':>15}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(n) for n in args.nodes.split(",")):
             start, cold, warm, slow = bench(size, args.reps, Path(tmp))

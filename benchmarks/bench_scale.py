@@ -166,10 +166,18 @@ def main() -> None:
         rss = {
             "python3 -c pass": [sys.executable, "-c", "pass"],
             "snapshot A2 folder -> .tar.gz": [
-                *at, "snapshot", str(Path(tmp, "s-a2.tar.gz")), "--sysroot", a2_dir
+                *at,
+                "snapshot",
+                str(Path(tmp, "s-a2.tar.gz")),
+                "--sysroot",
+                a2_dir,
             ],
             "snapshot 4096-CPU folder -> .tar.gz": [
-                *at, "snapshot", str(Path(tmp, "s-big.tar.gz")), "--sysroot", big_dir
+                *at,
+                "snapshot",
+                str(Path(tmp, "s-big.tar.gz")),
+                "--sysroot",
+                big_dir,
             ],
             "plan --sysroot A2 .tar.gz": [*at, "plan", "--sysroot", str(a2_tgz)],
             "plan --sysroot 4096-CPU .tar.gz": [*at, "plan", "--sysroot", str(big_tgz)],

@@ -51,13 +51,14 @@ ASCENDTUNE = {
 }
 
 
-def cases(
-    hello: str, compare: str | None, pid: int
-) -> dict[str, tuple[list[str], str | None]]:
+def cases(hello: str, compare: str | None, pid: int) -> dict[str, tuple[list[str], str | None]]:
     """name -> (argv, PYTHONPATH or None for the inherited one); `pid`: a sleeping child that
     `bind --cpus --pid` binds (a bind that needs no plan)."""
     cpu = str(min(os.sched_getaffinity(0)))
-    ascendtune = {**ASCENDTUNE, "ascendtune bind --cpus --pid": ["bind", "--cpus", cpu, "--pid", str(pid), "-q"]}
+    ascendtune = {
+        **ASCENDTUNE,
+        "ascendtune bind --cpus --pid": ["bind", "--cpus", cpu, "--pid", str(pid), "-q"],
+    }
     out: dict[str, tuple[list[str], str | None]] = {
         "python3 -c pass": ([sys.executable, "-c", "pass"], None),
         "hello-world Typer (baseline)": ([sys.executable, hello], None),
@@ -120,7 +121,11 @@ def main() -> None:
     print(f"{'case':44} {'wall ms':>8} {'x hello':>8} {'CPU ms':>7} {'x hello':>8} {'target':>7}")
     for name, (t, cpu) in results.items():
         target = TARGETS.get(name.split(" [")[0])
-        mark = "" if target is None else f"{target:5.1f}x " + ("ok" if t / base <= target else "MISSED")
+        mark = (
+            ""
+            if target is None
+            else f"{target:5.1f}x " + ("ok" if t / base <= target else "MISSED")
+        )
         print(
             f"{name:44} {t * 1000:8.1f} {t / base:8.2f} {cpu * 1000:7.1f} {cpu / base_cpu:8.2f} {mark:>7}"
         )

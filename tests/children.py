@@ -63,8 +63,6 @@ os._exit(0)
 """
 
 
-
-
 def popen_child(code: str, *args: str) -> subprocess.Popen[str]:
     """`python -c CODE ARGS...` with stdin and stdout as text pipes (closing stdin ends CHILD)."""
     return subprocess.Popen(

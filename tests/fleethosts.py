@@ -13,7 +13,9 @@ from ascendtune.app.options import HostSource
 from ascendtune.host import snapshot
 
 
-def demo_copy(dest: Path, hostname: str, *, tuned: bool = True, demo: str = "atlas-800i-a2") -> Path:
+def demo_copy(
+    dest: Path, hostname: str, *, tuned: bool = True, demo: str = "atlas-800i-a2"
+) -> Path:
     """dest: a snapshot folder of the demo, renamed hostname; tuned sets numa_balancing to 0."""
     snapshot.write(snapshot.capture(open_root(HostSource(demo=demo))), str(dest))
     meta = json.loads((dest / "meta.json").read_text())

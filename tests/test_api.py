@@ -49,8 +49,15 @@ def test_api_plan_options_travel_typed() -> None:
     doc = api.plan(demo="atlas-800i-a2", policy="numa-local", visible_devices="6,4", ranks=1)
     assert [r["device"] for r in doc["ranks"]] == [6]
     assert doc == cli_json(
-        "plan", "--demo", "atlas-800i-a2", "--policy", "numa-local", "--visible-devices", "6,4",
-        "--ranks", "1",
+        "plan",
+        "--demo",
+        "atlas-800i-a2",
+        "--policy",
+        "numa-local",
+        "--visible-devices",
+        "6,4",
+        "--ranks",
+        "1",
     )
 
 

@@ -61,7 +61,9 @@ def _fake_proc(tmp_path: Path, stat: bytes, cmdline: bytes, uid: int) -> str:
     (d / "task" / "4242").mkdir(parents=True)  # as /proc has it: the leader's own stat too
     (d / "task" / "4242" / "stat").write_bytes(line)
     (d / "cmdline").write_bytes(cmdline)
-    (d / "status").write_bytes(f"Name:\tx\nUmask:\t0022\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n".encode())
+    (d / "status").write_bytes(
+        f"Name:\tx\nUmask:\t0022\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n".encode()
+    )
     return str(tmp_path)
 
 

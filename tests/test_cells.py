@@ -35,7 +35,9 @@ def cells(draw: st.DrawFn) -> object:
 
 
 @st.composite
-def tables(draw: st.DrawFn) -> tuple[str | None, list[object], list[list[object]], set[int], set[int]]:
+def tables(
+    draw: st.DrawFn,
+) -> tuple[str | None, list[object], list[list[object]], set[int], set[int]]:
     n = draw(st.integers(1, 7))
     headers: list[object] = [escape(draw(WORDS)) or "h" for _ in range(n)]
     rows = draw(st.lists(st.lists(cells(), min_size=n, max_size=n), max_size=6))
@@ -102,7 +104,9 @@ def test_a_cell_that_is_no_text_is_drawn_by_rich() -> None:
 
 def test_show_prints_the_rows_whole() -> None:
     con = console(60, None)
-    ft = fitted_table(con, "NUMA nodes", ["node", "CPUs"], [["0", cpus("0-23,96-119")], ["1", cpus("24-47")]])
+    ft = fitted_table(
+        con, "NUMA nodes", ["node", "CPUs"], [["0", cpus("0-23,96-119")], ["1", cpus("24-47")]]
+    )
     assert isinstance(ft, FittedTable)
     show(con, ft)
     out = con.file.getvalue()  # type: ignore[attr-defined]

@@ -118,7 +118,7 @@ def test_zsh_completes_values_through_the_autoloaded_file(
     # _arguments is compsys's; here it prints the value spec Typer hands it
     prog = (
         f"fpath=('{fpath}' $fpath); autoload -Uz _ascendtune; "
-        "_arguments() { print -rl -- \"$@\" }; compdef() { : }; "
+        '_arguments() { print -rl -- "$@" }; compdef() { : }; '
         f"words=({array}); CURRENT={cword + 1}; _ascendtune"
     )
     out = "\n".join(run([zsh, "-f", "-c", prog], shim))

@@ -90,8 +90,24 @@ def test_parse_never_crashes(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["5", "007", "0-3", " 4-9 \n", "0-65535", "65535", "3-1", "65536", "1-65536", "0-", "-3",
-             "1-2-3", "1234567", "\u0663", "\u0663-\u0665"]
+    "text",
+    [
+        "5",
+        "007",
+        "0-3",
+        " 4-9 \n",
+        "0-65535",
+        "65535",
+        "3-1",
+        "65536",
+        "1-65536",
+        "0-",
+        "-3",
+        "1-2-3",
+        "1234567",
+        "\u0663",
+        "\u0663-\u0665",
+    ],
 )
 def test_one_number_or_range_parses_as_the_general_form(text: str) -> None:
     # the fast path for one item gives what the item-by-item parse gives (the same text listed

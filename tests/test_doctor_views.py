@@ -31,7 +31,9 @@ def test_unreadable_numa_view_is_a_skip_row(tmp_path: Path) -> None:
     root = _unreadable_numa(tmp_path)
     r = CliRunner().invoke(app, ["doctor", "--section", "host", "--sysroot", str(root)], env=ENV)
     assert r.exit_code in (0, 1), r.output
-    rows = [line for line in r.stdout.splitlines() if line.startswith("│ skip") and "numa_view" in line]
+    rows = [
+        line for line in r.stdout.splitlines() if line.startswith("│ skip") and "numa_view" in line
+    ]
     assert rows, r.stdout
     assert "sys/devices/system/node cannot be read" in r.stdout
     assert "note: sys/devices/system/node cannot be read" not in r.stdout  # a row, not twice

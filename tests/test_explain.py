@@ -119,8 +119,7 @@ def test_dsa_overlap_default_on() -> None:
 
 def test_nested_key_and_its_spelling_on_older_lines() -> None:
     doc = schemas.loads(
-        "explain",
-        run("explain", "scheduler_config.profiling_chunk_config.min_chunk", "--json")[1]
+        "explain", run("explain", "scheduler_config.profiling_chunk_config.min_chunk", "--json")[1]
     )
     v = doc["versions"]
     assert v["main-2026-09"] == {**v["main-2026-09"], "present": True, "default": 4096}

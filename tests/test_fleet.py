@@ -21,7 +21,10 @@ from tests.fleethosts import demo_copy, fleet_of_four
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ascendtune", *args],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -38,11 +41,18 @@ def test_compare_flags_the_untuned_node(tmp_path: Path) -> None:
     assert by["node-d"]["differences"] == [
         {"key": "check:numa_balancing", "value": "fail: 1", "majority": "ok: 0"}
     ]
-    assert "numa_balancing" in by["node-d"]["fails"] and "numa_balancing" not in by["node-a"]["fails"]
+    assert (
+        "numa_balancing" in by["node-d"]["fails"] and "numa_balancing" not in by["node-a"]["fails"]
+    )
     assert len({n["group"] for n in doc["nodes"]}) == 1 and doc["summary"]["groups"] == 1
     assert by["node-a"]["report"]["checks"], "each row carries the node's doctor document"
     assert doc["summary"] == {
-        "nodes": 4, "ok": 3, "differs": 1, "failed": 0, "no answer": 0, "groups": 1
+        "nodes": 4,
+        "ok": 3,
+        "differs": 1,
+        "failed": 0,
+        "no answer": 0,
+        "groups": 1,
     }
 
 
@@ -99,7 +109,9 @@ def test_unreadable_snapshot_is_a_failed_row(tmp_path: Path) -> None:
 def test_pure_comparison_rules() -> None:
     assert core.normalize("running (PID 1634)") == "running PID"
     assert core.normalize("PIDs 12 and 34 share CPUs 2-11") == "PID share CPUs 2-11"
-    assert core.check_key({"id": "worker:3418790", "value": "NPU 0 (x): 7 threads"}) == "worker:npu0"
+    assert (
+        core.check_key({"id": "worker:3418790", "value": "NPU 0 (x): 7 threads"}) == "worker:npu0"
+    )
     assert core.check_key({"id": "overlap:1,2", "value": "PIDs 1 and 2"}) == "overlap"
     assert core.check_key({"id": "numa_balancing"}) == "numa_balancing"
     missing = core.NodeInput("gone", "abc", None, "no answer in 5 s", core.NO_ANSWER)
@@ -110,7 +122,9 @@ def test_pure_comparison_rules() -> None:
     tie = core.compare("topo", [core.NodeInput(f"t{i}", docs=d) for i, d in enumerate(t)])
     assert {r.status for r in tie.nodes} == {"differs"}
     assert tie.nodes[0].differs[0].majority == "no majority"
-    same = core.compare("topo", [core.NodeInput("h", "id1", t[0]), core.NodeInput("h", "id2", t[0])])
+    same = core.compare(
+        "topo", [core.NodeInput("h", "id1", t[0]), core.NodeInput("h", "id2", t[0])]
+    )
     assert sorted(r.node for r in same.nodes) == ["h [id1]", "h [id2]"]
 
 
@@ -128,7 +142,9 @@ def test_wrong_address_fails_fast_with_one_line() -> None:
     assert time.monotonic() - t0 < 30
     assert done.returncode == 3, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ascendtune: error: no Ray cluster at 127.0.0.1:9")
+    assert len(lines) == 1 and lines[0].startswith(
+        "ascendtune: error: no Ray cluster at 127.0.0.1:9"
+    )
 
 
 def test_probe_deadline_on_a_silent_address() -> None:
@@ -188,7 +204,9 @@ def test_connect_errors_say_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     err = ray_fleet._connect_error("2.60.0", "10.0.0.1:6379", mismatch)
     assert err.exit_code == 3
-    assert "runs Ray 2.49.0 on Python 3.10.12, this driver Ray 2.60.0 on Python 3.11.7" in err.message
+    assert (
+        "runs Ray 2.49.0 on Python 3.10.12, this driver Ray 2.60.0 on Python 3.11.7" in err.message
+    )
     assert "ray==2.49.0" in (err.hint or "")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cr3t-token-value")
     refused = ConnectionError("UNAUTHENTICATED: bad token s3cr3t-token-value\nmore")

@@ -44,7 +44,7 @@ NODE = {
     "include_dashboard": False,
 }
 # a worker on this node finds no ascendtune except a copy shipped by runtime_env py_modules
-NO_ASCENDTUNE = '''
+NO_ASCENDTUNE = """
 import importlib.machinery, sys
 
 class _NoAscendtune:
@@ -58,7 +58,7 @@ class _NoAscendtune:
         return spec
 
 sys.meta_path.insert(0, _NoAscendtune())
-'''
+"""
 
 
 class Fleet:
@@ -102,7 +102,9 @@ def test_every_node_answers_and_only_the_untuned_one_is_flagged(fleet: Fleet) ->
     by = rows(report)
     assert sorted(by) == ["node-a", "node-b", "node-c"]
     assert {n: r["status"] for n, r in by.items()} == {
-        "node-a": "ok", "node-b": "ok", "node-c": "differs"
+        "node-a": "ok",
+        "node-b": "ok",
+        "node-c": "differs",
     }
     assert by["node-c"]["differs"] == ["check:numa_balancing"]
     assert len({r["node_id"] for r in by.values()}) == 3, "one task pinned to each node"
@@ -191,9 +193,24 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
 def test_cli_saves_every_snapshot_and_compare_replays_them(fleet: Fleet, tmp_path: Path) -> None:
     save = tmp_path / "saved"
     done = subprocess.run(
-        [sys.executable, "-m", "ascendtune", "fleet", "doctor", "--ray-address", fleet.address,
-         "--save", str(save), "--json", "--timeout", "60"],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "ascendtune",
+            "fleet",
+            "doctor",
+            "--ray-address",
+            fleet.address,
+            "--save",
+            str(save),
+            "--json",
+            "--timeout",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 1, done.stderr
     doc = schemas.loads("fleet", done.stdout)
@@ -202,7 +219,9 @@ def test_cli_saves_every_snapshot_and_compare_replays_them(fleet: Fleet, tmp_pat
     assert live == {"node-a": "ok", "node-b": "ok", "node-c": "differs"}
     assert len(list(save.glob("*.tar.gz"))) == 3
     again = compare([str(save)])
-    assert {n["node"]: n["status"] for n in schemas.checked("fleet", again.document)["nodes"]} == live
+    assert {
+        n["node"]: n["status"] for n in schemas.checked("fleet", again.document)["nodes"]
+    } == live
 
 
 def test_a_port_that_is_no_gcs_fails_within_the_deadline() -> None:
@@ -214,12 +233,27 @@ def test_a_port_that_is_no_gcs_fails_within_the_deadline() -> None:
         port = srv.getsockname()[1]
         t0 = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "ascendtune", "fleet", "topo", "--ray-address",
-             f"127.0.0.1:{port}", "--timeout", "5"],
-            capture_output=True, text=True, timeout=90, check=False,
+            [
+                sys.executable,
+                "-m",
+                "ascendtune",
+                "fleet",
+                "topo",
+                "--ray-address",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "5",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
         )
         assert time.monotonic() - t0 < 60
     assert done.returncode == 3, done.stderr
     # Ray's C++ client may still log its retry after ours (from the thread left joining)
     lines = done.stderr.strip().splitlines()
-    assert lines[0].startswith("ascendtune: error: ") and "no Ray cluster joined within 5 s" in lines[0]
+    assert (
+        lines[0].startswith("ascendtune: error: ")
+        and "no Ray cluster joined within 5 s" in lines[0]
+    )

@@ -227,7 +227,9 @@ def test_bind_says_a_stopped_target_runs_there_once_resumed() -> None:
         os.kill(child.pid, signal.SIGSTOP)
         while not affinity.process_stopped(child.pid):
             time.sleep(0.01)
-        r = CliRunner().invoke(app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"})
+        r = CliRunner().invoke(
+            app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"}
+        )
         assert r.exit_code == 0, r.output
         assert "stopped: bound; it runs there once resumed" in r.stdout
         assert "exited while" not in r.stdout
@@ -253,7 +255,9 @@ def test_bind_says_how_many_threads_exited(monkeypatch: pytest.MonkeyPatch) -> N
     child = _child(threads=4)
     cpu = sorted(os.sched_getaffinity(0))[-1]
     try:
-        r = CliRunner().invoke(app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"})
+        r = CliRunner().invoke(
+            app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"}
+        )
         assert r.exit_code == 0, r.output
         assert "2 threads exited while it was being bound." in r.stdout
         assert "once resumed" not in r.stdout

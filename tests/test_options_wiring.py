@@ -70,7 +70,10 @@ def test_numeric_ranges_are_usage_errors(args: list[str]) -> None:
 def test_check_config_spells_parallel_sizes_as_plan_does() -> None:
     cfg = '{"enable_fused_mc2": 1}'
     base = ["check-config", cfg, "--arch", "aarch64", "--env-file", ENV_FILE, "--json"]
-    docs = [run(*base, *f).stdout for f in (["--tp", "4"], ["-tp", "4"], ["--tensor-parallel-size", "4"])]
+    docs = [
+        run(*base, *f).stdout
+        for f in (["--tp", "4"], ["-tp", "4"], ["--tensor-parallel-size", "4"])
+    ]
     assert docs[0] == docs[1] == docs[2] and docs[0]
     r = run(*base, "--target", "auto")
     assert r.exit_code in (0, 1), r.output

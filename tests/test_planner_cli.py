@@ -232,7 +232,11 @@ def test_a3_container_json(hosts: Hosts) -> None:
         (["--policy", "fastest"], 2, "--policy fastest: expected one of"),
         (["--emit", "yaml"], 2, "--emit yaml: expected one of"),
         (["--soc", "A9"], 2, "--soc A9: expected one of"),
-        (["--visible-devices", "a,b"], 2, "'a' is not a number"),  # a bad option value: usage (issue 16)
+        (
+            ["--visible-devices", "a,b"],
+            2,
+            "'a' is not a number",
+        ),  # a bad option value: usage (issue 16)
         (["--visible-devices", "9"], 5, "--visible-devices names device 9"),
         (["--ranks", "9"], 5, "between 1 and 8 ranks"),
         (["--reserve", "0-"], 2, "--reserve"),  # malformed: usage (issue 16)

@@ -118,7 +118,9 @@ def test_every_readme_command_runs(tmp_path: Path) -> None:
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(TOP), COLUMNS="80")
-    shutil.copy(TOP / "tests" / "fixtures" / "vllm_log" / "a2_tp4_bound.log", tmp_path / "server.log")
+    shutil.copy(
+        TOP / "tests" / "fixtures" / "vllm_log" / "a2_tp4_bound.log", tmp_path / "server.log"
+    )
     child = subprocess.Popen(["sleep", "60"])
     try:
         for cmd, live in readme_commands():
@@ -142,7 +144,12 @@ def test_every_readme_command_runs(tmp_path: Path) -> None:
                 own = False
             done = subprocess.run(
                 [sys.executable, "-m", "ascendtune", *args],
-                capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path, check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+                cwd=tmp_path,
+                check=False,
             )
             if redirect is not None:
                 redirect.write_text(done.stdout)

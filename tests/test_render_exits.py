@@ -17,7 +17,12 @@ ENV = dict(os.environ, PYTHONPATH=str(TOP))
 def script(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ascendtune", *args],
-        capture_output=True, text=True, timeout=120, env=ENV, cwd=TOP, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+        cwd=TOP,
+        check=False,
     )
 
 
@@ -35,7 +40,10 @@ def test_a_closed_pipe_exits_0_quietly(args: tuple[str, ...]) -> None:
     read_end, write_end = os.pipe()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ascendtune", *args],
-        stdout=write_end, stderr=subprocess.PIPE, env=ENV, cwd=TOP,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        cwd=TOP,
     )
     os.close(write_end)
     os.close(read_end)  # no reader: the child's writes meet a closed pipe

@@ -23,7 +23,15 @@ def test_root_help_summaries_are_whole() -> None:
     assert not [x for x in commands.splitlines() if x.rstrip().endswith("...")], commands
     entries = dict(re.findall(r"^  (\S+) +(.*(?:\n {5,}.*)*)", commands, flags=re.M))
     assert set(entries) == {
-        "topo", "plan", "bind", "check-config", "doctor", "snapshot", "watch", "log", "explain",
+        "topo",
+        "plan",
+        "bind",
+        "check-config",
+        "doctor",
+        "snapshot",
+        "watch",
+        "log",
+        "explain",
         "fleet",
     }
     for name, summary in entries.items():
@@ -34,13 +42,21 @@ def test_root_help_summaries_are_whole() -> None:
 def test_metavars_say_what_goes_there(command: str) -> None:
     out = invoke(command, "--help", COLUMNS="200")
     # --emit's line belongs to the plan document work (see the issue); everything else is named
-    generic = [m for m in re.findall(r"^\s+(-[^\n]*?<[a-z ]+>)", out, flags=re.M) if "--emit" not in m]
+    generic = [
+        m for m in re.findall(r"^\s+(-[^\n]*?<[a-z ]+>)", out, flags=re.M) if "--emit" not in m
+    ]
     assert generic == [], generic
 
 
 def test_metavars_and_defaults_of_the_plan_options() -> None:
     out = invoke("plan", "--help", COLUMNS="200")
-    for piece in ("--policy POLICY", "--ranks N", "--reserve CPULIST", "--soc SOC", "--target VERSION"):
+    for piece in (
+        "--policy POLICY",
+        "--ranks N",
+        "--reserve CPULIST",
+        "--soc SOC",
+        "--target VERSION",
+    ):
         assert piece in out
     assert "[default: auto]" in out
 
@@ -49,8 +65,10 @@ def test_piped_text_is_never_wrapped() -> None:
     # no COLUMNS and not a terminal: a reader greps whole lines
     out = invoke("doctor", "--demo", "container-a2-half", COLUMNS="")
     fixes = [x for x in out.splitlines() if x.startswith("    persistent: ")]
-    assert fixes and all(x.rstrip().endswith(("grub.cfg  # kernels >= 5.9", ".conf", "irqbalance"))
-                         for x in fixes[:1]), fixes[:1]
+    assert fixes and all(
+        x.rstrip().endswith(("grub.cfg  # kernels >= 5.9", ".conf", "irqbalance"))
+        for x in fixes[:1]
+    ), fixes[:1]
     assert any("  # or: systemctl disable --now irqbalance" in x for x in fixes)
 
 

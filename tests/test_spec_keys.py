@@ -17,7 +17,13 @@ from ascendtune.host.demos import list_demos
 from tests.schemas import SCHEMA_DIR, loads
 
 DEMOS = [name for name, _ in list_demos()]
-HOST = ["host.source", "host.root", "host.hostname", "host.machine_id_sha256", "host.boot_id_sha256"]
+HOST = [
+    "host.source",
+    "host.root",
+    "host.hostname",
+    "host.machine_id_sha256",
+    "host.boot_id_sha256",
+]
 FINDING = ["code", "severity", "ranks", "message", "hint"]
 
 # document -> the SPEC's key paths (`a[]` an item of list a, `a.*` a value of map a)
@@ -163,7 +169,9 @@ def test_every_spec_key_is_in_the_demos_documents(demo: str) -> None:
     for acc in docs["topo"][0]["accelerators"]:
         assert acc["vendor"] in ("huawei", "nvidia")
         assert acc["bus_id"] is None or acc["bus_id"] == acc["bus_id"].lower()
-    assert set(docs["topo"][0]["links"]) <= {str(a["logical_id"]) for a in docs["topo"][0]["accelerators"]}
+    assert set(docs["topo"][0]["links"]) <= {
+        str(a["logical_id"]) for a in docs["topo"][0]["accelerators"]
+    }
 
 
 def test_worker_and_overlap_rows() -> None:

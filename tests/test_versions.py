@@ -277,7 +277,9 @@ def test_rank_whose_npu_is_not_busy_is_skipped_on_main_2026_09(a2: Host) -> None
 def test_non_ascending_visible_list_cann_refuses_it(a2: Host) -> None:
     old = plan(a2, "main-2026-08", visible=(6, 4))
     assert any(f.code == "cann_order" and "EE1001" in f.message + f.hint for f in old.findings)
-    assert any("are not in ascending order: rank 0 runs on NPU 6" in f.message for f in old.findings)
+    assert any(
+        "are not in ascending order: rank 0 runs on NPU 6" in f.message for f in old.findings
+    )
     new = plan(a2, "main-2026-09", visible=(6, 4))
     assert [format_cpulist(r.cpus) for r in new.ranks] == ["48-71", "0-23"]
     assert any(f.code == "cann_order" for f in new.findings)
@@ -288,9 +290,7 @@ def test_device_ids_6_4(a2: Host, target: str, rank0: str) -> None:
     p = plan(a2, target, device_ids=(6, 4))
     assert format_cpulist(p.ranks[0].cpus) == rank0 and p.ranks[0].device == 6
     assert not any(f.code == "cann_order" for f in p.findings)
-    assert any(f.code == "rank_npu_mismatch" for f in p.findings) is (
-        target != "main-2026-09"
-    )
+    assert any(f.code == "rank_npu_mismatch" for f in p.findings) is (target != "main-2026-09")
 
 
 def test_device_ids_do_not_exist_in_vllm_0_23(a2: Host) -> None:

@@ -28,31 +28,44 @@ def engine(doc: dict[str, Any], dp_rank: int) -> list[str]:
     return [r["cpus"] for r in doc["ranks"] if r["dp_rank"] == dp_rank]
 
 
-@pytest.mark.parametrize("spelling", [["--dp", "2", "--tp", "2"], ["-dp", "2", "-tp", "2"],
-                                      ["--data-parallel-size", "2", "--tensor-parallel-size", "2"]])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        ["--dp", "2", "--tp", "2"],
+        ["-dp", "2", "-tp", "2"],
+        ["--data-parallel-size", "2", "--tensor-parallel-size", "2"],
+    ],
+)
 def test_dp_overlap_on_a_line_without_the_fix(spelling: list[str]) -> None:
     doc = run_json("plan", "--demo", "atlas-800i-a2", *DP_ARGS, *spelling, "--target", "v0.25.1rc1")
     assert doc["target"] == "v0.25.1rc1" and doc["target_reason"] == "given with --target"
     assert engine(doc, 1) == ["0-23", "24-47"] == engine(doc, 0)
     assert [(r["dp_rank"], r["local_rank"], r["device"]) for r in doc["ranks"]] == [
-        (0, 0, 4), (0, 1, 5), (1, 0, 6), (1, 1, 7),
+        (0, 0, 4),
+        (0, 1, 5),
+        (1, 0, 6),
+        (1, 1, 7),
     ]
     [f] = [f for f in doc["findings"] if f["code"] == "dp_overlap"]
-    assert "v0.25.1rc1" in f["message"] and f["ranks"] == [2, 3] and "enable_cpu_binding" in f["hint"]
+    assert (
+        "v0.25.1rc1" in f["message"] and f["ranks"] == [2, 3] and "enable_cpu_binding" in f["hint"]
+    )
 
 
 @pytest.mark.parametrize("target", ["main-2026-09", "v0.23.0"])
 def test_dp_engine_1_on_its_own_npus(target: str) -> None:
-    doc = run_json("plan", "--demo", "atlas-800i-a2", *DP_ARGS, "--dp", "2", "--tp", "2",
-                   "--target", target)
+    doc = run_json(
+        "plan", "--demo", "atlas-800i-a2", *DP_ARGS, "--dp", "2", "--tp", "2", "--target", target
+    )
     assert engine(doc, 1) == ["48-71", "72-95"]
     assert not [f for f in doc["findings"] if f["code"] == "dp_overlap"]
 
 
 def test_dp_from_a_vllm_command_line() -> None:
     cmd = "vllm serve /m -dp 2 --tensor-parallel-size 2"
-    doc = run_json("plan", "--demo", "atlas-800i-a2", *DP_ARGS, "--cmdline", cmd,
-                   "--target", "v0.24.0rc1")
+    doc = run_json(
+        "plan", "--demo", "atlas-800i-a2", *DP_ARGS, "--cmdline", cmd, "--target", "v0.24.0rc1"
+    )
     assert engine(doc, 1) == ["0-23", "24-47"]
 
 
@@ -82,8 +95,8 @@ def test_fused_mc2_2_per_line() -> None:
 
 def test_check_config_reads_the_compilation_config_of_a_command_line() -> None:
     cmd = (
-        "vllm serve /m --compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}' "
-        "--additional-config '{\"ascend_compilation_config\": {\"enable_npugraph_ex\": true}}'"
+        'vllm serve /m --compilation-config \'{"cudagraph_mode": "PIECEWISE"}\' '
+        '--additional-config \'{"ascend_compilation_config": {"enable_npugraph_ex": true}}\''
     )
     doc = run_json("check-config", "--target", "main-2026-09", "--cmdline", cmd, "--json")
     assert doc["effective"]["ascend_compilation_config"]["enable_npugraph_ex"] is False

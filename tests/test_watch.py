@@ -576,8 +576,9 @@ def test_watch_against_a_policy_is_one_plan_source() -> None:
 
     from ascendtune.cli.app import app
 
-    r = CliRunner().invoke(app, ["watch", "--pid", str(os.getpid()), "--policy", "numa-local",
-                                 "--cpus", "0"])
+    r = CliRunner().invoke(
+        app, ["watch", "--pid", str(os.getpid()), "--policy", "numa-local", "--cpus", "0"]
+    )
     assert r.exit_code == 2 and "one of --plan FILE, --policy P or --cpus LIST" in r.output
     r = CliRunner().invoke(app, ["watch", "--pid", str(os.getpid()), "--policy", "fastest"])
     assert r.exit_code == 2

@@ -634,7 +634,6 @@ class WatchDocument(TypedDict):
     workers: Annotated[list[dict[str, Any]], Like(WatchWorker), "one entry per --pid"]
 
 
-
 # ---- plan --emit --------------------------------------------------------------------------------
 
 
@@ -889,9 +888,7 @@ class _FleetNodeBody(TypedDict):
     node: Annotated[str, "the node's hostname (as captured), else as the cluster names it"]
     node_id: Annotated[str | None, "the Ray node id (null: a snapshot)"]
     group: Annotated[str | None, "its topology class (null: it did not answer)"]
-    status: Annotated[
-        Literal["ok", "differs", "failed", "no answer"], "what became of the node"
-    ]
+    status: Annotated[Literal["ok", "differs", "failed", "no answer"], "what became of the node"]
     differs: Annotated[list[str], "the keys where it differs from its group's majority"]
     differences: Annotated[list[dict[str, Any]], Like(Difference), "each difference"]
     fails: Annotated[list[str], "the doctor checks that failed on it"]

@@ -67,7 +67,9 @@ def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, d
         # a node is judged on its own environment (the variables its snapshot recorded, e.g.
         # ASCEND_RT_VISIBLE_DEVICES), never the driver's
         env = read_meta(root).get("env")
-        opts = _with_env(opts, {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {})
+        opts = _with_env(
+            opts, {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+        )
     host = read_host(root)
     ident = identity(root)
     docs = {"topo": _doc(topo_document(host, ident))}
@@ -103,7 +105,9 @@ def _node_input(
     try:
         docs = judge(root, view, plan)
     except AscendtuneError as e:
-        return core.NodeInput(name, node_id, None, f"cannot judge its snapshot: {e}", core.FAILED, extra)
+        return core.NodeInput(
+            name, node_id, None, f"cannot judge its snapshot: {e}", core.FAILED, extra
+        )
     hostname = docs["topo"].get("hostname") or name
     return core.NodeInput(str(hostname), node_id, docs, None, None, extra)
 
@@ -125,7 +129,9 @@ def snapshot_paths(args: list[str]) -> list[str]:
                 str(k) for k in p.iterdir() if (k.is_file() and is_archive(k.name)) or k.is_dir()
             )
             if not kids:
-                raise MissingError(f"{a} holds no snapshot", "give snapshot folders or .tar.gz files")
+                raise MissingError(
+                    f"{a} holds no snapshot", "give snapshot folders or .tar.gz files"
+                )
             out += kids
         else:
             raise MissingError(f"{a} does not exist", "give snapshot folders or .tar.gz files")
@@ -195,7 +201,9 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
             root: Root | None = open_archive(ans.archive, f"node {ans.hostname} {ans.node_id[:8]}")
         except AscendtuneError as e:
             inputs.append(
-                core.NodeInput(ans.hostname, ans.node_id, None, f"capture failed: {e}", core.FAILED, extra)
+                core.NodeInput(
+                    ans.hostname, ans.node_id, None, f"capture failed: {e}", core.FAILED, extra
+                )
             )
             continue
         node = _node_input(ans.hostname, root, opts.view, opts.plan, ans.node_id, extra)

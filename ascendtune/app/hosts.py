@@ -67,8 +67,6 @@ def worker_pids() -> list[tuple[int, str]]:
         from ascendtune.host.facts import find_workers
         from ascendtune.host.sysroot import open_root as _open
 
-        return [
-            (w.pid, w.comm or "") for w in find_workers(_open(None), None) if w.present
-        ]
+        return [(w.pid, w.comm or "") for w in find_workers(_open(None), None) if w.present]
     except Exception:  # completion: whatever went wrong, offer nothing
         return []

@@ -53,4 +53,5 @@ class DoctorOptions:
     sections: tuple[str, ...] = ("host", "workers")
     plan: PlanOptions = PlanOptions()
 
+
 __all__ = ["DoctorOptions", "HostSource", "PlanOptions"]

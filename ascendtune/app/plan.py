@@ -50,9 +50,7 @@ def resolve_policy(host: Host, policy: str) -> str:
     return vendors.vendor_of(host).default_policy
 
 
-def resolve_version(
-    host: Host, target: str, root: Root | None
-) -> tuple[VllmAscendVersion, str]:
+def resolve_version(host: Host, target: str, root: Root | None) -> tuple[VllmAscendVersion, str]:
     """`--target VERSION|auto`: the version entry and why (JSON `target_reason`). auto: the
     vllm_ascend a worker on the host imports, else the default python's, else the newest."""
     from ascendtune.core import versions
@@ -216,10 +214,16 @@ def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareR
     return CompareReport(host, plans, reason)
 
 
-def compare_document(report: CompareReport, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+def compare_document(
+    report: CompareReport, identity: dict[str, Any] | None = None
+) -> dict[str, Any]:
     body: PlanCompareBody = {
         "policies": {
-            n: (plan_document(p, None, report.target_reason) if not isinstance(p, str) else {"error": p})
+            n: (
+                plan_document(p, None, report.target_reason)
+                if not isinstance(p, str)
+                else {"error": p}
+            )
             for n, p in report.plans.items()
         },
     }

@@ -240,7 +240,9 @@ def click_style_completion() -> None:
     import os
     import re
 
-    m = re.fullmatch(r"(bash|zsh|fish|powershell|pwsh)_(complete|source)", os.environ.get(COMPLETE_VAR, ""))
+    m = re.fullmatch(
+        r"(bash|zsh|fish|powershell|pwsh)_(complete|source)", os.environ.get(COMPLETE_VAR, "")
+    )
     if m:
         os.environ[COMPLETE_VAR] = f"{m.group(2)}_{m.group(1)}"
 

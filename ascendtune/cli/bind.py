@@ -67,7 +67,9 @@ def register(app: typer.Typer) -> None:
         rank: Annotated[int | None, rank_option("Bind to this rank's CPUs of the plan.")] = None,
         plan: Annotated[
             Path | None,
-            plan_file_option("A plan written by `ascendtune plan --json` (else the plan is computed)."),
+            plan_file_option(
+                "A plan written by `ascendtune plan --json` (else the plan is computed)."
+            ),
         ] = None,
         cpus: Annotated[
             str | None, cpus_option("Bind to these CPUs (no plan, no roles), as taskset -c.", "-c")

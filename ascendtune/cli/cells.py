@@ -147,7 +147,9 @@ def _cell_lines(
     left, right = pad
     inner = width - left - right
     if isinstance(cell, Wrapped):
-        text = Text("\n".join(pack(pieces(cell.text, cell.seps), inner)), style=cell.style, overflow="fold")
+        text = Text(
+            "\n".join(pack(pieces(cell.text, cell.seps), inner)), style=cell.style, overflow="fold"
+        )
     elif isinstance(cell, str):
         text = console.render_str(cell, highlight=False)
     else:

@@ -182,7 +182,11 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
         mark, style = _STYLE[severity]
         out(Text(f"{_TITLE[severity]} ({len(group)})", style=style))
         for f in group:
-            out(Text.assemble(f"  {mark} ", (f.code, style), "  ", (plain(", ".join(f.keys)), "bold")))
+            out(
+                Text.assemble(
+                    f"  {mark} ", (f.code, style), "  ", (plain(", ".join(f.keys)), "bold")
+                )
+            )
             # key names and values come from the user's config: one inert line each
             if f.rewrite is not None:
                 out(Text("    " + plain(f.rewrite.render()), style="bold"))

@@ -35,6 +35,8 @@ SysrootOpt = Annotated[
         metavar="DIR",
     ),
 ]
+
+
 def complete_demo(incomplete: str) -> list[str]:
     """`--demo`: the embedded demo hosts, and list."""
     from ascendtune.app.hosts import demo_names
@@ -51,7 +53,9 @@ def complete_pid(incomplete: str) -> list[tuple[str, str]]:
 
 def pid_option(help: str, *short: str) -> Any:
     """`--pid PID` (1 or more), completed with this host's accelerator workers."""
-    return typer.Option("--pid", *short, min=1, metavar="PID", help=help, autocompletion=complete_pid)
+    return typer.Option(
+        "--pid", *short, min=1, metavar="PID", help=help, autocompletion=complete_pid
+    )
 
 
 def plan_file_option(help: str) -> Any:
@@ -282,8 +286,10 @@ def handle_errors(func: F) -> F:
 
             # the message may quote input (escape codes, megabytes): one capped inert line
             tail = " (rerun with --debug for a traceback, and report it)"
-            line = cap_line(inert_line(f"ascendtune: internal error: {type(e).__name__}: {e}"),
-                            MAX_ERROR_LINE - len(tail))
+            line = cap_line(
+                inert_line(f"ascendtune: internal error: {type(e).__name__}: {e}"),
+                MAX_ERROR_LINE - len(tail),
+            )
             sys.stderr.write(line + tail + "\n")
             raise typer.Exit(1) from None
 

@@ -34,9 +34,11 @@ def _both_ids(text: str, smi: dict[int, str]) -> str:
         return text
     return re.sub(
         r"\bNPU (\d+)\b(?![,\d]| \(npu-smi)",
-        lambda m: f"{m.group(0)} (npu-smi {smi[int(m.group(1))]})"
-        if int(m.group(1)) in smi
-        else m.group(0),
+        lambda m: (
+            f"{m.group(0)} (npu-smi {smi[int(m.group(1))]})"
+            if int(m.group(1)) in smi
+            else m.group(0)
+        ),
         text,
     )
 
@@ -58,7 +60,9 @@ def render(report: DoctorReport) -> None:
         if not rows:
             continue
         against = plan.policy + (
-            f" {plan.plan.target}" if plan.plan and plan.plan.target and plan.policy == "vllm-ascend" else ""
+            f" {plan.plan.target}"
+            if plan.plan and plan.plan.target and plan.policy == "vllm-ascend"
+            else ""
         )
         title = "Host" if section == "host" else f"Workers (compared with the {against} plan)"
         cells: list[list[Any]] = [
@@ -85,7 +89,9 @@ def render(report: DoctorReport) -> None:
             if c.fix_persistent:
                 con.print(Text(plain(f"    persistent: {c.fix_persistent}")))
     if host is not None:
-        shown_as_rows = {d for c in checks if c.id.endswith("_view") for d in (c.detail or "").split("; ")}
+        shown_as_rows = {
+            d for c in checks if c.id.endswith("_view") for d in (c.detail or "").split("; ")
+        }
         for n in host.notes:
             if n in shown_as_rows:
                 continue

@@ -45,8 +45,11 @@ NodesOpt = Annotated[
 SaveOpt = Annotated[
     str | None,
     typer.Option(
-        "--save", metavar="DIR", help="Keep each node's snapshot as DIR/NODE-ID.tar.gz (replay "
-        "them with `fleet compare DIR`).", show_default=False,
+        "--save",
+        metavar="DIR",
+        help="Keep each node's snapshot as DIR/NODE-ID.tar.gz (replay "
+        "them with `fleet compare DIR`).",
+        show_default=False,
     ),
 ]
 NoShipOpt = Annotated[
@@ -158,8 +161,16 @@ def _nodes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v.strip() for raw in values or [] for v in raw.split(",") if v.strip())
 
 
-def _gather(view: str, address: str | None, timeout: float, nodes: list[str] | None,
-            save: str | None, no_ship: bool, json_out: bool, **plan: Any) -> None:
+def _gather(
+    view: str,
+    address: str | None,
+    timeout: float,
+    nodes: list[str] | None,
+    save: str | None,
+    no_ship: bool,
+    json_out: bool,
+    **plan: Any,
+) -> None:
     from ascendtune.app.fleet import FleetOptions, gather
 
     opts = FleetOptions(
@@ -192,8 +203,17 @@ def _gather_command(fleet: typer.Typer, view: str, doc: str, *, planned: bool = 
             from ascendtune.app.plan import check_policy
 
             check_policy(policy)
-            _gather(view, ray_address, timeout, nodes, save, no_ship, json_out,
-                    policy=policy, target=target)
+            _gather(
+                view,
+                ray_address,
+                timeout,
+                nodes,
+                save,
+                no_ship,
+                json_out,
+                policy=policy,
+                target=target,
+            )
 
     else:
 
@@ -218,8 +238,14 @@ def register(app: typer.Typer) -> None:
     )
     fleet = typer.Typer(help=summary + " Read-only.", short_help=summary, no_args_is_help=True)
 
-    _gather_command(fleet, "snapshot", "Capture every node (one pinned Ray task each); with --save keep the archives.")
-    _gather_command(fleet, "topo", "Every node's topology, grouped by class (accelerators, CPUs, NUMA layout).")
+    _gather_command(
+        fleet,
+        "snapshot",
+        "Capture every node (one pinned Ray task each); with --save keep the archives.",
+    )
+    _gather_command(
+        fleet, "topo", "Every node's topology, grouped by class (accelerators, CPUs, NUMA layout)."
+    )
     _gather_command(
         fleet,
         "doctor",

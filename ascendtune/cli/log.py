@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ascendtune.app.log import CheckedConfig, Comparison
     from ascendtune.core.vllm_log import LogReport
 
+
 def register(app: typer.Typer) -> None:
     @app.command("log")
     @handle_errors
@@ -95,7 +96,11 @@ def render(
             )
             if k in report.args
         }
-        out(Text.assemble(("args ", "dim"), plain(", ".join(f"{k}={v!r}" for k, v in picked.items()))))
+        out(
+            Text.assemble(
+                ("args ", "dim"), plain(", ".join(f"{k}={v!r}" for k, v in picked.items()))
+            )
+        )
     if report.workers:
         rows: list[list[Any]] = []
         for w in report.workers:

@@ -96,7 +96,19 @@ def render_plan(
                 _locality(r.locality),
             ]
         )
-    head = ["rank", word, "npu-smi", "pool of", "NUMA", "CPUs", "IRQ", "main", "acl", "release", "local"]
+    head = [
+        "rank",
+        word,
+        "npu-smi",
+        "pool of",
+        "NUMA",
+        "CPUs",
+        "IRQ",
+        "main",
+        "acl",
+        "release",
+        "local",
+    ]
     # a column that says nothing on this plan is left out: npu-smi ids equal to the logical
     # ids, no rank on another device's pool, roles a GPU plan does not have
     keep = [
@@ -104,9 +116,7 @@ def render_plan(
         for i, h in enumerate(head)
         if not (h == "npu-smi" and not smi)
         and not (h == "pool of" and not any(row[i] for row in rows))
-        and not (
-            h in ("IRQ", "acl", "release") and all(row[i].text == "-" for row in rows)
-        )
+        and not (h in ("IRQ", "acl", "release") and all(row[i].text == "-" for row in rows))
     ]
     right = {j for j, i in enumerate(keep) if head[i] in ("rank", word, "pool of", "local")}
     t = fitted_table(
@@ -236,7 +246,9 @@ def register(app: typer.Typer) -> None:
             stdout_console().print(shown(result.better))
 
 
-def _render_compare(report: CompareReport, host: Host | None = None, identity: dict[str, Any] | None = None) -> None:
+def _render_compare(
+    report: CompareReport, host: Host | None = None, identity: dict[str, Any] | None = None
+) -> None:
     """Every policy side by side; a policy that cannot plan this host shows its error."""
     from ascendtune.cli.cells import Wrapped, fitted_table, show
     from ascendtune.cli.common import host_line, shown, stdout_console

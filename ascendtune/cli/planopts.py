@@ -28,7 +28,9 @@ def policy_help(*, compare: bool = False) -> str:
     )
 
 
-def _checked(parse: Callable[[str, str], object]) -> Callable[[typer.Context, typer.CallbackParam, str | None], str | None]:
+def _checked(
+    parse: Callable[[str, str], object],
+) -> Callable[[typer.Context, typer.CallbackParam, str | None], str | None]:
     """A callback that refuses a malformed list while the options are parsed, so it is a usage
     error (exit 2) in the same form as every other bad option value."""
 
@@ -82,9 +84,7 @@ def complete_section(incomplete: str) -> list[str]:
 
 PolicyOpt = Annotated[
     str,
-    typer.Option(
-        "--policy", metavar="POLICY", help=policy_help(), autocompletion=_complete_policy
-    ),
+    typer.Option("--policy", metavar="POLICY", help=policy_help(), autocompletion=_complete_policy),
 ]
 VisibleDevicesOpt = Annotated[
     str | None,
@@ -138,28 +138,38 @@ TARGET_HELP = (
 )
 TargetOpt = Annotated[
     str,
-    typer.Option(
-        "--target", metavar="VERSION", help=TARGET_HELP, autocompletion=_complete_target
-    ),
+    typer.Option("--target", metavar="VERSION", help=TARGET_HELP, autocompletion=_complete_target),
 ]
 DpOpt = Annotated[
     int | None,
     typer.Option(
-        "--data-parallel-size", "-dp", "--dp", min=1, metavar="N",
+        "--data-parallel-size",
+        "-dp",
+        "--dp",
+        min=1,
+        metavar="N",
         help="Data parallel engines on this node (vLLM's -dp).",
     ),
 ]
 TpOpt = Annotated[
     int | None,
     typer.Option(
-        "--tensor-parallel-size", "-tp", "--tp", min=1, metavar="N",
+        "--tensor-parallel-size",
+        "-tp",
+        "--tp",
+        min=1,
+        metavar="N",
         help="Tensor parallel size (vLLM's -tp).",
     ),
 ]
 PpOpt = Annotated[
     int | None,
     typer.Option(
-        "--pipeline-parallel-size", "-pp", "--pp", min=1, metavar="N",
+        "--pipeline-parallel-size",
+        "-pp",
+        "--pp",
+        min=1,
+        metavar="N",
         help="Pipeline parallel size (vLLM's -pp).",
     ),
 ]

@@ -87,7 +87,10 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
     rows = [["", *map(str, ids)]]
     for a_id in ids:
         rows.append(
-            [str(a_id), *("X" if a_id == b else plain(show(links[a_id].get(b, ""))) or "-" for b in ids)]
+            [
+                str(a_id),
+                *("X" if a_id == b else plain(show(links[a_id].get(b, ""))) or "-" for b in ids),
+            ]
         )
     con.print("links")
     for line in grid_lines(rows):
@@ -112,7 +115,12 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
     con = stdout_console()
     where = host_line(identity) if identity else f"host {host.hostname or '?'}"
     doc_head = [
-        where + (f", host {host.hostname}" if identity and host.hostname and host.hostname not in where else ""),
+        where
+        + (
+            f", host {host.hostname}"
+            if identity and host.hostname and host.hostname not in where
+            else ""
+        ),
         f"arch {host.arch or '?'}",
         f"{len(host.cpus_online)} CPUs online",
         f"{len({c.socket for c in host.cpus.values()})} socket(s)",
@@ -193,7 +201,12 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
                 Wrapped(",".join(accs), ","),
             ]
         )
-    show(con, fitted_table(con, "NUMA nodes", ("node", "CPUs", "memory", "allowed", "accelerators"), nrows))
+    show(
+        con,
+        fitted_table(
+            con, "NUMA nodes", ("node", "CPUs", "memory", "allowed", "accelerators"), nrows
+        ),
+    )
     if host.processes:
         by_card = {(a.npu_id, a.chip_id or 0): a.logical_id for a in host.accelerators}
         prows = []

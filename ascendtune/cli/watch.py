@@ -159,11 +159,13 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def _cmd(
         pid: Annotated[
-            list[int] | None, pid_option("A process to watch, every thread of it (repeat for more).")
+            list[int] | None,
+            pid_option("A process to watch, every thread of it (repeat for more)."),
         ] = None,
         cpus: Annotated[str | None, cpus_option("The CPUs the process should run on.")] = None,
         plan: Annotated[
-            Path | None, plan_file_option("A plan written by `ascendtune plan --json`, with --rank.")
+            Path | None,
+            plan_file_option("A plan written by `ascendtune plan --json`, with --rank."),
         ] = None,
         rank: Annotated[
             list[int] | None,
@@ -190,7 +192,9 @@ def register(app: typer.Typer) -> None:
         version: TargetOpt = "auto",
         interval: Annotated[
             float,
-            typer.Option("--interval", min=0.05, metavar="SECONDS", help="Seconds between samples."),
+            typer.Option(
+                "--interval", min=0.05, metavar="SECONDS", help="Seconds between samples."
+            ),
         ] = 1.0,
         once: Annotated[
             bool, typer.Option("--once", help="Take one sample of length --interval and print it.")
@@ -198,7 +202,11 @@ def register(app: typer.Typer) -> None:
         count: Annotated[
             int | None,
             typer.Option(
-                "--count", "-n", min=1, metavar="N", help="Stop after this many intervals (like top -n)."
+                "--count",
+                "-n",
+                min=1,
+                metavar="N",
+                help="Stop after this many intervals (like top -n).",
             ),
         ] = None,
         json_out: JsonOpt = False,
@@ -235,9 +243,7 @@ def register(app: typer.Typer) -> None:
             from ascendtune.app.watch import live_plan_document
 
             check_policy(policy)
-            plan_doc, plan_source = live_plan_document(
-                plan_options(policy=policy, target=version)
-            )
+            plan_doc, plan_source = live_plan_document(plan_options(policy=policy, target=version))
         if workers:
             from ascendtune.app.watch import worker_targets
 

@@ -65,7 +65,11 @@ def parse_proc_cgroup(text: str) -> tuple[CgroupEntry, ...]:
     out: list[CgroupEntry] = []
     for line in text.splitlines():
         parts = line.strip().split(":", 2)
-        if len(parts) != 3 or not (parts[0].isascii() and parts[0].isdigit()) or not parts[2].startswith("/"):
+        if (
+            len(parts) != 3
+            or not (parts[0].isascii() and parts[0].isdigit())
+            or not parts[2].startswith("/")
+        ):
             continue
         controllers = tuple(c for c in parts[1].split(",") if c)
         out.append(CgroupEntry(int(parts[0]), controllers, parts[2]))

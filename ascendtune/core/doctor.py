@@ -403,7 +403,9 @@ def _judge_cpuset(inp: DoctorInput) -> Verdict:
         return "fail", value, f"{plan.policy} cannot bind under this cpuset: {plan.error}"
     notes: list[str] = []
     if plan.plan is not None:
-        notes += [f.message for f in plan.plan.findings if "cpuset" in f.message or "idle" in f.message]
+        notes += [
+            f.message for f in plan.plan.findings if "cpuset" in f.message or "idle" in f.message
+        ]
     if allowed != online:
         per_node = {n.id: len(n.cpus & allowed) for n in host.cpu_nodes if n.cpus & allowed}
         if len(set(per_node.values())) > 1:

@@ -86,9 +86,7 @@ def topology_class(topo: dict[str, Any]) -> tuple[str, str]:
     accs = topo.get("accelerators") or []
     chips = Counter(str(a.get("name") or a.get("vendor") or "?") for a in accs)
     numa = topo.get("numa_nodes") or []
-    layout = ";".join(
-        f"{_count(n.get('cpus'))}:{len(n.get('accelerators') or [])}" for n in numa
-    )
+    layout = ";".join(f"{_count(n.get('cpus'))}:{len(n.get('accelerators') or [])}" for n in numa)
     cpus = _count(topo.get("cpus_online"))
     acc_text = "+".join(f"{n}x {chip}" for chip, n in sorted(chips.items())) or "no accelerators"
     label = (
@@ -155,12 +153,12 @@ def facts_of(view: str, docs: dict[str, dict[str, Any]]) -> dict[str, str]:
         for r in doc.get("ranks") or []:
             roles = r.get("roles") or {}
             role_text = " ".join(f"{k}={v}" for k, v in roles.items() if v)
-            out[f"rank:{r.get('rank')}"] = f"device {r.get('device')} cpus {r.get('cpus')} {role_text}"
+            out[f"rank:{r.get('rank')}"] = (
+                f"device {r.get('device')} cpus {r.get('cpus')} {role_text}"
+            )
     elif view == "topo":
         out["warnings"] = str(len(topo.get("warnings") or []))
-        out["visible"] = ",".join(
-            str(a.get("logical_id")) for a in topo.get("accelerators") or []
-        )
+        out["visible"] = ",".join(str(a.get("logical_id")) for a in topo.get("accelerators") or [])
     return out
 
 
@@ -230,7 +228,9 @@ def compare(view: str, nodes: list[NodeInput]) -> FleetResult:
                     diffs.append(Difference(k, value, m))
         status = DIFFERS if diffs else OK
         results.append(
-            NodeResult(name, n.node_id, g, status, tuple(diffs), _fails(n.docs or {}), None, facts, n)
+            NodeResult(
+                name, n.node_id, g, status, tuple(diffs), _fails(n.docs or {}), None, facts, n
+            )
         )
     order = {g.name: i for i, g in enumerate(groups)}  # groups as first met; unanswered last
     results.sort(key=lambda r: (order.get(r.group or "", len(order)), r.node))

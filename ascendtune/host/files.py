@@ -91,7 +91,9 @@ def read_plan_json(path: str) -> object:
 
     text = read_user_file(path, what="plan", binary=False)
     return loads_bounded(
-        text, source=path, hint="a plan file is not JSON like this: write it with `ascendtune plan --json > FILE`"
+        text,
+        source=path,
+        hint="a plan file is not JSON like this: write it with `ascendtune plan --json > FILE`",
     )
 
 

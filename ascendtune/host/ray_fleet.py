@@ -118,9 +118,7 @@ def probe(address: str, deadline_s: float = 5.0) -> None:
 
 def noset_env() -> dict[str, str]:
     """Ray blanks each vendor's visible-devices variable in tasks without devices; do not."""
-    return {
-        f"RAY_EXPERIMENTAL_NOSET_{p.visible_devices_env}": "1" for p in vendors.profiles()
-    }
+    return {f"RAY_EXPERIMENTAL_NOSET_{p.visible_devices_env}": "1" for p in vendors.profiles()}
 
 
 def package_dir() -> str:
@@ -380,9 +378,7 @@ def _run(
         for ref in pending:
             ans = refs[ref]
             ans.status = "no answer"
-            ans.reason = (
-                f"no answer in {timeout:g} s" if ans.node_id in alive else "node died"
-            )
+            ans.reason = f"no answer in {timeout:g} s" if ans.node_id in alive else "node died"
             # stop the stuck capture: it only reads, so killing it changes nothing
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)
@@ -391,9 +387,7 @@ def _run(
     versions = {a.info.get("ray_version") for a in answers if a.info.get("ray_version")}
     other = sorted(str(v) for v in versions - {ray.__version__})
     if other:
-        notes.append(
-            f"the driver runs Ray {ray.__version__}, nodes run Ray {', '.join(other)}"
-        )
+        notes.append(f"the driver runs Ray {ray.__version__}, nodes run Ray {', '.join(other)}")
     return Gathered(address, ray.__version__, answers, time.monotonic() - t0, ship, notes)
 
 
@@ -419,8 +413,10 @@ def _classify(ray: Any, ans: NodeAnswer, e: BaseException) -> None:
     died = (exc.NodeDiedError, exc.LocalRayletDiedError, exc.WorkerCrashedError)
     if isinstance(e, died) or ans.node_id in dead:
         ans.status = "no answer"
-        ans.reason = "node died" if ans.node_id in dead or isinstance(e, exc.NodeDiedError) else (
-            f"worker died: {type(e).__name__}"
+        ans.reason = (
+            "node died"
+            if ans.node_id in dead or isinstance(e, exc.NodeDiedError)
+            else (f"worker died: {type(e).__name__}")
         )
         return
     if isinstance(e, exc.RuntimeEnvSetupError):

@@ -108,9 +108,7 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, tuple[int, int, Cpu
 _TOPOLOGY = ("physical_package_id", "core_id", "thread_siblings_list")
 
 
-def _topology(
-    cpu_dir: Folder, c: int, parsed: dict[str, CpuSet]
-) -> tuple[int, int, CpuSet, bool]:
+def _topology(cpu_dir: Folder, c: int, parsed: dict[str, CpuSet]) -> tuple[int, int, CpuSet, bool]:
     """CPU c's (socket, core, siblings) from the cpu folder, and whether they hold for each of
     the siblings too (a sibling list naming c, and a core_id)."""
     sock_text, core_text, sib_text = cpu_dir.read_texts(_TOPOLOGY, f"cpu{c}/topology")

@@ -435,7 +435,9 @@ class DirRoot(Root):
         starting at the root returns _RESTART (a link resolves from the root)."""
         parts: deque[str] = deque(names)
         stack = [start]
-        owned: list[bool] = [False]  # whether stack[i] is ours to close (not the caller's or _dirs')
+        owned: list[bool] = [
+            False
+        ]  # whether stack[i] is ours to close (not the caller's or _dirs')
         plain = at if ".." not in names else None  # the path walked so far, while it is plain
         hops = 0
         try:

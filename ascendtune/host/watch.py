@@ -103,7 +103,11 @@ class ProcSampler:
 
     def tids(self, pid: int) -> list[int] | None:
         try:
-            return sorted(int(n) for n in os.listdir(f"{self.proc}/{pid}/task") if (n.isascii() and n.isdigit()))
+            return sorted(
+                int(n)
+                for n in os.listdir(f"{self.proc}/{pid}/task")
+                if (n.isascii() and n.isdigit())
+            )
         except OSError:
             return None
 

@@ -521,11 +521,15 @@ def parse_topo(text: str) -> TopoMatrix:
         aff_cell: str | None = None
         if has_affinity and len(cells) == ncols + 1:
             link_cells, aff_cell = cells[:ncols], cells[ncols]
-        elif len(cells) == ncols and not (has_affinity and (cells[-1][:1].isascii() and cells[-1][:1].isdigit())):
+        elif len(cells) == ncols and not (
+            has_affinity and (cells[-1][:1].isascii() and cells[-1][:1].isdigit())
+        ):
             link_cells = cells  # no affinity column, or an empty affinity cell
         else:
             n_links = (
-                len(cells) - 1 if has_affinity and cells and (cells[-1][:1].isascii() and cells[-1][:1].isdigit()) else len(cells)
+                len(cells) - 1
+                if has_affinity and cells and (cells[-1][:1].isascii() and cells[-1][:1].isdigit())
+                else len(cells)
             )
             raise ParseError(
                 f"row {label!r} has {n_links} link cells, header has {ncols} devices",
