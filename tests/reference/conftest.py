@@ -14,7 +14,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     if wanted:
         return
-    keep = [i for i in items if "reference" not in i.keywords]
-    if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if "reference" in i.keywords])
-        items[:] = keep
+    tier = [i for i in items if i.get_closest_marker("reference") is not None]
+    if tier:
+        config.hook.pytest_deselected(items=tier)
+        items[:] = [i for i in items if i.get_closest_marker("reference") is None]

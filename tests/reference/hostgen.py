@@ -83,7 +83,8 @@ def cases(draw: st.DrawFn, family: str) -> Case:
                         device=PCI_DEVICE[family],
                         pci_class="0x120000",
                         numa_node=node if pci_node_known else -1,
-                        local_cpus=node_cpus[node],
+                        # a device the firmware gives no node shows every CPU as local
+                        local_cpus=node_cpus[node] if pci_node_known else present,
                     )
                 )
     smi_kw: dict[str, object] = {}

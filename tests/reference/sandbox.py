@@ -80,12 +80,34 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
                 raise GuardError(f"sandbox: open of {path} refused")
 
 
+# calls that change this machine without raising an audit event: replaced in this process
+_REFUSED_CALLS = (
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "setpriority",
+    "nice",
+    "kill",
+    "killpg",
+)
+
+
+def _refuser(name: str) -> Any:
+    def refuse(*_a: object, **_kw: object) -> None:
+        raise GuardError(f"sandbox: os.{name} refused")
+
+    return refuse
+
+
 def arm() -> None:
-    """Install the audit hook (once; it cannot be removed) and switch it on."""
+    """Install the audit hook (once; it cannot be removed), refuse the calls it cannot see,
+    and switch it on."""
     global _armed
     if not getattr(sys, "_ascendtune_sandbox_hook", False):
         sys.addaudithook(_audit)
         sys._ascendtune_sandbox_hook = True  # type: ignore[attr-defined]
+    for name in _REFUSED_CALLS:
+        if hasattr(os, name):
+            setattr(os, name, _refuser(name))
     _armed = True
 
 
@@ -302,12 +324,23 @@ def build_stubs(host_ref: list[Host]) -> dict[str, types.ModuleType]:
             if cpus is None:
                 got = h().masks.get(self.pid)
                 return list(got) if got is not None else sorted(h().allowed)
+            if not cpus:
+                # psutil: an empty list means every eligible CPU, which it takes from the first
+                # a-b range of Cpus_allowed_list, else 0..(CPUs in /proc/stat - 1)
+                status = h().files.get("/proc/self/status", "")
+                found = re.findall(r"Cpus_allowed_list:\t(\d+)-(\d+)", status)
+                if found:
+                    cpus = list(range(int(found[0][0]), int(found[0][1]) + 1))
+                else:
+                    cpus = list(range(len(h().online)))
             eff = h().effective(list(cpus))
             if not eff:
                 raise OSError(22, "Invalid argument")
             for tid, _ in h().threads:  # sched_setaffinity of a process: its threads follow
                 h().masks[tid] = eff
             return None
+
+    import re
 
     psutil = _strict_module("psutil", Process=Process)
 
@@ -317,8 +350,6 @@ def build_stubs(host_ref: list[Host]) -> dict[str, types.ModuleType]:
     vllm.logger = vllm_logger  # type: ignore[attr-defined]
 
     torch_npu = _strict_module("torch_npu")
-
-    import re
 
     def get_ascend_device_type() -> AscendDeviceType:
         return AscendDeviceType[h().device_type]

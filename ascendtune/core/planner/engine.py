@@ -169,7 +169,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
         return vllm_numa_split.plan(
             ctx.host, ctx.devices, list(ctx.visible), ctx.env_visible, req, target
         )
-    affinity = {d.logical_id: d.tool_affinity for d in ctx.devices if d.tool_affinity is not None}
+    affinity = vllm_ascend.affinity_read(ctx.devices, host)
     mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity, impl)
     irq = impl.irq_cpus(ctx.soc)
     least = impl.least_pool(ctx.soc)

@@ -8,19 +8,21 @@ reproduced on purpose, so a plan predicts the log line a real worker prints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ascendtune.core import versions
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.findings import Finding
-from ascendtune.core.model import Host, Soc
+from ascendtune.core.model import Accelerator, Host, Soc, Vendor
 from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, RankPlan, Roles
 from ascendtune.core.planner.trace import PoolTrace
 
 if TYPE_CHECKING:
     from ascendtune.core.planner.impls import Impl
+
+impls_POOLS = "pools"  # ascendtune.core.planner.impls.POOLS (imported there from here's model)
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + >=1 main + 1 acl + 1 release
 A5_PHYSICAL_CPUS_PER_CLUSTER = 8
@@ -57,6 +59,14 @@ class _NumaMap:
             return pool, None
         nxt = (nodes.pop() + 1) % len(self.cpus)
         return sorted(set(pool) | {c for c in self.get(nxt) if c in allowed}), nxt
+
+
+def affinity_read(devices: Sequence[Accelerator], host: Host) -> dict[int, CpuSet]:
+    """Each NPU's CPU affinity as vLLM-Ascend reads it from `npu-smi info -t topo`: only rows
+    labelled NPU<n>; 910_93 (A3) labels its rows Phy-ID<n>, so there it reads none."""
+    if host.soc_detected == Soc.A3:
+        return {}
+    return {d.logical_id: d.tool_affinity for d in devices if d.tool_affinity is not None}
 
 
 def choose_mode(
@@ -96,6 +106,26 @@ def refusals(host: Host, impl: Impl) -> list[Finding]:
                 "'-' as their node and vLLM-Ascend's binding fails (it only logs a warning)",
                 "bring the CPUs online, or start with enable_cpu_binding: false and bind with "
                 "ascendtune",
+            )
+        )
+    npus = [a for a in host.accelerators if a.vendor == Vendor.HUAWEI]
+    if (
+        impl.allocator == impls_POOLS
+        and not impl.topo_by_label
+        and host.topo_supported
+        and host.links
+        and host.soc_detected != Soc.A3  # 910_93 labels its rows Phy-ID<n>, which it skips
+        and any(a.tool_affinity is None for a in npus)
+    ):
+        no_cell = sorted(a.logical_id for a in npus if a.tool_affinity is None)
+        out.append(
+            Finding(
+                "binding_refused",
+                "warning",
+                f"npu-smi info -t topo prints no CPU affinity for NPU {_ids(no_cell)}: this "
+                "vLLM-Ascend reads the last cell of every NPU row as a CPU list and fails on the "
+                'link name there ("invalid literal for int()"), so it binds nothing',
+                "upgrade to 0.22.1rc1 or later (it skips such rows), or bind with ascendtune",
             )
         )
     arch = host.arch

@@ -83,6 +83,17 @@ def _node_cpus(host: Host, node: int) -> list[int] | str:
     return cpus
 
 
+def eligible(host: Host) -> list[int]:
+    """What psutil binds for an empty CPU list: the first a-b range of Cpus_allowed_list as
+    /proc/self/status prints it, else CPUs 0..(online CPUs - 1)."""
+    text = format_cpulist(host.cpus_allowed)
+    first = text.split(",", 1)[0]
+    if host.allowed_from_status and "-" in first:
+        a, b = first.split("-")
+        return list(range(int(a), int(b) + 1))
+    return list(range(len(host.cpus_online)))
+
+
 def plan(
     host: Host,
     devices_all: Sequence[Accelerator],
