@@ -231,6 +231,7 @@ class Outcome:
     release: tuple[int, ...] = ()
     irq: tuple[int, ...] | None = None  # None: not observed
     why: str = ""
+    memory: tuple[int, ...] | None = None  # the nodes migratepages moved memory to
 
     def key(self) -> tuple[Any, ...]:
         return (self.bound, self.main, self.acl, self.release) if self.bound else (False,)
@@ -270,7 +271,10 @@ def reference_outcome(r: dict[str, Any], own_bus: str | None, impl: Impl) -> Out
     main = tuple(r["main"] or ())
     acl = tuple(r["acl"]) if r.get("acl") is not None and r["acl"] != r["main"] else ()
     rel = tuple(r["release"]) if r.get("release") is not None and r["release"] != r["main"] else ()
-    return Outcome(True, npu, main, acl, rel, irq, r.get("error") or "")
+    memory = None
+    if r.get("migrate"):
+        memory = tuple(int(n) for n in r["migrate"][-1][2].split(","))
+    return Outcome(True, npu, main, acl, rel, irq, r.get("error") or "", memory)
 
 
 def target_for(impl: Impl) -> versions.VllmAscendVersion:
@@ -313,6 +317,7 @@ def predict(case: Case, impl: Impl) -> tuple[list[Outcome], str]:
                 tuple(roles.acl),
                 tuple(roles.release),
                 tuple(roles.irq),
+                memory=rp.memory_nodes,
             )
         )
     return out, plan.mode
@@ -340,6 +345,7 @@ class Tally:
     bound: int = 0
     skipped: int = 0
     irq_checked: int = 0
+    memory_moved: int = 0
     diffs: list[Diff] = field(default_factory=list)
 
 
@@ -357,6 +363,7 @@ def compare(impl: Impl, cases: Sequence[Case], tally: Tally | None = None) -> Ta
             ref = reference_outcome(r, bus_of.get(mine.npu) if mine.npu is not None else None, impl)
             if ref.bound:
                 tally.bound += 1
+                tally.memory_moved += ref.memory is not None
             else:
                 tally.skipped += 1
             what = ""
@@ -364,6 +371,8 @@ def compare(impl: Impl, cases: Sequence[Case], tally: Tally | None = None) -> Ta
                 what = "outcome" if ref.bound != mine.bound else "roles"
             elif ref.bound and ref.npu is not None and mine.npu is not None and ref.npu != mine.npu:
                 what = "npu"
+            elif ref.bound and ref.memory != mine.memory:
+                what = "memory"
             elif ref.bound and ref.irq is not None:
                 tally.irq_checked += 1
                 if ref.irq != mine.irq:

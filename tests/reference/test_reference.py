@@ -56,6 +56,7 @@ def test_plan_matches_the_release(impl: h.Impl, generated: list[h.Case]) -> None
     print(
         f"{impl.blob} ({impl.release}): {tally.cases} hosts, {tally.ranks} ranks, "
         f"{tally.bound} bound, {tally.skipped} not bound, {tally.irq_checked} IRQ pairs, "
+        f"{tally.memory_moved} page migrations, "
         f"{len(tally.diffs)} differences"
     )
     assert tally.cases >= 200 + len(DEMOS)

@@ -285,7 +285,8 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
             else:
                 roles = vllm_ascend.split_roles(pool, npu=logical, irq=irq, least=least)
             rp = _rank_plan(host, rank, device, logical, pool, roles)
-            ranks.append(replace(rp, dp_rank=d, local_rank=local))
+            memory = vllm_ascend.memory_nodes(impl, host, pool, roles, req.engram_offload)
+            ranks.append(replace(rp, dp_rank=d, local_rank=local, memory_nodes=memory))
     if req.reserve:
         notes.append(
             f"--reserve {format_cpulist(req.reserve)} taken out of the cpuset, as if vLLM ran "

@@ -76,6 +76,8 @@ class RankPlan:  # a dataclass: cpuset is a cached_property
     dp_rank: int = 0
     local_rank: int | None = None  # the rank inside its DP engine (None: same as rank)
     skipped: str | None = None  # vLLM-Ascend skips binding this rank, and why (then no CPUs)
+    # vllm-ascend: the NUMA nodes migratepages moves the worker's memory to (None: not moved)
+    memory_nodes: tuple[int, ...] | None = None
 
     @property
     def local(self) -> int:

@@ -315,6 +315,27 @@ def numa_balanced_pools(host: Host, running: list[int], allowed: CpuSet) -> dict
     return pools
 
 
+def memory_nodes(
+    impl: Impl, host: Host, pool: list[int], roles: Roles, engram_offload: bool
+) -> tuple[int, ...] | None:
+    """Where this implementation's migratepages moves a bound worker's memory: 0.15.0rc1 the
+    acl CPU's node and its pair (n, n^1); 0.16.0rc1 on the node of the pool's first CPU (IRQ
+    CPUs included); 0.30 not at all when Engram offloads to the CPU."""
+    from ascendtune.core.planner import impls
+
+    if impl.memory == impls.MEM_NONE or (impl.migrate_optional and engram_offload) or not pool:
+        return None
+    if impl.memory == impls.MEM_NODE_PAIR:
+        if not roles.acl:
+            return None
+        node = host.node_of(roles.acl[0])
+        if node is None:
+            return None
+        return (node, node + 1 if node % 2 == 0 else node - 1)
+    node = host.node_of(pool[0])
+    return None if node is None else (node,)
+
+
 def split_roles(
     pool: list[int], *, npu: int | None = None, irq: bool = True, least: int | None = None
 ) -> Roles:
