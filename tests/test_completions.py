@@ -26,7 +26,7 @@ DEMOS = {"atlas-800i-a2", "atlas-800i-a3", "atlas-300i-duo", "container-a2-half"
 @pytest.mark.parametrize("shell", SHELLS)
 def test_completion_script_is_current(shell: str) -> None:
     committed = (OUT / f"ascendtune.{shell}").read_text()
-    assert script(shell) == committed, f"run `python scripts/gen_completions.py` ({shell} differs)"
+    assert script(shell) == committed, f"run `python -m scripts.regen` ({shell} differs)"
 
 
 def test_zsh_file_begins_with_compdef() -> None:

@@ -426,7 +426,7 @@ def test_generator_is_deterministic_and_committed_archives_are_current(tmp_path:
         committed = DEMO_DIR / a.name
         # compare the tar stream, not the gzip bytes: another zlib may compress differently
         assert gzip.decompress(committed.read_bytes()) == gzip.decompress(a.read_bytes()), (
-            f"{committed} is stale: run `python scripts/make_demos.py`"
+            f"{committed} is stale: run `python -m scripts.regen`"
         )
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from scripts.gen_golden_json import OUT, cases, render
 
-STALE = "run `python scripts/gen_golden_json.py` and review the diff"
+STALE = "run `python -m scripts.regen` and review the diff"
 
 
 @pytest.mark.parametrize(("name", "args"), cases(), ids=[c[0] for c in cases()])

@@ -7,7 +7,7 @@ import pytest
 
 from scripts.gen_golden import OUT, cases, render
 
-STALE = "run `python scripts/gen_golden.py` and review the diff"
+STALE = "run `python -m scripts.regen` and review the diff"
 
 
 @pytest.mark.parametrize(("name", "args", "width"), cases(), ids=[c[0] for c in cases()])

@@ -24,14 +24,14 @@ CONFIG = '{"enable_fused_mc2": 1, "multistream_overlap_shared_expert": true, "to
 def test_committed_schemas_are_current() -> None:
     wanted = gen_schemas.schemas()
     have = {p.name: p.read_text() for p in SCHEMA_DIR.glob("*.schema.json")}
-    assert sorted(have) == sorted(wanted), "run python scripts/gen_schemas.py"
+    assert sorted(have) == sorted(wanted), "run python -m scripts.regen"
     for name, text in wanted.items():
-        assert have[name] == text, f"schemas/{name} is stale: run python scripts/gen_schemas.py"
+        assert have[name] == text, f"schemas/{name} is stale: run python -m scripts.regen"
 
 
 def test_readme_key_list_is_current() -> None:
     text = gen_schemas.README.read_text()
-    assert gen_schemas.readme_with_section(text) == text, "run python scripts/gen_schemas.py"
+    assert gen_schemas.readme_with_section(text) == text, "run python -m scripts.regen"
 
 
 def test_check_mode_agrees() -> None:
