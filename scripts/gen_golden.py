@@ -2,7 +2,7 @@
 output at 80 and 200 columns, as a user sees it piped through a terminal of that width.
 
 Run: python -m scripts.regen (every generated file), or python scripts/gen_golden.py for these
-alone; tests/test_render_golden.py fails when they differ.
+alone; tests/cli/test_golden_text.py fails when they differ.
 """
 
 from __future__ import annotations

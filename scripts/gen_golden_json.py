@@ -2,7 +2,7 @@
 JSON, byte for byte as `--json` prints it.
 
 Run: python -m scripts.regen (every generated file), or python scripts/gen_golden_json.py for
-these alone; tests/test_golden_json.py fails when they differ.
+these alone; tests/cli/test_golden_json.py fails when they differ.
 """
 
 from __future__ import annotations

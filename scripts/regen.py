@@ -120,7 +120,7 @@ SAMPLE = re.compile(r"(```sh\n(ascendtune [^\n]+)\n```\n\n```text\n)(.+?)(```)",
 
 def readme_samples(text: str) -> str:
     """The README with each sample output rendered again, trailing blanks off each line (as
-    tests/test_readme.py compares them)."""
+    tests/e2e/test_readme.py compares them)."""
 
     def fresh(m: re.Match[str]) -> str:
         out = _invoke(shlex.split(m.group(2))[1:], 80)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.builder import SysrootBuilder
-from tests.children import CHILD, Spawn, assert_ready, popen_child
+from tests.support.builder import SysrootBuilder
+from tests.support.children import CHILD, Spawn, assert_ready, popen_child
 
 # a loaded 2-core CI machine must not turn slow examples into failures
 settings.register_profile("ascendtune", deadline=None)

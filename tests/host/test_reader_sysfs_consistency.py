@@ -1,0 +1,134 @@
+"""No silent wrong answers from the sysfs part of the reader; inert output; capped error lines
+(issue 18, items 5 and 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ascendtune.cli import common
+from ascendtune.cli.app import app
+from ascendtune.core.errors import InvalidInput
+from ascendtune.core.text import cap_line, inert, inert_line, loads_bounded, strip_ansi
+from ascendtune.host.reader import read_host
+from ascendtune.host.sysroot import DirRoot
+from tests.support.builder import SysrootBuilder
+from tests.support.hosts import atlas_a2
+
+runner = CliRunner()
+ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
+NODE = "sys/devices/system/node"
+
+
+def _topo(root: Path, *extra: str) -> tuple[int, str, str]:
+    res = runner.invoke(app, ["topo", "--sysroot", str(root), *extra], env=ENV)
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_an_unreadable_numa_folder_is_a_note_not_a_fact(sysroot: SysrootBuilder) -> None:
+    atlas_a2(sysroot)
+    node = sysroot.root / NODE
+    if os.geteuid() == 0:
+        # root lists any folder: make the node view unreadable another way (a file in its place)
+        for p in sorted(node.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        node.rmdir()
+        node.write_text("")
+    else:
+        node.chmod(0)
+    try:
+        host = read_host(DirRoot(sysroot.root))
+        assert any("NUMA nodes are unknown" in n and "guess" in n for n in host.notes)
+        code, out, _err = _topo(sysroot.root)
+        assert code == 0 and "NUMA nodes are unknown" in out
+        code, out, _err = _topo(sysroot.root, "--json")
+        assert any("guess" in w for w in json.dumps(json.loads(out)).split('"'))
+    finally:
+        if node.is_dir():
+            node.chmod(0o755)
+
+
+def test_two_nodes_listing_one_cpu_is_exit_5(sysroot: SysrootBuilder) -> None:
+    atlas_a2(sysroot)
+    sysroot.file(f"{NODE}/node1/cpulist", "0-47\n")
+    code, _out, err = _topo(sysroot.root)
+    assert (
+        code == 5
+        and "node0 and node1 both list CPUs 0-23" in err
+        and len(err.strip().splitlines()) == 1
+    )
+
+
+def test_a_node_cpu_the_host_does_not_have_is_exit_5(sysroot: SysrootBuilder) -> None:
+    atlas_a2(sysroot)
+    sysroot.file(f"{NODE}/node0/cpulist", "0-23,5000\n")
+    code, _out, err = _topo(sysroot.root)
+    assert code == 5 and "5000 this host does not have" in err
+
+
+@pytest.mark.parametrize("name", ["online", "present"])
+def test_cpus_outside_possible_are_exit_5(sysroot: SysrootBuilder, name: str) -> None:
+    atlas_a2(sysroot)
+    sysroot.file("sys/devices/system/cpu/possible", "0-95\n")
+    if name == "present":
+        sysroot.file("sys/devices/system/cpu/online", "0-95\n")
+    code, _out, err = _topo(sysroot.root)
+    assert code == 5 and f"{name} lists CPUs" in err and "outside" in err
+
+
+@pytest.mark.parametrize("command", ["topo", "plan", "doctor", "check-config"])
+def test_an_empty_sysroot_is_exit_3(tmp_path: Path, command: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    argv = [command, "--sysroot", str(empty)] + (["{}"] if command == "check-config" else [])
+    res = runner.invoke(app, argv, env=ENV)
+    assert res.exit_code == 3 and "holds no captured host" in res.stderr
+
+
+def test_a_hostile_hostname_does_not_reach_the_terminal_through_fail(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    exit_ = common.fail(InvalidInput("bad \x1b[2Jhost\x07 " + "y" * 100_000, "fix \x1b]0;t\x07it"))
+    assert isinstance(exit_, typer.Exit) and exit_.exit_code == 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+    assert len(err) <= common.MAX_ERROR_LINE + 1 and "--debug" in err
+
+
+INERT = [
+    ("x\x1b[2J", "x"),
+    ("\x1b[4mGPU0\x1b[0m", "GPU0"),
+    ("a\x1b]0;owned\x07b", "ab"),
+    ("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
+    ("a\rb\x08c\x7fd\x9be", "abcd"),  # CSI e: a sequence
+    ("tab\tnew\nline", "tab\tnew\nline"),
+    ("lone \ud800 surrogate", "lone \ufffd surrogate"),
+    ("\x1bPq#0;2;0;0;0\x1b\\sixel", "sixel"),
+    ("\x9b31mred", "red"),
+    ("ok", "ok"),
+]
+
+
+@pytest.mark.parametrize(("raw", "want"), INERT)
+def test_inert(raw: str, want: str) -> None:
+    assert inert(raw) == want
+    assert "\n" not in inert_line(raw)
+
+
+def test_text_helpers() -> None:
+    assert strip_ansi("\x1b[4mGPU0\x1b[0m\tGPU1") == "GPU0\tGPU1"
+    assert cap_line("abc", 10) == "abc" and len(cap_line("a" * 50, 10, " (more)")) == 10
+    for bad, match in (
+        ("[" * 100_000, "nests deeper"),
+        ('{"a": ' + "1" * 5000 + "}", "not usable JSON"),
+        ('{"\\udc80": 1}', "surrogate"),
+        ("{", "not valid JSON"),
+    ):
+        with pytest.raises(InvalidInput, match=match):
+            loads_bounded(bad, source="x")
+    assert loads_bounded('{"a": [1, {"b": "\\u00e9"}]}', source="x") == {"a": [1, {"b": "é"}]}
