@@ -8,19 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune import api
-from ascendtune.cli.app import app
 from ascendtune.core.errors import AscendtuneError, UsageError
 from ascendtune.host.demos import DEMOS
 from tests.support import schemas
-
-runner = CliRunner()
+from tests.support.cli import CLI, Cli
 
 
 def cli_json(*args: str) -> dict[str, Any]:
-    res = runner.invoke(app, [*args, "--json"])
+    res = CLI(*args, "--json")
     assert res.exit_code in (0, 1), res.output
     doc = schemas.loads_cli(args, res.stdout)
     assert isinstance(doc, dict)
@@ -61,9 +58,9 @@ def test_api_plan_options_travel_typed() -> None:
     )
 
 
-def test_api_check_config_equals_cli() -> None:
+def test_api_check_config_equals_cli(cli: Cli) -> None:
     cfg = '{"enable_fused_mc2": 1, "multistream_overlap_shared_expert": true}'
-    res = runner.invoke(app, ["check-config", cfg, "--json"])
+    res = cli("check-config", cfg, "--json")
     assert api.check_config(cfg) == schemas.loads("check-config", res.stdout)
     assert schemas.checked("check-config", api.check_config(json.loads(cfg))) == json.loads(
         res.stdout
@@ -85,10 +82,10 @@ def _without_root(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", list(DEMOS))
-def test_demo_snapshot_round_trip(name: str, tmp_path: Path) -> None:
+def test_demo_snapshot_round_trip(name: str, tmp_path: Path, cli: Cli) -> None:
     """Capture each demo the way `snapshot` does; the replay gives the same documents."""
     for dest in (tmp_path / "dir", tmp_path / "host.tar.gz"):
-        res = runner.invoke(app, ["snapshot", str(dest), "--demo", name, "--json"])
+        res = cli("snapshot", str(dest), "--demo", name, "--json")
         assert res.exit_code == 0, res.output
         path = schemas.loads("snapshot", res.stdout)["path"]
         assert _without_root(api.topo(sysroot=path)) == _without_root(api.topo(demo=name))
@@ -145,8 +142,8 @@ def test_api_explain_binding_raises() -> None:
 
 
 @pytest.mark.parametrize("name", list(DEMOS))
-def test_api_bind_workers_dry_run_equals_cli(name: str) -> None:
-    res = runner.invoke(app, ["bind", "--workers", "--dry-run", "--demo", name, "--json"])
+def test_api_bind_workers_dry_run_equals_cli(name: str, cli: Cli) -> None:
+    res = cli("bind", "--workers", "--dry-run", "--demo", name, "--json")
     if res.exit_code == 3:  # no worker runs on this demo
         with pytest.raises(AscendtuneError, match="no accelerator worker found"):
             api.bind_workers_dry_run(demo=name)

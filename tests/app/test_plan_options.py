@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.app.plan import visible_list
-from ascendtune.cli.app import app
 from ascendtune.core.errors import InvalidInput
-
-runner = CliRunner()
+from tests.support.cli import Cli
 
 
 def test_visible_list_keeps_order() -> None:
@@ -29,17 +26,15 @@ def test_visible_list_refuses(text: str, words: str) -> None:
     ("demo", "policy"), [("atlas-800i-a2", "vllm-ascend"), ("dgx-h100", "numa-local")]
 )
 def test_auto_policy_follows_the_vendor(
-    demo: str, policy: str, monkeypatch: pytest.MonkeyPatch
+    demo: str, policy: str, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     for var in ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
         monkeypatch.delenv(var, raising=False)
-    res = runner.invoke(app, ["plan", "--demo", demo, "--json"], env={"NO_COLOR": "1"})
+    res = cli("plan", "--demo", demo, "--json")
     assert res.exit_code == 0, res.stderr
     assert f'"policy": "{policy}"' in res.stdout
 
 
-def test_uuid_in_environment_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    res = runner.invoke(
-        app, ["plan", "--demo", "dgx-h100"], env={"CUDA_VISIBLE_DEVICES": "GPU-1234"}
-    )
+def test_uuid_in_environment_is_one_line(monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
+    res = cli("plan", "--demo", "dgx-h100", env={"CUDA_VISIBLE_DEVICES": "GPU-1234"})
     assert res.exit_code == 5 and len(res.stderr.strip().splitlines()) == 1

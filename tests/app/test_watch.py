@@ -12,10 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.app.watch import targets_for, watch_document, watch_once
-from ascendtune.cli.app import app
 from ascendtune.core.errors import InvalidInput, ParseError, UsageError
 from ascendtune.core.parsers.procfs import (
     parse_numa_maps,
@@ -27,6 +25,7 @@ from ascendtune.core.watch import HostSample, ProcessSample, ThreadSample, Watch
 from ascendtune.host.watch import ProcSampler
 from tests.support import schemas
 from tests.support.children import popen_child
+from tests.support.cli import CLI, Cli
 
 BOTH = frozenset({0, 1})
 live_only = pytest.mark.skipif(
@@ -415,11 +414,8 @@ def spawn() -> Iterator[Spawn]:
         p.wait(timeout=10)
 
 
-runner = CliRunner()
-
-
 def watch(*args: str) -> tuple[int, dict[str, object] | None, str, str]:
-    result = runner.invoke(app, ["watch", *args])
+    result = CLI("watch", *args)
     doc = (
         schemas.loads("watch", result.stdout)
         if "--once" in args and "--json" in args and result.exit_code == 0
@@ -570,15 +566,10 @@ def test_zombie_threads_run_nowhere_and_a_zombie_process_has_exited(tmp_path: Pa
     assert schemas.checked("watch", watch_document(report))["workers"][0]["alive"] is False
 
 
-def test_watch_against_a_policy_is_one_plan_source() -> None:
+def test_watch_against_a_policy_is_one_plan_source(cli: Cli) -> None:
     """--policy P plans this host: it is one of the three plan sources, and checked."""
-    from typer.testing import CliRunner
 
-    from ascendtune.cli.app import app
-
-    r = CliRunner().invoke(
-        app, ["watch", "--pid", str(os.getpid()), "--policy", "numa-local", "--cpus", "0"]
-    )
+    r = cli("watch", "--pid", str(os.getpid()), "--policy", "numa-local", "--cpus", "0")
     assert r.exit_code == 2 and "one of --plan FILE, --policy P or --cpus LIST" in r.output
-    r = CliRunner().invoke(app, ["watch", "--pid", str(os.getpid()), "--policy", "fastest"])
+    r = cli("watch", "--pid", str(os.getpid()), "--policy", "fastest")
     assert r.exit_code == 2

@@ -9,15 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.vllm_config.rules import outer_binder
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.hosts import A2_BUS, atlas_a2, npu_smi_info
-
-runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +49,7 @@ def server(sb: SysrootBuilder, config: str | None) -> SysrootBuilder:
 
 
 def workers_doc(root: Path) -> dict[str, Any]:
-    res = runner.invoke(app, ["bind", "--workers", "--dry-run", "--sysroot", str(root), "--json"])
+    res = CLI("bind", "--workers", "--dry-run", "--sysroot", str(root), "--json")
     assert res.exit_code == 0, res.stderr
     doc: dict[str, Any] = schemas.loads("bind-workers", res.stdout)
     return doc
@@ -75,17 +72,17 @@ def test_workers_with_binding_off_keep_ours(sysroot: SysrootBuilder) -> None:
     assert note.startswith("enable_cpu_binding is off for worker(s) 4100, 4101")
 
 
-def test_workers_dry_run_from_a_sysroot_shows_targets(sysroot: SysrootBuilder) -> None:
+def test_workers_dry_run_from_a_sysroot_shows_targets(sysroot: SysrootBuilder, cli: Cli) -> None:
     doc = workers_doc(server(sysroot, None).root)
     by_dev = {w["device"]: w for w in doc["workers"]}
     # the plan is the one `plan` prints for this host, matched by device
-    res = runner.invoke(app, ["plan", "--sysroot", str(sysroot.root), "--json"])
+    res = cli("plan", "--sysroot", str(sysroot.root), "--json")
     plan = {r["device"]: r for r in schemas.loads("plan", res.stdout)["ranks"]}
     for dev in (0, 1):
         assert by_dev[dev]["target_cpus"] == plan[dev]["cpus"]
         assert by_dev[dev]["rank"] == plan[dev]["rank"]
     assert all(w["changed"] and w["cpus_before"] == "0-191" for w in doc["workers"])
-    res = runner.invoke(app, ["bind", "--workers", "--sysroot", str(sysroot.root)])
+    res = cli("bind", "--workers", "--sysroot", str(sysroot.root))
     assert res.exit_code == 2 and "only --dry-run is allowed" in res.stderr
 
 
@@ -107,7 +104,7 @@ def test_outer_binder(argv: list[str], binder: str | None) -> None:
 
 
 def check(*args: str) -> tuple[int, list[dict[str, Any]]]:
-    res = runner.invoke(app, ["check-config", *args, "--json"])
+    res = CLI("check-config", *args, "--json")
     assert res.exit_code in (0, 1), res.stderr
     doc = schemas.loads("check-config", res.stdout)
     return res.exit_code, [f for f in doc["findings"] if f["code"] == "outer-binder-narrowed"]

@@ -4,30 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "check_config"
 FUSED = '{"enable_fused_mc2": 1, "multistream_overlap_shared_expert": true}'
 REWRITE = "multistream_overlap_shared_expert: true → false (because enable_fused_mc2 = 1)"
 # a clean environment: no binders, no VLLM_ASCEND_* fallbacks leak in from the test machine
 ENV_FILE = str(FIXTURES / "empty.env")
-
-
-def run(*args: str, stdin: str | None = None) -> Any:
-    runner = CliRunner()
-    return runner.invoke(
-        app,
-        ["check-config", *args],
-        input=stdin,
-        env={"COLUMNS": "120", "NO_COLOR": "1"},
-    )
 
 
 def one_line(stderr: str) -> str:
@@ -37,8 +25,8 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_fused_mc2_turns_overlap_off() -> None:
-    r = run(FUSED, "--arch", "aarch64", "--env-file", ENV_FILE)
+def test_fused_mc2_turns_overlap_off(cli: Cli) -> None:
+    r = cli("check-config", FUSED, "--arch", "aarch64", "--env-file", ENV_FILE)
     assert r.exit_code == 0, r.output
     assert r.stderr == ""
     out = r.stdout
@@ -49,15 +37,15 @@ def test_fused_mc2_turns_overlap_off() -> None:
     assert "errors" not in out.splitlines()[1]
 
 
-def test_strict_makes_warnings_fail() -> None:
-    r = run(FUSED, "--strict", "--arch", "aarch64", "--env-file", ENV_FILE)
+def test_strict_makes_warnings_fail(cli: Cli) -> None:
+    r = cli("check-config", FUSED, "--strict", "--arch", "aarch64", "--env-file", ENV_FILE)
     assert r.exit_code == 1
     assert REWRITE in r.stdout
     assert r.stderr == ""
 
 
-def test_json_output() -> None:
-    r = run(FUSED, "--json", "--arch", "aarch64", "--env-file", ENV_FILE)
+def test_json_output(cli: Cli) -> None:
+    r = cli("check-config", FUSED, "--json", "--arch", "aarch64", "--env-file", ENV_FILE)
     assert r.exit_code == 0
     doc = schemas.loads("check-config", r.stdout)
     assert doc["schema_version"] == 1
@@ -78,8 +66,8 @@ def test_json_output() -> None:
         assert set(finding) >= {"code", "severity", "keys", "message", "hint"}
 
 
-def test_show_effective() -> None:
-    r = run(FUSED, "--show-effective", "--arch", "aarch64", "--env-file", ENV_FILE)
+def test_show_effective(cli: Cli) -> None:
+    r = cli("check-config", FUSED, "--show-effective", "--arch", "aarch64", "--env-file", ENV_FILE)
     assert r.exit_code == 0
     head, _, body = r.stdout.partition("effective:\n")
     assert REWRITE in head
@@ -88,12 +76,20 @@ def test_show_effective() -> None:
     assert eff["mega_moe_max_tokens"] == 131072
 
 
-def test_errors_exit_1_and_targets_differ() -> None:
-    r = run('{"enable_fused_mc2": 2}', "--target", "main-2026-08", "--env-file", ENV_FILE)
+def test_errors_exit_1_and_targets_differ(cli: Cli) -> None:
+    r = cli(
+        "check-config",
+        '{"enable_fused_mc2": 2}',
+        "--target",
+        "main-2026-08",
+        "--env-file",
+        ENV_FILE,
+    )
     assert r.exit_code == 1
     assert "errors (1)" in r.stdout
     assert "enable_fused_mc2 must be one of 0, 1, got 2" in r.stdout
-    r = run(
+    r = cli(
+        "check-config",
         '{"enable_fused_mc2": 2}',
         "--target",
         "v0.23.0",
@@ -106,57 +102,58 @@ def test_errors_exit_1_and_targets_differ() -> None:
     assert "no findings" in r.stdout
 
 
-def test_clean_config_has_no_findings() -> None:
-    r = run("{}", "--arch", "aarch64", "--env-file", ENV_FILE)
+def test_clean_config_has_no_findings(cli: Cli) -> None:
+    r = cli("check-config", "{}", "--arch", "aarch64", "--env-file", ENV_FILE)
     assert r.exit_code == 0
     assert r.stdout.splitlines()[-1] == "no findings"
 
 
-def test_file_and_stdin() -> None:
-    r = run("--file", str(FIXTURES / "fused_overlap.json"), "--env-file", ENV_FILE)
+def test_file_and_stdin(cli: Cli) -> None:
+    r = cli("check-config", "--file", str(FIXTURES / "fused_overlap.json"), "--env-file", ENV_FILE)
     assert r.exit_code == 0 and REWRITE in r.stdout
-    r = run("-", "--env-file", ENV_FILE, stdin=FUSED)
+    r = cli("check-config", "-", "--env-file", ENV_FILE, input=FUSED)
     assert r.exit_code == 0 and REWRITE in r.stdout
 
 
-def test_cmdline_supplies_the_deployment_facts() -> None:
+def test_cmdline_supplies_the_deployment_facts(cli: Cli) -> None:
     cmd = (
         "vllm serve /models/m -tp 1 --enable-expert-parallel "
         "--additional-config '{\"enable_shared_expert_dp\": true}'"
     )
-    r = run("--cmdline", cmd, "--json", "--env-file", ENV_FILE)
+    r = cli("check-config", "--cmdline", cmd, "--json", "--env-file", ENV_FILE)
     doc = schemas.loads("check-config", r.stdout)
     f = next(f for f in doc["findings"] if f["code"] == "shared-expert-dp-off")
     assert f["severity"] == "warning" and f["needs"] == []
     assert doc["effective"]["enable_shared_expert_dp"] is False
     # an explicit option wins over the command line
-    r = run("--cmdline", cmd, "--tp", "4", "--json", "--env-file", ENV_FILE)
+    r = cli("check-config", "--cmdline", cmd, "--tp", "4", "--json", "--env-file", ENV_FILE)
     doc = schemas.loads("check-config", r.stdout)
     assert "shared-expert-dp-off" not in [f["code"] for f in doc["findings"]]
     assert doc["effective"]["enable_shared_expert_dp"] is True
 
 
-def test_cmdline_kv_role_from_kv_transfer_config() -> None:
+def test_cmdline_kv_role_from_kv_transfer_config(cli: Cli) -> None:
     cmd = (
         'vllm serve m --kv-transfer-config \'{"kv_role": "kv_producer"}\' '
         '--additional-config \'{"scheduler_config": {"recompute_scheduler_enable": true}}\''
     )
-    r = run("--cmdline", cmd, "--json", "--env-file", ENV_FILE)
+    r = cli("check-config", "--cmdline", cmd, "--json", "--env-file", ENV_FILE)
     doc = schemas.loads("check-config", r.stdout)
     assert r.exit_code == 0
     assert doc["effective"]["scheduler_config"]["recompute_scheduler_enable"] is False
 
 
-def test_facts_without_cmdline_are_unknown() -> None:
-    r = run('{"enable_shared_expert_dp": true}', "--json", "--env-file", ENV_FILE)
+def test_facts_without_cmdline_are_unknown(cli: Cli) -> None:
+    r = cli("check-config", '{"enable_shared_expert_dp": true}', "--json", "--env-file", ENV_FILE)
     doc = schemas.loads("check-config", r.stdout)
     f = next(f for f in doc["findings"] if f["code"] == "shared-expert-dp-off")
     assert f["severity"] == "info"
     assert f["needs"] == ["--enable-expert-parallel", "--tp"]
 
 
-def test_hf_config_and_soc() -> None:
-    r = run(
+def test_hf_config_and_soc(cli: Cli) -> None:
+    r = cli(
+        "check-config",
         '{"enable_fused_mc2": 1, "enable_mc2_hierarchy_comm": true}',
         "--json",
         "--hf-config",
@@ -173,8 +170,16 @@ def test_hf_config_and_soc() -> None:
     assert codes["fused-mc2-with-hierarchy"] == "error"
 
 
-def test_binders_from_env_file_on_arm() -> None:
-    r = run("{}", "--arch", "aarch64", "--env-file", str(FIXTURES / "server.env"), "--json")
+def test_binders_from_env_file_on_arm(cli: Cli) -> None:
+    r = cli(
+        "check-config",
+        "{}",
+        "--arch",
+        "aarch64",
+        "--env-file",
+        str(FIXTURES / "server.env"),
+        "--json",
+    )
     doc = schemas.loads("check-config", r.stdout)
     f = next(f for f in doc["findings"] if f["code"] == "two-cpu-binders")
     assert f["severity"] == "info"
@@ -185,8 +190,8 @@ def test_binders_from_env_file_on_arm() -> None:
     assert r.exit_code == 0
 
 
-def test_cpu_binding_on_x86() -> None:
-    r = run("{}", "--arch", "x86_64", "--env-file", ENV_FILE)
+def test_cpu_binding_on_x86(cli: Cli) -> None:
+    r = cli("check-config", "{}", "--arch", "x86_64", "--env-file", ENV_FILE)
     assert r.exit_code == 0
     assert "cpu-binding-not-arm" in r.stdout
     assert "does nothing on this x86_64 host" in r.stdout
@@ -208,10 +213,10 @@ def _vllm_proc(root: SysrootBuilder, pid: int, config: str, environ: str = "") -
     root.file(f"proc/{pid}/environ", environ)
 
 
-def test_pid_under_sysroot(sysroot: SysrootBuilder) -> None:
+def test_pid_under_sysroot(sysroot: SysrootBuilder, cli: Cli) -> None:
     _vllm_proc(sysroot, 4242, FUSED, "OMP_PROC_BIND=spread\0HOME=/root\0")
     sysroot.file("meta.json", json.dumps({"hostname": "a2", "arch": "aarch64"}))
-    r = run("--pid", "4242", "--sysroot", str(sysroot.root), "--json")
+    r = cli("check-config", "--pid", "4242", "--sysroot", str(sysroot.root), "--json")
     assert r.exit_code == 0, r.output
     doc = schemas.loads("check-config", r.stdout)
     codes = [f["code"] for f in doc["findings"]]
@@ -221,10 +226,18 @@ def test_pid_under_sysroot(sysroot: SysrootBuilder) -> None:
     assert "OMP_PROC_BIND=spread" in f["message"] and "process's environment" in f["message"]
 
 
-def test_pid_env_file_wins_over_its_environ(sysroot: SysrootBuilder) -> None:
+def test_pid_env_file_wins_over_its_environ(sysroot: SysrootBuilder, cli: Cli) -> None:
     _vllm_proc(sysroot, 4242, "{}", "OMP_PROC_BIND=spread\0")
-    r = run(
-        "--pid", "4242", "--sysroot", str(sysroot.root), "--arch", "aarch64", "--env-file", ENV_FILE
+    r = cli(
+        "check-config",
+        "--pid",
+        "4242",
+        "--sysroot",
+        str(sysroot.root),
+        "--arch",
+        "aarch64",
+        "--env-file",
+        ENV_FILE,
     )
     assert r.exit_code == 0
     assert "two-cpu-binders" not in r.stdout
@@ -233,49 +246,49 @@ def test_pid_env_file_wins_over_its_environ(sysroot: SysrootBuilder) -> None:
 # --- bad input: one stderr line and its exit code ---------------------------------------------
 
 
-def test_malformed_json() -> None:
-    r = run('{"enable_fused_mc2": 1,}')
+def test_malformed_json(cli: Cli) -> None:
+    r = cli("check-config", '{"enable_fused_mc2": 1,}')
     assert r.exit_code == 5
     line = one_line(r.stderr)
     assert "not valid JSON" in line and "line 1 column 24" in line
     assert r.stdout == ""
 
 
-def test_malformed_json_file_names_line_and_column() -> None:
-    r = run("--file", str(FIXTURES / "malformed.json"))
+def test_malformed_json_file_names_line_and_column(cli: Cli) -> None:
+    r = cli("check-config", "--file", str(FIXTURES / "malformed.json"))
     assert r.exit_code == 5
     assert "line 3 column 40" in one_line(r.stderr)
 
 
-def test_json_array() -> None:
-    r = run('[{"enable_fused_mc2": 1}]')
+def test_json_array(cli: Cli) -> None:
+    r = cli("check-config", '[{"enable_fused_mc2": 1}]')
     assert r.exit_code == 5
     assert "is an array, not a JSON object" in one_line(r.stderr)
     assert r.stdout == ""
 
 
-def test_cmdline_without_additional_config() -> None:
-    r = run("--cmdline", "vllm serve /models/m -tp 8")
+def test_cmdline_without_additional_config(cli: Cli) -> None:
+    r = cli("check-config", "--cmdline", "vllm serve /models/m -tp 8")
     assert r.exit_code == 5
     assert "--cmdline has no --additional-config" in one_line(r.stderr)
 
 
-def test_pid_not_vllm(sysroot: SysrootBuilder) -> None:
+def test_pid_not_vllm(sysroot: SysrootBuilder, cli: Cli) -> None:
     sysroot.file("proc/77/cmdline", "bash\0-c\0sleep 100\0")
-    r = run("--pid", "77", "--sysroot", str(sysroot.root))
+    r = cli("check-config", "--pid", "77", "--sysroot", str(sysroot.root))
     assert r.exit_code == 3
     assert "PID 77 is not vLLM: bash -c sleep 100" in one_line(r.stderr)
 
 
-def test_pid_missing(sysroot: SysrootBuilder) -> None:
+def test_pid_missing(sysroot: SysrootBuilder, cli: Cli) -> None:
     sysroot.file("meta.json", "{}")
-    r = run("--pid", "78", "--sysroot", str(sysroot.root))
+    r = cli("check-config", "--pid", "78", "--sysroot", str(sysroot.root))
     assert r.exit_code == 3
     assert "no process with PID 78" in one_line(r.stderr)
 
 
-def test_unknown_target() -> None:
-    r = run("{}", "--target", "v0.99.0")
+def test_unknown_target(cli: Cli) -> None:
+    r = cli("check-config", "{}", "--target", "v0.99.0")
     assert r.exit_code == 2
     line = one_line(r.stderr)
     assert "unknown --target 'v0.99.0'" in line and "main-2026-09" in line
@@ -291,23 +304,23 @@ def test_unknown_target() -> None:
         (("{}", "--soc", "H100"), "unknown --soc 'H100'"),
     ],
 )
-def test_usage_errors(args: tuple[str, ...], needle: str) -> None:
-    r = run(*args)
+def test_usage_errors(args: tuple[str, ...], needle: str, cli: Cli) -> None:
+    r = cli("check-config", *args)
     assert r.exit_code == 2
     assert needle in one_line(r.stderr)
 
 
-def test_missing_files() -> None:
-    r = run("--file", "/nonexistent/config.json")
+def test_missing_files(cli: Cli) -> None:
+    r = cli("check-config", "--file", "/nonexistent/config.json")
     assert r.exit_code == 3
     assert "--file /nonexistent/config.json does not exist" in one_line(r.stderr)
-    r = run("{}", "--hf-config", "/nonexistent/config.json")
+    r = cli("check-config", "{}", "--hf-config", "/nonexistent/config.json")
     assert r.exit_code == 3
 
 
-def test_malformed_hf_config(tmp_path: Path) -> None:
+def test_malformed_hf_config(tmp_path: Path, cli: Cli) -> None:
     bad = tmp_path / "config.json"
     bad.write_text("{\n  'hidden_size': 1\n}")
-    r = run("{}", "--hf-config", str(bad))
+    r = cli("check-config", "{}", "--hf-config", str(bad))
     assert r.exit_code == 5
     assert "line 2 column 3" in one_line(r.stderr)

@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from ascendtune.cli.app import app
-from tests.cli.test_doctor import A2_BDF, ENV, doctor_json, rows, run, tuned
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
+from tests.support.doctor_hosts import A2_BDF, doctor_json, rows, tuned
 from tests.support.irqhosts import BASE_IRQ, STEP, npu_interrupts, plan_irq_cpus, write_npu_irqs
 
 IRQ_IDS = [f"npu_irq:{n}" for n in range(8)]
@@ -179,28 +177,26 @@ def test_npus_without_a_rank_are_skipped(sysroot: SysrootBuilder) -> None:
     assert "reserves no IRQ CPUs" in rows(doc)["npu_irq:4"]["detail"]
 
 
-def test_report_shows_the_fix_and_its_persistent_form(sysroot: SysrootBuilder) -> None:
+def test_report_shows_the_fix_and_its_persistent_form(sysroot: SysrootBuilder, cli: Cli) -> None:
     tuned(sysroot)
     write_npu_irqs(sysroot, A2_BDF, 192, {})
-    res = run("doctor", "--sysroot", str(sysroot.root), "--section", "host")
+    res = cli("doctor", "--sysroot", str(sysroot.root), "--section", "host")
     assert res.exit_code == 1
     assert "fix: echo " in res.stdout and f"/proc/irq/{sq_of(0)}/smp_affinity_list" in res.stdout
     assert "persistent: IRQ numbers may change at boot" in res.stdout
 
 
 def test_snapshot_captures_and_replays_the_interrupts(
-    sysroot: SysrootBuilder, tmp_path: Path
+    sysroot: SysrootBuilder, tmp_path: Path, cli: Cli
 ) -> None:
     tuned(sysroot)
     plan = plan_irq_cpus(sysroot)
     write_npu_irqs(sysroot, A2_BDF, 192, {**plan, 3: (5, 6)})
     before = doctor_json(sysroot, "--section", "host")[1]
     for dest in (tmp_path / "snap", tmp_path / "snap.tar.gz"):
-        res = CliRunner().invoke(
-            app, ["snapshot", "--sysroot", str(sysroot.root), str(dest)], env=ENV
-        )
+        res = cli("snapshot", "--sysroot", str(sysroot.root), str(dest))
         assert res.exit_code == 0, res.output
-        res = run("doctor", "--sysroot", str(dest), "--json", "--section", "host")
+        res = cli("doctor", "--sysroot", str(dest), "--json", "--section", "host")
         after = schemas.loads("doctor", res.stdout)
         assert irq_rows(after) == irq_rows(before)
         assert rows(after)["npu_irq:3"]["status"] == "fail"

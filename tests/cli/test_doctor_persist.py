@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ascendtune.host.facts import gather_host_facts
 from ascendtune.host.sysroot import DirRoot
-from tests.cli.test_doctor import TOOLS_ALL, doctor_json, rows, run, tuned, untuned
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
+from tests.support.doctor_hosts import TOOLS_ALL, doctor_json, rows, tuned, untuned
 
 SYSCTL_D = "/etc/sysctl.d/90-ascendtune.conf"
 
@@ -133,9 +134,9 @@ def test_irqbalance_ban_uses_the_config_file_present(sysroot: SysrootBuilder) ->
     assert row["fix_persistent"].endswith("# or: systemctl disable --now irqbalance")
 
 
-def test_report_prints_the_persistent_line(sysroot: SysrootBuilder) -> None:
+def test_report_prints_the_persistent_line(sysroot: SysrootBuilder, cli: Cli) -> None:
     untuned(sysroot)
-    res = run("doctor", "--sysroot", str(sysroot.root), "--section", "host")
+    res = cli("doctor", "--sysroot", str(sysroot.root), "--section", "host")
     assert res.exit_code == 1
     out = res.stdout
     assert "    fix: sysctl -w kernel.numa_balancing=0\n" in out

@@ -6,24 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.app.explain import markdown
-from ascendtune.cli.app import app
 from ascendtune.core import versions
 from ascendtune.core.vllm_config import explain_data
 from ascendtune.core.vllm_config.rules import RULES
 from ascendtune.core.vllm_log import parse_text
 from tests.support import schemas
+from tests.support.cli import Cli
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 TOP = Path(__file__).resolve().parents[2]
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args), env=ENV)
-    return r.exit_code, r.stdout, r.stderr
 
 
 def every_path() -> set[str]:
@@ -82,10 +74,10 @@ def test_log_examples_are_lines_the_log_reader_knows() -> None:
 # -- explain KEY --------------------------------------------------------------------------------
 
 
-def test_overlap_shared_expert_json() -> None:
-    code, out, _ = run("explain", "multistream_overlap_shared_expert", "--json")
-    assert code == 0
-    doc = schemas.loads("explain", out)
+def test_overlap_shared_expert_json(cli: Cli) -> None:
+    r = cli("explain", "multistream_overlap_shared_expert", "--json")
+    assert r.exit_code == 0
+    doc = schemas.loads("explain", r.stdout)
     assert doc["key"] == "multistream_overlap_shared_expert"
     assert doc["side"] == "device" and doc["when"] == "per_step"
     assert set(doc["versions"]) == set(versions.VERSIONS)
@@ -98,28 +90,29 @@ def test_overlap_shared_expert_json() -> None:
     assert "HCCL" in doc["detail"] and "default stream" in doc["detail"]
 
 
-def test_cpu_binding_says_when_and_how_it_fails() -> None:
-    code, out, _ = run("explain", "enable_cpu_binding")
-    assert code == 0
-    assert "end of warm-up" in out
-    assert "Bind cpus failed in rank1" in out and "Skip binding cpu." in out
-    assert "[cpu_bind_mode]" in out  # log lines are printed as text, not Rich markup
-    assert "start-up goes on" in out
-    doc = schemas.loads("explain", run("explain", "enable_cpu_binding", "--json")[1])
+def test_cpu_binding_says_when_and_how_it_fails(cli: Cli) -> None:
+    r = cli("explain", "enable_cpu_binding")
+    assert r.exit_code == 0
+    assert "end of warm-up" in r.stdout
+    assert "Bind cpus failed in rank1" in r.stdout and "Skip binding cpu." in r.stdout
+    assert "[cpu_bind_mode]" in r.stdout  # log lines are printed as text, not Rich markup
+    assert "start-up goes on" in r.stdout
+    doc = schemas.loads("explain", cli("explain", "enable_cpu_binding", "--json").stdout)
     assert doc["when"] == "warmup" and doc["side"] == "host"
     assert all(r["default"] is True for r in doc["versions"].values())
     assert {"cpu-binding-not-arm", "two-cpu-binders"} <= {i["rule"] for i in doc["interactions"]}
 
 
-def test_dsa_overlap_default_on() -> None:
-    doc = schemas.loads("explain", run("explain", "multistream_dsv4_dsa_overlap", "--json")[1])
+def test_dsa_overlap_default_on(cli: Cli) -> None:
+    doc = schemas.loads("explain", cli("explain", "multistream_dsv4_dsa_overlap", "--json").stdout)
     assert all(r["default"] is True for r in doc["versions"].values())
     assert doc["side"] == "device"
 
 
-def test_nested_key_and_its_spelling_on_older_lines() -> None:
+def test_nested_key_and_its_spelling_on_older_lines(cli: Cli) -> None:
     doc = schemas.loads(
-        "explain", run("explain", "scheduler_config.profiling_chunk_config.min_chunk", "--json")[1]
+        "explain",
+        cli("explain", "scheduler_config.profiling_chunk_config.min_chunk", "--json").stdout,
     )
     v = doc["versions"]
     assert v["main-2026-09"] == {**v["main-2026-09"], "present": True, "default": 4096}
@@ -128,19 +121,21 @@ def test_nested_key_and_its_spelling_on_older_lines() -> None:
     assert "profiling-min-chunk-clamped" in {i["rule"] for i in doc["interactions"]}
 
 
-def test_versions_differ_where_the_tables_do() -> None:
-    doc = schemas.loads("explain", run("explain", "enable_fused_mc2", "--json")[1])
+def test_versions_differ_where_the_tables_do(cli: Cli) -> None:
+    doc = schemas.loads("explain", cli("explain", "enable_fused_mc2", "--json").stdout)
     assert doc["versions"]["v0.23.0"]["choices"] == [0, 1, 2]
     assert doc["versions"]["main-2026-09"]["choices"] == [0, 1]
-    mega = schemas.loads("explain", run("explain", "mega_moe_max_tokens", "--json")[1])["versions"]
+    mega = schemas.loads("explain", cli("explain", "mega_moe_max_tokens", "--json").stdout)[
+        "versions"
+    ]
     assert mega["v0.23.0"]["default"] == 65536 and mega["main-2026-08"]["default"] == 131072
-    fc1 = schemas.loads("explain", run("explain", "enable_flashcomm1", "--json")[1])["versions"]
+    fc1 = schemas.loads("explain", cli("explain", "enable_flashcomm1", "--json").stdout)["versions"]
     assert fc1["v0.23.0"]["present"] and not fc1["main-2026-09"]["present"]
     assert fc1["main-2026-09"]["status"] == "removed"
 
 
-def test_legacy_top_level_key_is_deprecated_on_main() -> None:
-    doc = schemas.loads("explain", run("explain", "enable_balance_scheduling", "--json")[1])
+def test_legacy_top_level_key_is_deprecated_on_main(cli: Cli) -> None:
+    doc = schemas.loads("explain", cli("explain", "enable_balance_scheduling", "--json").stdout)
     assert doc["versions"]["v0.23.0"]["status"] == "present"
     assert doc["versions"]["main-2026-08"]["status"] == "deprecated"
 
@@ -153,23 +148,23 @@ def test_legacy_top_level_key_is_deprecated_on_main() -> None:
         ("eplb_config.dynamic_eplbb", "eplb_config.dynamic_eplb"),
     ],
 )
-def test_unknown_key_did_you_mean(key: str, hint: str) -> None:
-    code, out, err = run("explain", key)
-    assert code == 2 and not out
-    assert "did you mean" in err and hint in err
-    assert len(err.strip().splitlines()) == 1
+def test_unknown_key_did_you_mean(key: str, hint: str, cli: Cli) -> None:
+    r = cli("explain", key)
+    assert r.exit_code == 2 and not r.stdout
+    assert "did you mean" in r.stderr and hint in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_removed_key_says_so() -> None:
-    code, _, err = run("explain", "torchair_graph_config")
-    assert code == 2 and "torchair" in err and "Traceback" not in err
+def test_removed_key_says_so(cli: Cli) -> None:
+    r = cli("explain", "torchair_graph_config")
+    assert r.exit_code == 2 and "torchair" in r.stderr and "Traceback" not in r.stderr
 
 
 # -- the listing --------------------------------------------------------------------------------
 
 
-def test_listing_groups_every_key_of_the_target() -> None:
-    doc = schemas.loads("explain", run("explain", "--json", "--target", "v0.23.0")[1])
+def test_listing_groups_every_key_of_the_target(cli: Cli) -> None:
+    doc = schemas.loads("explain", cli("explain", "--json", "--target", "v0.23.0").stdout)
     assert doc["target"] == "v0.23.0"
     listed = [k["key"] for g in doc["groups"] for k in g["keys"]]
     assert sorted(listed) == sorted(versions.get("v0.23.0").config.all_paths())
@@ -177,23 +172,23 @@ def test_listing_groups_every_key_of_the_target() -> None:
     assert titles[0] == "CPU binding" and "Scheduler" in titles
 
 
-def test_listing_default_target_is_the_newest_and_text_output() -> None:
-    code, out, _ = run("explain")
-    assert code == 0 and versions.NEWEST in out and "enable_cpu_binding" in out
+def test_listing_default_target_is_the_newest_and_text_output(cli: Cli) -> None:
+    r = cli("explain")
+    assert r.exit_code == 0 and versions.NEWEST in r.stdout and "enable_cpu_binding" in r.stdout
 
 
-def test_search() -> None:
-    doc = schemas.loads("explain", run("explain", "--search", "overlap", "--json")[1])
+def test_search(cli: Cli) -> None:
+    doc = schemas.loads("explain", cli("explain", "--search", "overlap", "--json").stdout)
     keys = {k["key"] for g in doc["groups"] for k in g["keys"]}
     assert "multistream_overlap_shared_expert" in keys
     assert "weight_nz_mode" not in keys
-    code, out, _ = run("explain", "--search", "nosuchwordanywhere")
-    assert code == 0 and "no key" in out
+    r = cli("explain", "--search", "nosuchwordanywhere")
+    assert r.exit_code == 0 and "no key" in r.stdout
 
 
-def test_bad_target_is_a_usage_error() -> None:
-    code, _, err = run("explain", "--target", "v9")
-    assert code == 2 and "known targets" in err
+def test_bad_target_is_a_usage_error(cli: Cli) -> None:
+    r = cli("explain", "--target", "v9")
+    assert r.exit_code == 2 and "known targets" in r.stderr
 
 
 # -- the reference page -------------------------------------------------------------------------
@@ -204,8 +199,8 @@ def test_reference_page_is_fresh() -> None:
     assert markdown() == committed, "regenerate: python -m scripts.regen"
 
 
-def test_markdown_option_prints_the_page() -> None:
-    code, out, _ = run("explain", "--markdown")
-    assert code == 0 and out == markdown()
+def test_markdown_option_prints_the_page(cli: Cli) -> None:
+    r = cli("explain", "--markdown")
+    assert r.exit_code == 0 and r.stdout == markdown()
     for d in explain_data.DOCS:
-        assert f"`{d.path}`" in out
+        assert f"`{d.path}`" in r.stdout

@@ -3,33 +3,23 @@ and where numa-local departs; plan's output is unchanged by the trace."""
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
 from ascendtune.app.hosts import load
 from ascendtune.app.options import HostSource, PlanOptions
 from ascendtune.app.plan import build_request
-from ascendtune.cli.app import app
 from ascendtune.core.planner import make_plan
 from ascendtune.core.planner.trace import VllmTrace
 from tests.support import schemas
-
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200", "ASCEND_RT_VISIBLE_DEVICES": ""}
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args), env=ENV)
-    return r.exit_code, r.stdout, r.stderr
+from tests.support.cli import Cli
 
 
 def steps(doc: dict) -> dict:  # type: ignore[type-arg]
     return {s["name"]: s for s in doc["steps"]}
 
 
-def test_a2_rank1_walks_from_affinity_to_pool_and_roles() -> None:
-    code, out, err = run("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "1", "--json")
-    assert code == 0, err
-    doc = schemas.loads("explain", out)
+def test_a2_rank1_walks_from_affinity_to_pool_and_roles(cli: Cli) -> None:
+    r = cli("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "1", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = schemas.loads("explain", r.stdout)
     assert doc["rank"] == 1 and doc["mode"] == "topo_affinity"
     s = steps(doc)
     names = [x["name"] for x in doc["steps"]]
@@ -62,11 +52,15 @@ def test_a2_rank1_walks_from_affinity_to_pool_and_roles() -> None:
     assert any("node 6" in d for d in better["departures"])
 
 
-def test_text_output() -> None:
-    code, out, _ = run("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "1")
-    assert code == 0
-    assert "144-191" in out and "168-191" in out and "[migrate] NPU:1 -> NUMA [7]" in out
-    assert "numa-local: 156-167" in out
+def test_text_output(cli: Cli) -> None:
+    r = cli("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "1")
+    assert r.exit_code == 0
+    assert (
+        "144-191" in r.stdout
+        and "168-191" in r.stdout
+        and "[migrate] NPU:1 -> NUMA [7]" in r.stdout
+    )
+    assert "numa-local: 156-167" in r.stdout
 
 
 def test_trace_agrees_with_plan_for_every_rank() -> None:
@@ -82,18 +76,18 @@ def test_trace_agrees_with_plan_for_every_rank() -> None:
         assert tuple(trace.pools[rt.running].final[rt.logical]) == rp.cpus
 
 
-def test_a3_global_slice() -> None:
-    code, out, _ = run("explain", "binding", "--demo", "atlas-800i-a3", "--rank", "2", "--json")
-    assert code == 0
-    doc = schemas.loads("explain", out)
+def test_a3_global_slice(cli: Cli) -> None:
+    r = cli("explain", "binding", "--demo", "atlas-800i-a3", "--rank", "2", "--json")
+    assert r.exit_code == 0
+    doc = schemas.loads("explain", r.stdout)
     assert doc["mode"] == "global_slice"
     s = steps(doc)
     assert "global_slice" in s and "affinity" not in s
     assert s["global_slice"]["result"]["pool"] == s["roles"]["input"]["pool"]
 
 
-def test_non_ascending_devices_show_the_wrong_pool_on_old_lines() -> None:
-    code, out, _ = run(
+def test_non_ascending_devices_show_the_wrong_pool_on_old_lines(cli: Cli) -> None:
+    r = cli(
         "explain",
         "binding",
         "--demo",
@@ -104,19 +98,21 @@ def test_non_ascending_devices_show_the_wrong_pool_on_old_lines() -> None:
         "v0.23.0",
         "--json",
     )
-    assert code == 0
-    doc = schemas.loads("explain", out)
+    assert r.exit_code == 0
+    doc = schemas.loads("explain", r.stdout)
     s = steps(doc)
     assert s["visible_npus"]["result"]["device"] == 6
     assert s["npu_of_rank"]["result"] == {**s["npu_of_rank"]["result"], "npu": 4}
     assert any("drives NPU 6" in d for d in doc["better"]["departures"])
 
 
-def test_rank_out_of_range_and_gpu_host() -> None:
-    code, _, err = run("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "8")
-    assert code == 2 and "ranks 0-7" in err
-    code, _, err = run("explain", "binding", "--demo", "dgx-h100")
-    assert code != 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+def test_rank_out_of_range_and_gpu_host(cli: Cli) -> None:
+    r = cli("explain", "binding", "--demo", "atlas-800i-a2", "--rank", "8")
+    assert r.exit_code == 2 and "ranks 0-7" in r.stderr
+    r = cli("explain", "binding", "--demo", "dgx-h100")
+    assert (
+        r.exit_code != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    )
 
 
 def test_plan_request_unchanged_by_policy_override() -> None:

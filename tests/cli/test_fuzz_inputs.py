@@ -18,14 +18,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 FUZZ = settings(
     max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
 )
@@ -81,13 +78,13 @@ def _write(p: Path, data: bytes | str) -> None:
 
 @FUZZ
 @given(which=st.sampled_from(SYSROOT_FILES), data=raw_bytes | near_text.map(str.encode))
-def test_sysroot_files(base: Path, which: str, data: bytes) -> None:
+def test_sysroot_files(base: Path, which: str, data: bytes, cli: Cli) -> None:
     with tempfile.TemporaryDirectory() as t:
         root = Path(t) / "root"
         shutil.copytree(base, root, symlinks=True)
         _write(root / which, data)
         for argv in (["topo"], ["plan", "--json"], ["doctor", "--json"]):
-            res = runner.invoke(app, [*argv, "--sysroot", str(root)], env=ENV)
+            res = cli(*argv, "--sysroot", str(root))
             check(res, f"{argv[0]} with {which} = {data[:60]!r}")
             if "--json" in argv and res.exit_code in (0, 1):
                 json.loads(res.stdout)
@@ -95,42 +92,42 @@ def test_sysroot_files(base: Path, which: str, data: bytes) -> None:
 
 @FUZZ
 @given(data=raw_bytes, gz=st.booleans())
-def test_archives(data: bytes, gz: bool) -> None:
+def test_archives(data: bytes, gz: bool, cli: Cli) -> None:
     import gzip
 
     with tempfile.TemporaryDirectory() as t:
         p = Path(t) / "s.tar.gz"
         p.write_bytes(gzip.compress(data) if gz else data)
-        check(runner.invoke(app, ["topo", "--sysroot", str(p)], env=ENV), f"archive {data[:40]!r}")
+        check(cli("topo", "--sysroot", str(p)), f"archive {data[:40]!r}")
 
 
 @FUZZ
 @given(data=raw_bytes | json_values.map(lambda v: json.dumps(v).encode()))
-def test_config_file(data: bytes) -> None:
+def test_config_file(data: bytes, cli: Cli) -> None:
     with tempfile.TemporaryDirectory() as t:
         p = Path(t) / "c.json"
         p.write_bytes(data)
-        res = runner.invoke(app, ["check-config", "--file", str(p)], env=ENV)
+        res = cli("check-config", "--file", str(p))
         check(res, f"--file {data[:60]!r}")
 
 
 @FUZZ
 @given(doc=json_values, text=near_text)
-def test_inline_config_and_cmdline(doc: Any, text: str) -> None:
+def test_inline_config_and_cmdline(doc: Any, text: str, cli: Cli) -> None:
     # after "--": a config that starts with "-" is not an option (that would be exit 2, usage)
-    check(runner.invoke(app, ["check-config", "--", json.dumps(doc)], env=ENV), f"config {doc!r}")
-    check(runner.invoke(app, ["check-config", "--", text], env=ENV), f"config text {text!r}")
+    check(cli("check-config", "--", json.dumps(doc)), f"config {doc!r}")
+    check(cli("check-config", "--", text), f"config text {text!r}")
     cmd = f"vllm serve m --additional-config '{json.dumps(doc)}' {text}"
-    check(runner.invoke(app, ["check-config", "--cmdline", cmd], env=ENV), f"--cmdline {cmd!r}")
+    check(cli("check-config", "--cmdline", cmd), f"--cmdline {cmd!r}")
 
 
 @FUZZ
 @given(data=raw_bytes | near_text.map(str.encode))
-def test_env_file(data: bytes) -> None:
+def test_env_file(data: bytes, cli: Cli) -> None:
     with tempfile.TemporaryDirectory() as t:
         p = Path(t) / "env"
         p.write_bytes(data)
-        res = runner.invoke(app, ["check-config", "--env-file", str(p), "{}"], env=ENV)
+        res = cli("check-config", "--env-file", str(p), "{}")
         check(res, f"--env-file {data[:60]!r}")
 
 
@@ -140,7 +137,7 @@ def _plan_cases(data: bytes) -> None:
         p.write_bytes(data)
         # --dry-run on this test process itself: nothing is changed whatever the plan says
         argv = ["bind", "--plan", str(p), "--rank", "0", "--pid", str(os.getpid()), "--dry-run"]
-        check(runner.invoke(app, argv, env=ENV), f"--plan {data[:60]!r}")
+        check(CLI(*argv), f"--plan {data[:60]!r}")
 
 
 plan_data = raw_bytes | json_values.map(lambda v: json.dumps(v).encode())
@@ -163,14 +160,14 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize(("name", "text"), HOSTILE, ids=[h[0] for h in HOSTILE])
-def test_hostile_configs_are_exit_5(tmp_path: Path, name: str, text: str) -> None:
+def test_hostile_configs_are_exit_5(tmp_path: Path, name: str, text: str, cli: Cli) -> None:
     p = tmp_path / "c.json"
     p.write_text(text)
-    res = runner.invoke(app, ["check-config", "--file", str(p)], env=ENV)
+    res = cli("check-config", "--file", str(p))
     check(res, name)
     assert res.exit_code == 5, (name, res.stderr)
     if len(text) < 100_000:  # the inline form too (argv holds up to ~128 KiB per argument)
-        res = runner.invoke(app, ["check-config", "--", text], env=ENV)
+        res = cli("check-config", "--", text)
         check(res, name)
         assert res.exit_code == 5, (name, res.stderr)
 
@@ -179,7 +176,7 @@ def test_hostile_configs_are_exit_5(tmp_path: Path, name: str, text: str) -> Non
     "flags",
     ["-tp 0", "--tensor-parallel-size -1", "-dp 99999999999999999999999", "--block-size 0"],
 )
-def test_impossible_sizes_in_a_cmdline_are_exit_5(flags: str) -> None:
-    res = runner.invoke(app, ["check-config", "--cmdline", f"vllm serve m {flags}"], env=ENV)
+def test_impossible_sizes_in_a_cmdline_are_exit_5(flags: str, cli: Cli) -> None:
+    res = cli("check-config", "--cmdline", f"vllm serve m {flags}")
     check(res, flags)
     assert res.exit_code == 5 and ("out of range" in res.stderr or "not an integer" in res.stderr)

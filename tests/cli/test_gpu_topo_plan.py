@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from ascendtune.cli.app import app
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host, Source
@@ -19,9 +17,9 @@ from ascendtune.core.planner import Plan, PlanRequest, make_plan
 from ascendtune.core.vendors.nvidia import build_gpus
 from ascendtune.host import pci
 from ascendtune.host.sysroot import DirRoot
-from tests.conftest import sample
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.gpu_hosts import (
     AMD_CCX,
     DGX_BUSES,
@@ -41,6 +39,7 @@ from tests.support.gpu_hosts import (
     write_gpus,
 )
 from tests.support.planner_hosts import Hosts
+from tests.support.samples import sample
 
 NODE0, NODE1 = "0-55,112-167", "56-111,168-223"
 EVEN, ODD = format_cpulist(range(0, 96, 2)), format_cpulist(range(1, 96, 2))
@@ -52,12 +51,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def run(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
-
-
 def topo_json(sb: SysrootBuilder) -> dict[str, Any]:
-    res = run("topo", "--sysroot", str(sb.root), "--json")
+    res = CLI("topo", "--sysroot", str(sb.root), "--json")
     assert res.exit_code == 0, res.stderr
     doc: dict[str, Any] = schemas.loads("topo", res.stdout)
     return doc
@@ -121,8 +116,8 @@ def test_topo_h100_copy_pasted_with_spaces(sysroot: SysrootBuilder) -> None:
     assert doc["links"]["7"]["0"] == "NV18"
 
 
-def test_topo_table_for_gpus(sysroot: SysrootBuilder) -> None:
-    res = run("topo", "--sysroot", str(h100_host(sysroot, sysfs=True).root))
+def test_topo_table_for_gpus(sysroot: SysrootBuilder, cli: Cli) -> None:
+    res = cli("topo", "--sysroot", str(h100_host(sysroot, sysfs=True).root))
     assert res.exit_code == 0
     out = res.stdout
     assert "NVIDIA H100 SXM5 80GB" in out and "0000:db:00.0" in out and "NV18" in out
@@ -241,7 +236,9 @@ SNC_HOST_NODES = ("0-23,96-119", "24-47,120-143", "48-71,144-167", "72-95,168-19
 
 
 @pytest.mark.parametrize("sysfs", [True, False], ids=["sysfs", "nvidia-smi-only"])
-def test_topo_snc_excerpt_uneven_gpus_per_node(sysroot: SysrootBuilder, sysfs: bool) -> None:
+def test_topo_snc_excerpt_uneven_gpus_per_node(
+    sysroot: SysrootBuilder, sysfs: bool, cli: Cli
+) -> None:
     """Sub-NUMA clustering: 3 GPUs on node 0, 1 on node 1, 2 on node 2; the excerpt stops after
     six GPU rows although its header names eight."""
     sysroot.cpus("0-191", smt=2, sockets=2, topology=sysfs)  # SMT only for the plan below
@@ -265,7 +262,7 @@ def test_topo_snc_excerpt_uneven_gpus_per_node(sysroot: SysrootBuilder, sysfs: b
     assert any("names GPU 6-7 in its header but prints no row" in w for w in doc["warnings"])
     if not sysfs:
         return
-    res = run("plan", "--sysroot", str(sysroot.root), "--policy", "numa-local", "--json")
+    res = cli("plan", "--sysroot", str(sysroot.root), "--policy", "numa-local", "--json")
     ranks = schemas.loads("plan", res.stdout)["ranks"]
     assert [r["cpus"] for r in ranks[:4]] == [
         "0-7,96-103",
@@ -353,10 +350,10 @@ def test_topo_nvidia_driver_down_is_a_warning(sysroot: SysrootBuilder) -> None:
     assert any("is the NVIDIA driver loaded" in w for w in doc["warnings"])
 
 
-def test_topo_garbled_nvidia_smi_is_one_line(sysroot: SysrootBuilder) -> None:
+def test_topo_garbled_nvidia_smi_is_one_line(sysroot: SysrootBuilder, cli: Cli) -> None:
     plain(sysroot)
     sysroot.command("nvidia-smi_topo_-m", "\tGPU0\tCPU Affinity\nGPU0\t X \t0-x\n")
-    res = run("topo", "--sysroot", str(sysroot.root))
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == 5 and res.stdout == ""
     assert len(res.stderr.strip().splitlines()) == 1 and "nvidia-smi topo -m line 2" in res.stderr
 
@@ -559,12 +556,14 @@ def test_a_node_with_fewer_cores_than_gpus_is_refused(sysroot: SysrootBuilder, p
         plan(read(sysroot), policy)
 
 
-def test_core_complex_without_cache_topology_is_a_plan_error(sysroot: SysrootBuilder) -> None:
+def test_core_complex_without_cache_topology_is_a_plan_error(
+    sysroot: SysrootBuilder, cli: Cli
+) -> None:
     sysroot.cpus("0-15").node(0, "0-7").node(1, "8-15")
     write_gpus(sysroot, [Gpu(0, "0-7"), Gpu(1, "8-15")])
     with pytest.raises(PlanError, match="core-complex mode cannot group them"):
         plan(read(sysroot), "core-complex")
-    res = run("plan", "--sysroot", str(sysroot.root), "--policy", "core-complex")
+    res = cli("plan", "--sysroot", str(sysroot.root), "--policy", "core-complex")
     assert res.exit_code == 5 and "use --policy exclusive" in res.stderr
 
 
@@ -580,19 +579,17 @@ def test_hidden_gpus_keep_their_share_in_exclusive_mode(gpu_hosts: GpuHosts) -> 
 # ------------------------------------------------------------------------ plan: the CLI
 
 
-def plan_json(root: str, *args: str) -> dict[str, Any]:
-    res = run("plan", "--sysroot", root, "--json", *args)
+def plan_json(root: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    res = CLI("plan", "--sysroot", root, "--json", *args, env=env)
     assert res.exit_code == 0, res.stderr
     doc: dict[str, Any] = schemas.loads_cli(["plan"], res.stdout)
     return doc
 
 
-def test_cuda_visible_devices_from_the_environment(
-    gpu_hosts: GpuHosts, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,4")
-    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "0")  # an Ascend variable: not for GPUs
-    doc = plan_json(gpu_hosts.root("2-socket-smt"), "--policy", "numa-local")
+def test_cuda_visible_devices_from_the_environment(gpu_hosts: GpuHosts) -> None:
+    # ASCEND_RT_VISIBLE_DEVICES: an Ascend variable, not for GPUs
+    env = {"CUDA_VISIBLE_DEVICES": "5,4", "ASCEND_RT_VISIBLE_DEVICES": "0"}
+    doc = plan_json(gpu_hosts.root("2-socket-smt"), "--policy", "numa-local", env=env)
     assert doc["visible_devices"] == [5, 4]
     assert [(r["rank"], r["device"], r["logical_id"], r["cpus"]) for r in doc["ranks"]] == [
         (0, 5, 5, SPLIT_2S[5]),
@@ -601,21 +598,29 @@ def test_cuda_visible_devices_from_the_environment(
     assert doc["ranks"][0]["roles"] == {"irq": "", "main": SPLIT_2S[5], "acl": "", "release": ""}
 
 
-def test_visible_devices_option_wins_over_the_environment(
-    gpu_hosts: GpuHosts, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,4")
-    doc = plan_json(gpu_hosts.root("snc-uneven"), "--policy", "node", "--visible-devices", "3")
+def test_visible_devices_option_wins_over_the_environment(gpu_hosts: GpuHosts) -> None:
+    doc = plan_json(
+        gpu_hosts.root("snc-uneven"),
+        "--policy",
+        "node",
+        "--visible-devices",
+        "3",
+        env={"CUDA_VISIBLE_DEVICES": "5,4"},
+    )
     assert [(r["device"], r["cpus"], r["numa_nodes"]) for r in doc["ranks"]] == [
         (3, "12-23,60-71", [1])
     ]
 
 
-def test_cuda_visible_devices_naming_a_missing_gpu_is_exit_5(
-    gpu_hosts: GpuHosts, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "9")
-    res = run("plan", "--sysroot", gpu_hosts.root("2-socket-smt"), "--policy", "numa-local")
+def test_cuda_visible_devices_naming_a_missing_gpu_is_exit_5(gpu_hosts: GpuHosts, cli: Cli) -> None:
+    res = cli(
+        "plan",
+        "--sysroot",
+        gpu_hosts.root("2-socket-smt"),
+        "--policy",
+        "numa-local",
+        env={"CUDA_VISIBLE_DEVICES": "9"},
+    )
     assert res.exit_code == 5
     assert "CUDA_VISIBLE_DEVICES names device 9" in res.stderr and "0,1,2,3,4,5,6,7" in res.stderr
 
@@ -628,8 +633,8 @@ def test_cuda_visible_devices_naming_a_missing_gpu_is_exit_5(
         ("taskset", f'rank0() {{ taskset -c {SPLIT_2S[4]} "$@"; }}'),
     ],
 )
-def test_emit_lines_for_gpus(gpu_hosts: GpuHosts, emit: str, first: str) -> None:
-    res = run(
+def test_emit_lines_for_gpus(gpu_hosts: GpuHosts, emit: str, first: str, cli: Cli) -> None:
+    res = cli(
         "plan",
         "--sysroot",
         gpu_hosts.root("2-socket-smt"),
@@ -648,21 +653,21 @@ def test_emit_lines_for_gpus(gpu_hosts: GpuHosts, emit: str, first: str) -> None
     assert "ASCEND" not in res.stdout.replace("ASCENDTUNE_", "")
 
 
-def test_cpu_affinity_conf_is_refused_on_a_gpu_host(gpu_hosts: GpuHosts) -> None:
-    res = run("plan", "--sysroot", gpu_hosts.root("2-socket-smt"), "--emit", "cpu-affinity-conf")
+def test_cpu_affinity_conf_is_refused_on_a_gpu_host(gpu_hosts: GpuHosts, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", gpu_hosts.root("2-socket-smt"), "--emit", "cpu-affinity-conf")
     assert res.exit_code == 2 and res.stdout == ""
     assert "for Ascend NPUs" in res.stderr and "nvidia" in res.stderr
 
 
-def test_vllm_ascend_policy_on_a_gpu_host_is_exit_5(gpu_hosts: GpuHosts) -> None:
-    res = run("plan", "--sysroot", gpu_hosts.root("2-socket-smt"), "--policy", "vllm-ascend")
+def test_vllm_ascend_policy_on_a_gpu_host_is_exit_5(gpu_hosts: GpuHosts, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", gpu_hosts.root("2-socket-smt"), "--policy", "vllm-ascend")
     assert res.exit_code == 5 and res.stdout == ""
     [line] = res.stderr.strip().splitlines()
     assert "vllm-ascend plans Ascend NPUs" in line and "nvidia" in line and "numa-local" in line
 
 
-def test_compare_on_the_dgx_demo() -> None:
-    res = run("plan", "--demo", "dgx-h100", "--policy", "compare")
+def test_compare_on_the_dgx_demo(cli: Cli) -> None:
+    res = cli("plan", "--demo", "dgx-h100", "--policy", "compare")
     assert res.exit_code == 0, res.stderr
     for policy in ("numa-local", "numa-slice", "node", "socket", "exclusive", "core-complex"):
         assert policy in res.stdout

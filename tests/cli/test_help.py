@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
+from tests.support.cli import CLI
 
 
 def invoke(*args: str, **env: str) -> str:
-    res = CliRunner().invoke(app, list(args), env=env)
+    """stdout at the width the test gives (COLUMNS="": a pipe, no width)."""
+    res = CLI(*args, env=env)
     assert res.exit_code in (0, 1), res.output
     return res.stdout
 

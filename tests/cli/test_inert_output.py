@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2
 
 ESC = "\x1b"
@@ -36,10 +35,6 @@ def evil_host(tmp_path: Path) -> Path:
     return root
 
 
-def run(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "120", "NO_COLOR": "1"})
-
-
 def assert_inert(r: Any) -> None:
     for stream in (r.stdout, r.stderr):
         assert ESC not in stream, stream
@@ -58,58 +53,58 @@ def assert_inert(r: Any) -> None:
         ["bind", "--workers", "--dry-run"],
     ],
 )
-def test_host_strings_are_inert(evil_host: Path, cmd: list[str]) -> None:
+def test_host_strings_are_inert(evil_host: Path, cmd: list[str], cli: Cli) -> None:
     args = [*cmd, str(evil_host)] if cmd[-1] == "--sysroot" else [*cmd, "--sysroot", str(evil_host)]
-    r = run(*args)
+    r = cli(*args)
     assert r.exit_code in (0, 1, 3, 4), r.output
     assert_inert(r)
 
 
-def test_hostname_markup_prints_literally(evil_host: Path) -> None:
+def test_hostname_markup_prints_literally(evil_host: Path, cli: Cli) -> None:
     for cmd in (["topo"], ["plan"], ["doctor"]):
-        r = run(*cmd, "--sysroot", str(evil_host))
+        r = cli(*cmd, "--sysroot", str(evil_host))
         assert_inert(r)
         assert "x[bold]y" in r.stdout, (cmd, r.stdout)
 
 
-def test_tool_error_markup_prints_literally(evil_host: Path) -> None:
-    r = run("doctor", "--sysroot", str(evil_host))
+def test_tool_error_markup_prints_literally(evil_host: Path, cli: Cli) -> None:
+    r = cli("doctor", "--sysroot", str(evil_host))
     assert_inert(r)
     assert "boom[/red] [bold]x" in r.stdout
 
 
-def test_json_keeps_the_data(evil_host: Path) -> None:
-    r = run("topo", "--json", "--sysroot", str(evil_host))
+def test_json_keeps_the_data(evil_host: Path, cli: Cli) -> None:
+    r = cli("topo", "--json", "--sysroot", str(evil_host))
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["hostname"] == EVIL
     assert ESC not in r.stdout  # json.dumps escapes it
 
 
-def test_check_config_key_names_are_inert() -> None:
+def test_check_config_key_names_are_inert(cli: Cli) -> None:
     cfg = json.dumps({"ev\x1b[2Jil[bold]": 1, "enable_fused_mc2": 1})
-    r = run("check-config", cfg, "--arch", "aarch64", "--env-file", ENV_FILE)
+    r = cli("check-config", cfg, "--arch", "aarch64", "--env-file", ENV_FILE)
     assert_inert(r)
     assert "il[bold]" in r.stdout + r.stderr
 
 
-def test_log_lines_are_inert(tmp_path: Path) -> None:
+def test_log_lines_are_inert(tmp_path: Path, cli: Cli) -> None:
     log = tmp_path / "vllm.log"
     log.write_text(
         "INFO 01-01 00:00:00 [worker.py:1] ok\x1b[2J[bold]\n"
         "ERROR 01-01 00:00:01 [worker.py:2] bad \x1b]0;t\x07[red]x\n"
     )
-    r = run("log", str(log))
+    r = cli("log", str(log))
     assert_inert(r)
 
 
-def test_internal_error_line_is_capped_and_inert(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_internal_error_line_is_capped_and_inert(monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
     from ascendtune.cli import common, topo
 
     def boom(*_: object, **__: object) -> None:
         raise ValueError("\x1b[2J[bold]" + "y" * 5000)
 
     monkeypatch.setattr(topo, "render_topo", boom)
-    r = run("topo", "--demo", "atlas-800i-a2")
+    r = cli("topo", "--demo", "atlas-800i-a2")
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
     assert len(lines) == 1, r.stderr
@@ -119,11 +114,11 @@ def test_internal_error_line_is_capped_and_inert(monkeypatch: pytest.MonkeyPatch
     assert_inert(r)
 
 
-def test_emoji_codes_from_a_host_print_as_text(tmp_path: Path) -> None:
+def test_emoji_codes_from_a_host_print_as_text(tmp_path: Path, cli: Cli) -> None:
     from tests.support.builder import SysrootBuilder
 
     b = SysrootBuilder(tmp_path / "root")
     b.cpus("0-3").node(0, "0-3").meta(hostname=":smile:-node", arch="aarch64")
-    res = CliRunner().invoke(app, ["topo", "--sysroot", str(b.root)])
+    res = cli("topo", "--sysroot", str(b.root))
     assert res.exit_code == 0, res.output
     assert ":smile:-node" in res.output and "\U0001f604" not in res.output

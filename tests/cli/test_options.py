@@ -10,16 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from tests.support.cli import Cli
 
-ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
 ENV_FILE = str(Path(__file__).parents[1] / "fixtures" / "check_config" / "empty.env")
-
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), env=ENV)
 
 
 def script(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +26,7 @@ def script(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, **ENV},
+        env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"},
         check=False,
     )
 
@@ -67,27 +62,27 @@ def test_numeric_ranges_are_usage_errors(args: list[str]) -> None:
     assert "is not in the range" in line
 
 
-def test_check_config_spells_parallel_sizes_as_plan_does() -> None:
+def test_check_config_spells_parallel_sizes_as_plan_does(cli: Cli) -> None:
     cfg = '{"enable_fused_mc2": 1}'
     base = ["check-config", cfg, "--arch", "aarch64", "--env-file", ENV_FILE, "--json"]
     docs = [
-        run(*base, *f).stdout
+        cli(*base, *f).stdout
         for f in (["--tp", "4"], ["-tp", "4"], ["--tensor-parallel-size", "4"])
     ]
     assert docs[0] == docs[1] == docs[2] and docs[0]
-    r = run(*base, "--target", "auto")
+    r = cli(*base, "--target", "auto")
     assert r.exit_code in (0, 1), r.output
-    assert run(*base).stdout == r.stdout  # auto and no --target mean the same
+    assert cli(*base).stdout == r.stdout  # auto and no --target mean the same
 
 
-def test_help_names_what_goes_there() -> None:
-    bind = run("bind", "--help").stdout
+def test_help_names_what_goes_there(cli: Cli) -> None:
+    bind = cli("bind", "--help").stdout
     for spelled in ("-p, --pid PID", "-c, --cpus CPULIST", "--rank RANK", "--max-passes N"):
         assert spelled in bind, spelled
-    cc = run("check-config", "--help").stdout
+    cc = cli("check-config", "--help").stdout
     for spelled in ("-tp, --tensor-parallel-size", "--tp N", "--target VERSION", "--pid PID"):
         assert spelled in " ".join(cc.split()).replace("--tp N", "--tp N"), spelled
-    assert "--emit FORM" in run("plan", "--help").stdout
+    assert "--emit FORM" in cli("plan", "--help").stdout
 
 
 @pytest.fixture
@@ -98,8 +93,8 @@ def sleeper() -> Any:
     p.wait()
 
 
-def test_bind_takes_tasksets_short_options(sleeper: Any) -> None:
-    r = run("bind", "-p", str(sleeper.pid), "-c", "0", "--dry-run")
+def test_bind_takes_tasksets_short_options(sleeper: Any, cli: Cli) -> None:
+    r = cli("bind", "-p", str(sleeper.pid), "-c", "0", "--dry-run")
     assert r.exit_code == 0, r.output
     assert f"process {sleeper.pid}" in r.stdout and "→ CPUs 0 " in r.stdout
 

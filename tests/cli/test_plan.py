@@ -6,22 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from ascendtune.cli.app import app
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.planner_hosts import Hosts
 from tests.support.planner_hosts import hosts_fixture as hosts_fixture  # the `hosts` fixture
-
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
-
-
-@pytest.fixture(autouse=True)
-def _no_visible_devices_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ASCENDTUNE_SYSROOT"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -29,12 +19,8 @@ def a2(hosts: Hosts) -> str:
     return hosts.root("a2")
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    return runner.invoke(app, ["plan", *args], env={**ENV, **(env or {})})
-
-
 def plan_json(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    res = run(*args, "--json", env=env)
+    res = CLI("plan", *args, "--json", env=env)
     assert res.exit_code == 0, res.output
     doc: dict[str, Any] = schemas.loads_cli(["plan"], res.stdout)
     return doc
@@ -83,8 +69,8 @@ def test_json_better_policy_has_no_log_line(a2: str) -> None:
     assert doc["ranks"][1]["cpus"] == "156-167" and doc["ranks"][1]["locality"] == 1.0
 
 
-def test_table_and_better_line(a2: str) -> None:
-    res = run("--sysroot", a2)
+def test_table_and_better_line(a2: str, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", a2)
     assert res.exit_code == 0, res.output
     out = res.stdout
     assert "plan: policy vllm-ascend, mode topo_affinity, SoC A2, 8 ranks" in out
@@ -122,14 +108,14 @@ def test_table_and_better_line(a2: str) -> None:
         ("cpu-affinity-conf", ["export CPU_AFFINITY_CONF=1,npu0:144-167,npu1:168-191"]),
     ],
 )
-def test_emit(a2: str, emit: str, lines: list[str]) -> None:
-    res = run("--sysroot", a2, "--ranks", "2", "--emit", emit)
+def test_emit(a2: str, emit: str, lines: list[str], cli: Cli) -> None:
+    res = cli("plan", "--sysroot", a2, "--ranks", "2", "--emit", emit)
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == lines
 
 
-def test_emit_numactl_binds_memory_to_the_device_node_or_prefers_it(a2: str) -> None:
-    res = run("--sysroot", a2, "--ranks", "2", "--emit", "numactl")
+def test_emit_numactl_binds_memory_to_the_device_node_or_prefers_it(a2: str, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", a2, "--ranks", "2", "--emit", "numactl")
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert 'rank0() { numactl --physcpubind=144-167 --membind=6 "$@"; }' in lines
@@ -137,8 +123,9 @@ def test_emit_numactl_binds_memory_to_the_device_node_or_prefers_it(a2: str) -> 
     assert all(line.startswith("#") or "#" not in line for line in lines)
 
 
-def test_emit_cpu_affinity_conf_notes_split_pool(hosts: Hosts) -> None:
-    res = run(
+def test_emit_cpu_affinity_conf_notes_split_pool(hosts: Hosts, cli: Cli) -> None:
+    res = cli(
+        "plan",
         "--sysroot",
         hosts.root("a2-offline"),
         "--visible-devices",
@@ -154,8 +141,8 @@ def test_emit_cpu_affinity_conf_notes_split_pool(hosts: Hosts) -> None:
     ]
 
 
-def test_compare(a2: str) -> None:
-    res = run("--sysroot", a2, "--policy", "compare")
+def test_compare(a2: str, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", a2, "--policy", "compare")
     assert res.exit_code == 0, res.output
     out = res.stdout
     assert "vllm-ascend" in out and "numa-local" in out and "numa-slice" in out
@@ -164,7 +151,7 @@ def test_compare(a2: str) -> None:
     assert "numa-local: mode numa_local; 0 overlaps, 96 idle CPUs" in out
 
 
-def test_compare_json_reports_each_policy_or_its_error(hosts: Hosts) -> None:
+def test_compare_json_reports_each_policy_or_its_error(hosts: Hosts, cli: Cli) -> None:
     root = hosts.root("a2-small")
     doc = plan_json("--sysroot", root, "--policy", "compare", "--ranks", "1", "--no-irq-reserve")
     pol = doc["policies"]
@@ -175,7 +162,7 @@ def test_compare_json_reports_each_policy_or_its_error(hosts: Hosts) -> None:
     assert pol["numa-slice"]["ranks"][0]["cpus"] == "144-147"
     # with IRQ CPUs kept, no policy can plan: exit 5, one line per policy on stderr
     for extra in ([], ["--json"]):
-        res = run("--sysroot", root, "--policy", "compare", "--ranks", "1", *extra)
+        res = cli("plan", "--sysroot", root, "--policy", "compare", "--ranks", "1", *extra)
         assert res.exit_code == 5, res.output
         assert "no policy can plan" in res.stderr and "numa-slice:" in res.stderr
 
@@ -245,21 +232,21 @@ def test_a3_container_json(hosts: Hosts) -> None:
         (["--policy", "numa-local", "--visible-devices", "0,1", "--no-such"], 2, "No such option"),
     ],
 )
-def test_bad_input(a2: str, args: list[str], code: int, message: str) -> None:
-    res = run("--sysroot", a2, *args)
+def test_bad_input(a2: str, args: list[str], code: int, message: str, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", a2, *args)
     assert res.exit_code == code, res.output
     assert message in res.stderr
     assert "Traceback" not in res.output
 
 
-def test_bad_visible_devices_in_environment(a2: str) -> None:
-    res = run("--sysroot", a2, env={"ASCEND_RT_VISIBLE_DEVICES": "0,x"})
+def test_bad_visible_devices_in_environment(a2: str, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", a2, env={"ASCEND_RT_VISIBLE_DEVICES": "0,x"})
     assert res.exit_code == 5
     assert "ASCEND_RT_VISIBLE_DEVICES" in res.stderr
 
 
-def test_too_small_cpuset_exit_5(hosts: Hosts) -> None:
-    res = run("--sysroot", hosts.root("a2-small"), "--visible-devices", "0,1")
+def test_too_small_cpuset_exit_5(hosts: Hosts, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", hosts.root("a2-small"), "--visible-devices", "0,1")
     assert res.exit_code == 5
     assert res.stdout == ""
     err = res.stderr.strip()
@@ -268,20 +255,20 @@ def test_too_small_cpuset_exit_5(hosts: Hosts) -> None:
     assert "requires at least 5 CPUs: NPU 0's pool has 4 (144-147)" in err
 
 
-def test_disjoint_cpuset_exit_5(hosts: Hosts) -> None:
-    res = run("--sysroot", hosts.root("a2-disjoint"), "--visible-devices", "0")
+def test_disjoint_cpuset_exit_5(hosts: Hosts, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", hosts.root("a2-disjoint"), "--visible-devices", "0")
     assert res.exit_code == 5
     assert "NPU 0 needs CPUs of its affinity 144-167, found none in the cpuset 0-23" in res.stderr
 
 
-def test_a3_too_small_exit_5(hosts: Hosts) -> None:
-    res = run("--sysroot", hosts.root("a3-small"))
+def test_a3_too_small_exit_5(hosts: Hosts, cli: Cli) -> None:
+    res = cli("plan", "--sysroot", hosts.root("a3-small"))
     assert res.exit_code == 5
     assert "needs 80 CPUs" in res.stderr and "found 64" in res.stderr
 
 
-def test_no_npu_exit_3(sysroot: SysrootBuilder) -> None:
+def test_no_npu_exit_3(sysroot: SysrootBuilder, cli: Cli) -> None:
     sysroot.cpus("0-7").allowed("0-7")
-    res = run("--sysroot", str(sysroot.root))
+    res = cli("plan", "--sysroot", str(sysroot.root))
     assert res.exit_code == 3
     assert "no accelerator found" in res.stderr

@@ -16,15 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.app.emit import EMITS, disable_cpu_binding, shell_join
-from ascendtune.cli.app import app
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.gpu_hosts import Gpu, write_gpus
 
-runner = CliRunner()
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
 
@@ -41,7 +39,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def emit(*args: str) -> list[str]:
-    res = runner.invoke(app, ["plan", *args])
+    res = CLI("plan", *args)
     assert res.exit_code == 0, res.stderr
     return res.stdout.splitlines()
 
@@ -202,10 +200,8 @@ def test_disable_cpu_binding(argv: list[str], config: dict[str, object]) -> None
     assert json.loads(last) == config and out[:3] == argv[:3]
 
 
-def test_emit_with_json_puts_the_lines_in_the_document() -> None:
-    res = runner.invoke(
-        app, ["plan", "--demo", "atlas-800i-a2", "--ranks", "2", "--emit", "taskset", "--json"]
-    )
+def test_emit_with_json_puts_the_lines_in_the_document(cli: Cli) -> None:
+    res = cli("plan", "--demo", "atlas-800i-a2", "--ranks", "2", "--emit", "taskset", "--json")
     assert res.exit_code == 0, res.stderr
     doc = schemas.loads("plan", res.stdout)
     assert doc["emit"]["kind"] == "taskset"
@@ -214,6 +210,6 @@ def test_emit_with_json_puts_the_lines_in_the_document() -> None:
     assert doc["ranks"][0]["cpus"] == "144-167"
 
 
-def test_an_unknown_emit_is_a_usage_error() -> None:
-    res = runner.invoke(app, ["plan", "--demo", "atlas-800i-a2", "--emit", "yaml"])
+def test_an_unknown_emit_is_a_usage_error(cli: Cli) -> None:
+    res = cli("plan", "--demo", "atlas-800i-a2", "--emit", "yaml")
     assert res.exit_code == 2 and "--emit yaml: expected one of" in res.stderr

@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.bindplan import target_from_cpus
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import MissingError
@@ -22,14 +20,13 @@ from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 ERR = "dcmi module initialize failed. ret is -8005\n"
 
 
-def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder) -> None:
+def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder, cli: Cli) -> None:
     atlas_a2(sysroot)
     (sysroot.root / "commands/npu-smi_info_-t_topo.txt").unlink()
     sysroot.file("commands/npu-smi_info_-t_topo.err", ERR)
@@ -40,7 +37,7 @@ def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder) -> None:
     assert host.npus[0].affinity_source is not None  # from sysfs now
     doc = schemas.loads(
         "doctor",
-        runner.invoke(app, ["doctor", "--sysroot", str(sysroot.root), "--json"], env=ENV).stdout,
+        cli("doctor", "--sysroot", str(sysroot.root), "--json").stdout,
     )
     row = next(c for c in doc["checks"] if c["id"] == "npu_smi")
     assert row["status"] == "fail" and "8005" in row["detail"]
@@ -150,11 +147,11 @@ def test_a_process_that_exits_mid_bind_is_not_verified() -> None:
         child.wait()
 
 
-def test_snapshot_onto_a_file_is_one_line(tmp_path: Path, sysroot: SysrootBuilder) -> None:
+def test_snapshot_onto_a_file_is_one_line(
+    tmp_path: Path, sysroot: SysrootBuilder, cli: Cli
+) -> None:
     atlas_a2(sysroot)
     afile = tmp_path / "afile"
     afile.write_text("x")
-    res = runner.invoke(
-        app, ["snapshot", "--sysroot", str(sysroot.root), str(afile / "x.tar.gz")], env=ENV
-    )
+    res = cli("snapshot", "--sysroot", str(sysroot.root), str(afile / "x.tar.gz"))
     assert res.exit_code == 5 and len(res.stderr.strip().splitlines()) == 1

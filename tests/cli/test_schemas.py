@@ -9,12 +9,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.app import documents
-from ascendtune.cli.app import app
 from ascendtune.host.demos import list_demos
 from scripts import gen_schemas
+from tests.support.cli import CLI, Cli
 from tests.support.schemas import SCHEMA_DIR, checked, loads
 
 DEMOS = [name for name, _ in list_demos()]
@@ -74,7 +73,7 @@ def test_a_drifted_document_fails() -> None:
 
 
 def _cli(*args: str) -> str:
-    res = CliRunner().invoke(app, list(args))
+    res = CLI(*args)
     assert res.exit_code in (0, 1), (args, res.exit_code, res.stdout, res.stderr)
     return res.stdout
 
@@ -97,8 +96,8 @@ def test_every_demo_validates(demo: str) -> None:
 
 
 @pytest.mark.parametrize("demo", DEMOS)
-def test_every_demo_explain_binding_validates(demo: str) -> None:
-    res = CliRunner().invoke(app, ["explain", "binding", "--demo", demo, "--json"])
+def test_every_demo_explain_binding_validates(demo: str, cli: Cli) -> None:
+    res = cli("explain", "binding", "--demo", demo, "--json")
     if demo == "dgx-h100":
         # vLLM-Ascend's binding is for Ascend NPUs: nothing printed, a plan error
         assert res.exit_code == 5 and not res.stdout, res.stderr
@@ -109,8 +108,8 @@ def test_every_demo_explain_binding_validates(demo: str) -> None:
 
 
 @pytest.mark.parametrize("demo", DEMOS)
-def test_every_demo_bind_workers_dry_run_validates(demo: str) -> None:
-    res = CliRunner().invoke(app, ["bind", "--workers", "--dry-run", "--demo", demo, "--json"])
+def test_every_demo_bind_workers_dry_run_validates(demo: str, cli: Cli) -> None:
+    res = cli("bind", "--workers", "--dry-run", "--demo", demo, "--json")
     if demo != "container-a2-half":
         # the other demos run no worker: nothing printed, nothing found (exit 3)
         assert res.exit_code == 3 and not res.stdout, res.stderr

@@ -6,21 +6,18 @@ import json
 import tarfile
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from ascendtune.cli.app import app
 from ascendtune.host.reader import read_host
 from ascendtune.host.snapshot import redact_cmdline
 from ascendtune.host.sysroot import DirRoot, open_root
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1"}
 
-
-def test_snapshot_folder_and_archive_replay(sysroot: SysrootBuilder, tmp_path: Path) -> None:
+def test_snapshot_folder_and_archive_replay(
+    sysroot: SysrootBuilder, tmp_path: Path, cli: Cli
+) -> None:
     atlas_a2(sysroot, cpuset="0-47")
     sysroot.proc(
         4242,
@@ -30,9 +27,7 @@ def test_snapshot_folder_and_archive_replay(sysroot: SysrootBuilder, tmp_path: P
         fds={3: "/dev/davinci0"},
     )
     for dest in (tmp_path / "snap", tmp_path / "snap.tar.gz"):
-        res = runner.invoke(
-            app, ["snapshot", "--sysroot", str(sysroot.root), str(dest), "--json"], env=ENV
-        )
+        res = cli("snapshot", "--sysroot", str(sysroot.root), str(dest), "--json")
         assert res.exit_code == 0, res.stderr
         doc = schemas.loads("snapshot", res.stdout)
         assert doc["accelerators"] == 8 and doc["cpus_online"] == 192
@@ -47,30 +42,21 @@ def test_snapshot_folder_and_archive_replay(sysroot: SysrootBuilder, tmp_path: P
         assert "sk-secret" not in cmdline and "***" in cmdline
 
 
-def test_doctor_replays_from_snapshot(sysroot: SysrootBuilder, tmp_path: Path) -> None:
+def test_doctor_replays_from_snapshot(sysroot: SysrootBuilder, tmp_path: Path, cli: Cli) -> None:
     atlas_a2(sysroot)
     sysroot.file("proc/sys/kernel/numa_balancing", "1\n").file("proc/sys/vm/swappiness", "60\n")
     dest = tmp_path / "s.tar.gz"
-    assert (
-        runner.invoke(
-            app, ["snapshot", "--sysroot", str(sysroot.root), str(dest)], env=ENV
-        ).exit_code
-        == 0
-    )
-    a = runner.invoke(
-        app, ["doctor", "--sysroot", str(sysroot.root), "--json", "--section", "host"], env=ENV
-    )
-    b = runner.invoke(
-        app, ["doctor", "--sysroot", str(dest), "--json", "--section", "host"], env=ENV
-    )
+    assert cli("snapshot", "--sysroot", str(sysroot.root), str(dest)).exit_code == 0
+    a = cli("doctor", "--sysroot", str(sysroot.root), "--json", "--section", "host")
+    b = cli("doctor", "--sysroot", str(dest), "--json", "--section", "host")
     rows = lambda r: {c["id"]: c["status"] for c in schemas.loads("doctor", r.stdout)["checks"]}  # noqa: E731
     assert rows(a)["numa_balancing"] == rows(b)["numa_balancing"] == "fail"
     assert rows(a)["swappiness"] == rows(b)["swappiness"]
 
 
-def test_live_snapshot_of_this_machine(tmp_path: Path) -> None:
+def test_live_snapshot_of_this_machine(tmp_path: Path, cli: Cli) -> None:
     dest = tmp_path / "live.tar.gz"
-    res = runner.invoke(app, ["snapshot", str(dest)], env=ENV)
+    res = cli("snapshot", str(dest))
     assert res.exit_code == 0, res.stderr
     with tarfile.open(dest) as tar:
         meta = json.loads(tar.extractfile("meta.json").read())  # type: ignore[union-attr]
@@ -79,13 +65,11 @@ def test_live_snapshot_of_this_machine(tmp_path: Path) -> None:
     assert read_host(open_root(str(dest))).cpus_online
 
 
-def test_refuses_a_non_empty_folder(tmp_path: Path, sysroot: SysrootBuilder) -> None:
+def test_refuses_a_non_empty_folder(tmp_path: Path, sysroot: SysrootBuilder, cli: Cli) -> None:
     atlas_a2(sysroot)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
-    res = runner.invoke(
-        app, ["snapshot", "--sysroot", str(sysroot.root), str(tmp_path / "full")], env=ENV
-    )
+    res = cli("snapshot", "--sysroot", str(sysroot.root), str(tmp_path / "full"))
     assert res.exit_code == 5 and "not empty" in res.stderr
 
 
@@ -97,7 +81,7 @@ def test_redact() -> None:
     assert out == ["vllm", "--api-key", "***", "--hf-token=***", "--port", "8000", "--password", ""]
 
 
-def test_existing_target_needs_force(tmp_path: Path, sysroot: SysrootBuilder) -> None:
+def test_existing_target_needs_force(tmp_path: Path, sysroot: SysrootBuilder, cli: Cli) -> None:
     atlas_a2(sysroot)
     for dest in (tmp_path / "full", tmp_path / "host.tar.gz"):
         if dest.suffix == ".gz":
@@ -106,10 +90,10 @@ def test_existing_target_needs_force(tmp_path: Path, sysroot: SysrootBuilder) ->
             dest.mkdir()
             (dest / "old").write_text("x")
         args = ["snapshot", "--sysroot", str(sysroot.root), str(dest)]
-        res = runner.invoke(app, args, env=ENV)
+        res = cli(*args)
         assert res.exit_code == 5, res.output
         assert len(res.stderr.splitlines()) == 1 and "--force" in res.stderr
-        res = runner.invoke(app, [*args, "--force", "--json"], env=ENV)
+        res = cli(*args, "--force", "--json")
         assert res.exit_code == 0, res.output
         doc = schemas.loads("snapshot", res.stdout)
         assert doc["accelerators"] == 8

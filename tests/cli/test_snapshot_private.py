@@ -8,18 +8,14 @@ import stat
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.errors import InvalidInput
 from ascendtune.core.redact import redact_args, redact_environ
 from ascendtune.host import reader, snapshot
 from ascendtune.host.sysroot import DirRoot
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2
-
-runner = CliRunner()
-ENV = {"NO_COLOR": "1"}
 
 # each form of secret, planted in a worker's command line (and environment), by a unique value
 ARGS = {
@@ -67,11 +63,11 @@ def _worker(sysroot: SysrootBuilder) -> None:
 
 
 def test_every_form_of_secret_is_masked_in_the_archive(
-    sysroot: SysrootBuilder, tmp_path: Path
+    sysroot: SysrootBuilder, tmp_path: Path, cli: Cli
 ) -> None:
     _worker(sysroot)
     dest = tmp_path / "s.tar.gz"
-    res = runner.invoke(app, ["snapshot", "--sysroot", str(sysroot.root), str(dest)], env=ENV)
+    res = cli("snapshot", "--sysroot", str(sysroot.root), str(dest))
     assert res.exit_code == 0, res.stderr
     raw = gzip.decompress(dest.read_bytes())
     assert b"proc/4242/cmdline" in raw and b"proc/4242/environ" in raw

@@ -9,11 +9,10 @@ import os
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune import api
-from ascendtune.cli.app import app
 from ascendtune.host.demos import list_demos
+from tests.support.cli import CLI
 from tests.support.schemas import SCHEMA_DIR, loads
 
 DEMOS = [name for name, _ in list_demos()]
@@ -129,13 +128,12 @@ def test_spec_key_is_required_by_the_schema(name: str, path: str) -> None:
 
 
 def _bind_docs() -> list[dict[str, Any]]:
-    runner = CliRunner()
     out = []
     for args in (
         ["bind", "--pid", str(os.getpid()), "--cpus", "0", "--dry-run", "--json"],
         ["bind", "--cpus", "0", "--dry-run", "--json", "--", "true"],
     ):
-        res = runner.invoke(app, args)
+        res = CLI(*args)
         assert res.exit_code == 0, res.stderr
         out.append(loads("bind", res.stdout))
     return out

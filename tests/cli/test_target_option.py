@@ -5,19 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core import versions
 from tests.support import schemas
-
-runner = CliRunner()
+from tests.support.cli import CLI, Cli
 
 DP_ARGS = ["--policy", "vllm-ascend", "--visible-devices", "4,5,6,7", "--json"]
 
 
 def run_json(*args: str) -> dict[str, Any]:
-    res = runner.invoke(app, list(args))
+    res = CLI(*args)
     assert res.exit_code in (0, 1), res.output
     doc = schemas.loads_cli(args, res.stdout)
     assert isinstance(doc, dict)
@@ -77,16 +74,16 @@ def test_auto_names_the_version_and_why() -> None:
     assert doc["target"] == versions.NEWEST and doc["target_reason"].startswith("newest known")
 
 
-def test_unknown_target_is_a_usage_error() -> None:
+def test_unknown_target_is_a_usage_error(cli: Cli) -> None:
     demo = ["--demo", "atlas-800i-a2"]
     for cmd in (["plan", *demo], ["doctor", *demo], ["check-config", "{}"]):
-        res = runner.invoke(app, [*cmd, "--target", "v9.9"])
+        res = cli(*cmd, "--target", "v9.9")
         assert res.exit_code == 2, (cmd, res.output)
         assert "unknown --target" in res.output
 
 
-def test_fused_mc2_2_per_line() -> None:
-    res = runner.invoke(app, ["check-config", "--target", "v0.24.0rc1", '{"enable_fused_mc2": 2}'])
+def test_fused_mc2_2_per_line(cli: Cli) -> None:
+    res = cli("check-config", "--target", "v0.24.0rc1", '{"enable_fused_mc2": 2}')
     assert res.exit_code == 1
     doc = run_json("check-config", "--target", "v0.23.0", '{"enable_fused_mc2": 2}', "--json")
     assert doc["target"] == "v0.23.0"

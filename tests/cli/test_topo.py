@@ -5,24 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 
-
-def run(*args: str) -> object:
-    return runner.invoke(app, list(args), env=ENV)
-
-
-def test_topo_json_keys(sysroot: SysrootBuilder) -> None:
+def test_topo_json_keys(sysroot: SysrootBuilder, cli: Cli) -> None:
     atlas_a2(sysroot, cpuset="0-47")
-    res = run("topo", "--sysroot", str(sysroot.root), "--json")
+    res = cli("topo", "--sysroot", str(sysroot.root), "--json")
     assert res.exit_code == 0, res.output
     doc = schemas.loads("topo", res.stdout)
     assert doc["schema_version"] == 1
@@ -63,16 +55,16 @@ def test_topo_json_keys(sysroot: SysrootBuilder) -> None:
     )
 
 
-def test_topo_table(sysroot: SysrootBuilder) -> None:
+def test_topo_table(sysroot: SysrootBuilder, cli: Cli) -> None:
     atlas_a2(sysroot)
-    res = run("topo", "--sysroot", str(sysroot.root))
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == 0
     assert "0000:c1:00.0" in res.stdout and "144-167" in res.stdout and "HCCS" in res.stdout
 
 
-def test_topo_flags_cpuless_and_offline(sysroot: SysrootBuilder) -> None:
+def test_topo_flags_cpuless_and_offline(sysroot: SysrootBuilder, cli: Cli) -> None:
     sysroot.cpus("0-6", present="0-7").node(0, "0-7").node(1, "", mem_mib=4096)
-    doc = schemas.loads("topo", run("topo", "--sysroot", str(sysroot.root), "--json").stdout)
+    doc = schemas.loads("topo", cli("topo", "--sysroot", str(sysroot.root), "--json").stdout)
     text = " ".join(doc["warnings"])
     assert "NUMA node 1 holds no online CPU" in text
     assert "CPUs 7 are offline" in text
@@ -93,43 +85,43 @@ def test_topo_flags_cpuless_and_offline(sysroot: SysrootBuilder) -> None:
     ],
 )
 def test_bad_sysroot_is_one_line(
-    sysroot: SysrootBuilder, mutate: object, code: int, words: str
+    sysroot: SysrootBuilder, mutate: object, code: int, words: str, cli: Cli
 ) -> None:
     atlas_a2(sysroot)
     mutate(sysroot)  # type: ignore[operator]
-    res = run("topo", "--sysroot", str(sysroot.root))
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == code
     assert res.stdout == ""
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in res.stderr
 
 
-def test_missing_sysroot(tmp_path: Path) -> None:
-    res = run("topo", "--sysroot", str(tmp_path / "nope"))
+def test_missing_sysroot(tmp_path: Path, cli: Cli) -> None:
+    res = cli("topo", "--sysroot", str(tmp_path / "nope"))
     assert res.exit_code == 3 and "does not exist" in res.stderr
 
 
-def test_demo_and_sysroot_together(sysroot: SysrootBuilder) -> None:
-    res = run("topo", "--sysroot", str(sysroot.root), "--demo", "atlas-800i-a2")
+def test_demo_and_sysroot_together(sysroot: SysrootBuilder, cli: Cli) -> None:
+    res = cli("topo", "--sysroot", str(sysroot.root), "--demo", "atlas-800i-a2")
     assert res.exit_code == 2
 
 
-def test_live_machine_runs() -> None:
+def test_live_machine_runs(cli: Cli) -> None:
     # This machine has no NPU: the command must still work and say so (the host itself is not
     # asserted, only that reading it succeeds and the JSON has the stable keys).
-    res = run("topo", "--json")
+    res = cli("topo", "--json")
     assert res.exit_code == 0, res.stderr
     doc = schemas.loads("topo", res.stdout)
     assert {"cpus_online", "cpus_allowed", "numa_nodes", "accelerators", "links"} <= set(doc)
-    table = run("topo")
+    table = cli("topo")
     if not doc["accelerators"]:
         assert "no accelerator found" in table.stdout and "--demo" in table.stdout
 
 
 @pytest.mark.parametrize("content", [b"hello\n", b"\x1f\x8b\x08\x00garbage", b""])
-def test_bad_archive_is_one_line(tmp_path: Path, content: bytes) -> None:
+def test_bad_archive_is_one_line(tmp_path: Path, content: bytes, cli: Cli) -> None:
     bad = tmp_path / "bad.tar.gz"
     bad.write_bytes(content)
-    res = run("topo", "--sysroot", str(bad))
+    res = cli("topo", "--sysroot", str(bad))
     assert res.exit_code == 5
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

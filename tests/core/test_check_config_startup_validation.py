@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.vllm_config import Facts, Finding, ModelFacts, check
 from tests.support import schemas
+from tests.support.cli import Cli
 
 V23, M08, M09 = "v0.23.0", "main-2026-08", "main-2026-09"
 MOE = ModelFacts(is_moe=True, num_experts=256)
@@ -307,16 +306,16 @@ def test_typed_target_reads_the_env_only_when_the_key_is_absent() -> None:
     assert severities("env-invalid", {}, M09, env=env) == ["error"]
 
 
-def test_cli_reproducer_for_the_env(tmp_path: Path) -> None:
+def test_cli_reproducer_for_the_env(tmp_path: Path, cli: Cli) -> None:
     env = tmp_path / "server.env"
     env.write_text("VLLM_ASCEND_ENABLE_FUSED_MC2=true\n")
     args = ["check-config", '{"enable_fused_mc2":0}', "--target", M08, "--json"]
-    r = CliRunner().invoke(app, [*args, "--env-file", str(env), "--arch", "aarch64"])
+    r = cli(*args, "--env-file", str(env), "--arch", "aarch64")
     assert r.exit_code == 1, r.output
     codes = {f["code"]: f["severity"] for f in schemas.loads("check-config", r.stdout)["findings"]}
     assert codes["env-invalid"] == "error"
     env.write_text("VLLM_ASCEND_ENABLE_FUSED_MC2=0\n")
-    r = CliRunner().invoke(app, [*args, "--env-file", str(env), "--arch", "aarch64"])
+    r = cli(*args, "--env-file", str(env), "--arch", "aarch64")
     assert r.exit_code == 0, r.output
 
 

@@ -8,9 +8,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.doctor import (
     HOST_CHECK_IDS,
@@ -33,9 +31,10 @@ from ascendtune.core.doctor import (
 from ascendtune.host.facts import doctor_paths, find_workers, gather_host_facts
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
-from tests.cli.test_doctor import tuned, unbound_threads, vllm_threads, worker
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI
+from tests.support.doctor_hosts import tuned, unbound_threads, vllm_threads, worker
 
 SPEC_IDS = (
     "cpu_governor",
@@ -238,9 +237,7 @@ def _copy(src: Path, dst: Path, rel: str) -> None:
 
 
 def _doctor(root: Path) -> dict[str, object]:
-    res = CliRunner().invoke(
-        app, ["doctor", "--sysroot", str(root), "--json"], env={"NO_COLOR": "1"}
-    )
+    res = CLI("doctor", "--sysroot", str(root), "--json")
     assert res.exit_code in (0, 1), res.output
     doc = schemas.loads("doctor", res.stdout)
     doc.pop("root")

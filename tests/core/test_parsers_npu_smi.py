@@ -14,7 +14,7 @@ from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import ParseError
 from ascendtune.core.model import AccelProcess, NpuChip, NpuInfoRow
 from ascendtune.core.parsers.npu_smi import parse_board, parse_info, parse_info_m, parse_topo
-from tests.conftest import SAMPLES, sample
+from tests.support.samples import sample, sample_files
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "npu_smi"
 
@@ -466,7 +466,7 @@ def _corpus() -> list[tuple[Parser, str]]:
         (parse_info_m, fixture("info_-m_a3_atlas800i_8cards.txt")),
         (parse_info_m, fixture("info_-m_310p3_atlas300i_duo_4cards.txt")),
     ]
-    for path in sorted(SAMPLES.glob("npu-smi*")) if SAMPLES.is_dir() else []:
+    for path in sample_files("npu-smi*"):
         name = path.name
         parser: Parser
         if "board" in name:

@@ -26,7 +26,7 @@ from ascendtune.core.parsers.numa_tools import (
     parse_numactl_hardware,
 )
 from ascendtune.core.parsers.nvidia_smi import parse_topo_m, parse_topo_m_details
-from tests.conftest import SAMPLES, sample
+from tests.support.samples import sample, sample_files
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "nvidia"
 
@@ -429,7 +429,7 @@ def test_parsers_import_nothing_that_touches_the_host(module: Any) -> None:
 
 
 def _texts(pattern: str, extra: list[str]) -> list[str]:
-    found = sorted(SAMPLES.glob(pattern)) if SAMPLES.is_dir() else []
+    found = sample_files(pattern)
     return [p.read_text() for p in found] + extra
 
 

@@ -1,7 +1,7 @@
 """Property tests over random GPU hosts built in memory: what every GPU plan must respect, on
 hosts with SMT, interleaved CPU numbering, CPU-less nodes, cut cpusets and L3 groups. The hosts
 are synthetic-host kit specs (ascendtune.synth) and the Host each describes: the Host the reader
-reads from its sysroot (tests/test_synth_properties.py)."""
+reads from its sysroot (tests/synth/test_spec_roundtrip.py)."""
 
 from __future__ import annotations
 

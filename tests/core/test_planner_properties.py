@@ -1,7 +1,7 @@
 """Property tests over random hosts built in memory: what every plan must respect.
 
 `planned_scenarios` builds hosts with the synthetic-host kit (ascendtune.synth: a HostSpec and
-the Host it describes, which tests/test_synth_properties.py shows the reader reads back) sized
+the Host it describes, which tests/synth/test_spec_roundtrip.py shows the reader reads back) sized
 so that every policy plans: each NPU's node has cores to spare, the cpuset holds every NPU's
 node, every NPU has an affinity. The invariants are checked on each of those plans. Hosts on
 which a policy must refuse (an unknown node, a cpuset off the NPU's node, too few CPUs) and
@@ -23,7 +23,7 @@ from ascendtune.core.planner import Plan, PlanRequest, make_plan
 from ascendtune.core.planner.numa import home_node
 from ascendtune.synth.expect import expected_host
 from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, Thread
-from tests.support.planner_hosts import memory_host
+from tests.support.planner_hosts import Requests, Scenario, scenarios
 
 POLICIES = ("vllm-ascend", "numa-local", "numa-slice")
 BETTER = ("numa-local", "numa-slice")
@@ -32,22 +32,6 @@ DEVICE_IDS = {Soc.A2: "0xd802", Soc.A3: "0xd803", Soc.P310: "0xd500", Soc.A5: "0
 
 
 # ---------------------------------------------------------------- hosts on which every policy plans
-
-
-class Requests:
-    """A scenario's plan request: its visible devices (or others), SoC and reserved CPUs."""
-
-    visible: tuple[int, ...]
-    reserve: CpuSet
-    soc: Soc
-
-    def request(self, policy: str, visible: tuple[int, ...] | None = None) -> PlanRequest:
-        return PlanRequest(
-            policy=policy,
-            visible=self.visible if visible is None else visible,
-            soc=self.soc,
-            reserve=self.reserve,
-        )
 
 
 @dataclass(frozen=True)
@@ -256,64 +240,6 @@ def test_too_few_cpus_is_a_plan_error(policy: str) -> None:
 
 
 # ---------------------------------------------------------------- wholly random hosts
-
-
-@dataclass(frozen=True)
-class Scenario(Requests):
-    node_sizes: tuple[int, ...]
-    smt: int
-    offline: CpuSet
-    allowed: CpuSet | None
-    npu_nodes: tuple[int | None, ...]
-    visible: tuple[int, ...]
-    reserve: CpuSet
-    soc: Soc
-
-    def host(self) -> Host:
-        nodes, start = [], 0
-        for size in self.node_sizes:
-            nodes.append(range(start, start + size))
-            start += size
-        return memory_host(
-            nodes,
-            smt=self.smt,
-            allowed=self.allowed,
-            npu_nodes=self.npu_nodes,
-            offline=self.offline,
-        )
-
-
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    sizes = draw(
-        st.lists(st.sampled_from([0, 4, 6, 8, 12, 16, 24]), min_size=1, max_size=6).filter(any)
-    )
-    smt = draw(st.sampled_from([1, 2]))
-    total = sum(sizes)
-    offline = frozenset(draw(st.lists(st.integers(0, total - 1), max_size=2)))
-    cpu_nodes = [i for i, s in enumerate(sizes) if s]
-    kind = draw(st.sampled_from(["all", "nodes", "random"]))
-    allowed: CpuSet | None = None
-    if kind == "nodes":
-        picked = draw(st.sets(st.sampled_from(cpu_nodes), min_size=1))
-        start = [sum(sizes[:i]) for i in range(len(sizes))]
-        allowed = frozenset(c for n in picked for c in range(start[n], start[n] + sizes[n]))
-    elif kind == "random":  # a mask, not a set of CPUs: far cheaper to draw and shrink
-        mask = draw(st.integers(1, (1 << total) - 1))
-        allowed = frozenset(c for c in range(total) if mask >> c & 1)
-    if allowed is not None and not allowed - offline:
-        allowed = None
-    usable = sorted((allowed if allowed is not None else frozenset(range(total))) - offline)
-    npu_nodes = tuple(
-        draw(st.lists(st.one_of(st.sampled_from(cpu_nodes), st.none()), min_size=1, max_size=8))
-    )
-    ids = list(range(len(npu_nodes)))
-    visible = tuple(draw(st.permutations(ids))[: draw(st.integers(1, len(ids)))])
-    reserve = frozenset(draw(st.lists(st.sampled_from(usable), max_size=4)))
-    if reserve >= set(usable):
-        reserve = frozenset()
-    soc = draw(st.sampled_from([Soc.A2, Soc.A2, Soc.A3, Soc.P310, Soc.A5]))
-    return Scenario(tuple(sizes), smt, offline, allowed, npu_nodes, visible, reserve, soc)
 
 
 def _plan(s: Scenario, policy: str, visible: tuple[int, ...] | None = None) -> Plan | None:

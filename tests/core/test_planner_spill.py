@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.model import Host
 from ascendtune.core.planner import PlanRequest, make_plan
-from tests.core.test_planner_properties import Scenario, scenarios
-from tests.support.planner_hosts import memory_host
+from tests.support.planner_hosts import Scenario, memory_host, scenarios
 
 
 def a2_like() -> Host:

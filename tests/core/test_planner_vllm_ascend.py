@@ -19,7 +19,6 @@ from ascendtune.core.planner import Plan, PlanRequest, Roles, make_plan
 from ascendtune.core.planner import vllm_ascend as va
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
-from tests.conftest import sample
 from tests.support.builder import SysrootBuilder
 from tests.support.planner_hosts import (
     A2_NONMONOTONIC,
@@ -30,6 +29,7 @@ from tests.support.planner_hosts import (
     topo_text,
 )
 from tests.support.planner_hosts import hosts_fixture as hosts_fixture  # the `hosts` fixture
+from tests.support.samples import sample
 
 
 def plan(host: Host, visible: Sequence[int] | None = None, **kw: object) -> Plan:

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core import vllm_log
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.vllm_log import (
@@ -25,10 +23,9 @@ from ascendtune.core.vllm_log import (
     split_lines,
 )
 from tests.support import schemas
+from tests.support.cli import Cli
 
 FIX = Path(__file__).parents[1] / "fixtures" / "vllm_log"
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 
 
 def load(name: str) -> LogReport:
@@ -451,12 +448,8 @@ def test_compare_reports_differences() -> None:
 # -- the command -----------------------------------------------------------------------------------
 
 
-def run(*args: str, input: bytes | None = None):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), env=ENV, input=input)
-
-
-def test_cli_json_bound() -> None:
-    res = run("log", str(FIX / "a2_tp4_bound.log"), "--json")
+def test_cli_json_bound(cli: Cli) -> None:
+    res = cli("log", str(FIX / "a2_tp4_bound.log"), "--json")
     assert res.exit_code == 0, res.output
     doc = schemas.loads("log", res.stdout)
     assert doc["schema_version"] == 1 and doc["binding_seen"] is True
@@ -485,8 +478,8 @@ def test_cli_json_bound() -> None:
     assert doc["summary"] == {"bound": 4, "failed": 0, "skipped": 0, "not seen": 0}
 
 
-def test_cli_compare_with_demo() -> None:
-    res = run("log", str(FIX / "a2_tp4_bound.log"), "--json", "--demo", "atlas-800i-a2")
+def test_cli_compare_with_demo(cli: Cli) -> None:
+    res = cli("log", str(FIX / "a2_tp4_bound.log"), "--json", "--demo", "atlas-800i-a2")
     assert res.exit_code == 0, res.output
     doc = schemas.loads("log", res.stdout)
     assert doc["comparison"]["mode"] == "topo_affinity"
@@ -494,57 +487,57 @@ def test_cli_compare_with_demo() -> None:
     assert [f["code"] for f in doc["findings"]] == ["plan_matches"]
 
 
-def test_cli_failed_exit_1_and_text() -> None:
-    res = run("log", str(FIX / "fail_cpuset_conflict.log"))
+def test_cli_failed_exit_1_and_text(cli: Cli) -> None:
+    res = cli("log", str(FIX / "fail_cpuset_conflict.log"))
     assert res.exit_code == 1
     assert "failed" in res.stdout and "cause:" in res.stdout and "fix:" in res.stdout
     assert "binding_failed.cpuset_conflict" in res.stdout
 
 
-def test_cli_stdin_and_gzip(tmp_path: Path) -> None:
+def test_cli_stdin_and_gzip(tmp_path: Path, cli: Cli) -> None:
     data = (FIX / "dp2_worker_dp.log").read_bytes()
-    res = run("log", "-", "--json", input=data)
+    res = cli("log", "-", "--json", input=data)
     assert res.exit_code == 0, res.output
     assert len(schemas.loads("log", res.stdout)["ranks"]) == 4
     gz = tmp_path / "server.log.gz"
     gz.write_bytes(gzip.compress(data))
-    res = run("log", str(gz), "--json")
+    res = cli("log", str(gz), "--json")
     assert res.exit_code == 0, res.output
     assert [r["dp_rank"] for r in schemas.loads("log", res.stdout)["ranks"]] == [0, 0, 1, 1]
 
 
-def test_cli_no_binding_text() -> None:
-    res = run("log", str(FIX / "no_binding.log"))
+def test_cli_no_binding_text(cli: Cli) -> None:
+    res = cli("log", str(FIX / "no_binding.log"))
     assert res.exit_code == 0
     assert "no_binding_lines" in res.stdout
 
 
-def test_cli_missing_file_exit_3(tmp_path: Path) -> None:
-    res = run("log", str(tmp_path / "nope.log"))
+def test_cli_missing_file_exit_3(tmp_path: Path, cli: Cli) -> None:
+    res = cli("log", str(tmp_path / "nope.log"))
     assert res.exit_code == 3
     assert "no such log file" in res.stderr and "Traceback" not in res.output
 
 
-def test_cli_unreadable_exit_5(tmp_path: Path) -> None:
-    res = run("log", str(tmp_path))
+def test_cli_unreadable_exit_5(tmp_path: Path, cli: Cli) -> None:
+    res = cli("log", str(tmp_path))
     assert res.exit_code == 5 and "directory" in res.stderr
     binary = tmp_path / "core.bin"
     binary.write_bytes(b"\x00\x01\x00\x00" * 1000)
-    res = run("log", str(binary))
+    res = cli("log", str(binary))
     assert res.exit_code == 5 and "not a text log" in res.stderr
     bad_gz = tmp_path / "bad.gz"
     bad_gz.write_bytes(b"\x1f\x8b" + b"\x00" * 50)
-    res = run("log", str(bad_gz))
+    res = cli("log", str(bad_gz))
     assert res.exit_code == 5
 
 
-def test_cli_unknown_target_exit_2() -> None:
-    res = run("log", str(FIX / "a2_tp4_bound.log"), "--target", "v9")
+def test_cli_unknown_target_exit_2(cli: Cli) -> None:
+    res = cli("log", str(FIX / "a2_tp4_bound.log"), "--target", "v9")
     assert res.exit_code == 2 and "unknown --target" in res.stderr
 
 
-def test_cli_target_override() -> None:
-    res = run("log", str(FIX / "a2_tp4_bound.log"), "--json", "--target", "main-2026-08")
+def test_cli_target_override(cli: Cli) -> None:
+    res = cli("log", str(FIX / "a2_tp4_bound.log"), "--json", "--target", "main-2026-08")
     doc = schemas.loads("log", res.stdout)
     assert doc["check_config"]["target"] == "main-2026-08"
     assert doc["check_config"]["target_reason"] == "--target"

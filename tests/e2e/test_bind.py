@@ -18,9 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.bindplan import BindTarget
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.host import affinity
@@ -35,6 +33,7 @@ from tests.support.children import (  # noqa: F401 (spawn: a fixture)
     needs_cpus_0_1,
     popen_child,
 )
+from tests.support.cli import CLI
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = needs_cpus_0_1
@@ -48,12 +47,9 @@ def names(pid: int) -> dict[int, str]:
     return out
 
 
-runner = CliRunner()
-
-
 def bind(*args: str) -> tuple[int, dict[str, object] | None, str, str]:
     """Run `ascendtune bind ARGS` in process: (exit code, JSON doc or None, stdout, stderr)."""
-    result = runner.invoke(app, ["bind", *args])
+    result = CLI("bind", *args)
     doc = None
     if "--json" in args and result.stdout.strip():
         doc = schemas.loads("bind", result.stdout)

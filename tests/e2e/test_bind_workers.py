@@ -8,29 +8,21 @@ reads the masks back from the kernel rather than trusting the report.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from ascendtune.app.options import HostSource
 from ascendtune.app.workers import WatchEvent, WorkersOptions, watch_workers
-from ascendtune.cli.app import app
 from tests.support import schemas
-from tests.support.hosts import npu_smi_info, npu_smi_m, npu_smi_topo
-
-BOTH = frozenset({0, 1})
-DEVICES = 8
+from tests.support.cli import CLI, Cli
+from tests.support.workers import BOTH, DEVICES, Server, plan_doc, tids, write_plan
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux")
@@ -39,221 +31,13 @@ pytestmark = pytest.mark.skipif(
     reason="needs Linux with CPUs 0 and 1 usable",
 )
 
-# A fake worker: `threads` threads in all (main included), two of them named as torch_npu names
-# its runtime threads, optionally `spawners` threads that keep creating short-lived threads.
-# On stdin, "spawn N" starts N threads that put themselves on CPUs 0-1 (off any plan here),
-# as a library that resets its threads' affinity would; it answers "ok" once they run.
-WORKER = r"""
-import ctypes, json, os, sys, threading, time
-spec = json.loads(sys.argv[1])
-libc = ctypes.CDLL(None, use_errno=True)
-threading.stack_size(256 * 1024)
-hold = threading.Event()
-names = ["acl_thread", "release_thread"]
-n = spec["threads"] - 1
-
-def named(i, barrier):
-    if i < len(names):
-        libc.prctl(15, names[i].encode(), 0, 0, 0)  # PR_SET_NAME
-    barrier.wait()
-    hold.wait()
-
-barrier = threading.Barrier(n + 1)
-for i in range(n):
-    threading.Thread(target=named, args=(i, barrier), daemon=True).start()
-barrier.wait()
-
-def leaf():
-    time.sleep(0.002)
-
-def spawner():
-    while True:
-        t = threading.Thread(target=leaf)
-        t.start()
-        t.join()
-        time.sleep(0.002)
-
-for _ in range(spec.get("spawners", 0)):
-    threading.Thread(target=spawner, daemon=True).start()
-
-def resetting(barrier):
-    os.sched_setaffinity(0, {0, 1})
-    barrier.wait()
-    hold.wait()
-
-print("ready", flush=True)
-for line in sys.stdin:
-    parts = line.split()
-    if parts and parts[0] == "spawn":
-        k = int(parts[1])
-        b = threading.Barrier(k + 1)
-        for _ in range(k):
-            threading.Thread(target=resetting, args=(b,), daemon=True).start()
-        b.wait()
-        print("ok", flush=True)
-os._exit(0)
-"""
-
-
-def plan_doc(host: dict[str, Any] | None = None) -> dict[str, Any]:
-    """8 ranks on NPUs 0-7, all on this machine's CPUs 0-1: even ranks' main threads on 0 and
-    their acl/release threads on 1, odd ranks the other way round."""
-    ranks = []
-    for r in range(DEVICES):
-        main, other = ("0", "1") if r % 2 == 0 else ("1", "0")
-        ranks.append(
-            {
-                "rank": r,
-                "device": r,
-                "cpus": "0-1",
-                "numa_nodes": [0],
-                "roles": {"irq": "", "main": main, "acl": other, "release": other},
-            }
-        )
-    doc: dict[str, Any] = {"schema_version": 1, "policy": "numa-local", "ranks": ranks}
-    if host is not None:
-        doc["host"] = host
-    return doc
-
-
-def expected(rank: int, name: str) -> frozenset[int]:
-    main, other = (frozenset({0}), frozenset({1})) if rank % 2 == 0 else ({1}, {0})
-    return frozenset(other if name in ("acl_thread", "release_thread") else main)
-
-
-@dataclass
-class Worker:
-    proc: subprocess.Popen[str]
-    device: int
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def spawn(self, k: int) -> None:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"spawn {k}\n")
-        self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip() == "ok"
-
-
-@dataclass
-class Server:
-    """The fake npu-smi and the worker processes it names."""
-
-    tmp: Path
-    workers: dict[int, Worker] = field(default_factory=dict)  # device -> worker
-
-    def start(self, device: int, threads: int = 50, spawners: int = 0) -> Worker:
-        p = subprocess.Popen(
-            [sys.executable, "-c", WORKER, json.dumps({"threads": threads, "spawners": spawners})],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert p.stdout is not None
-        assert p.stdout.readline().strip() == "ready"
-        w = Worker(p, device)
-        self.workers[device] = w
-        self.write_table()
-        return w
-
-    def stop(self, device: int) -> None:
-        w = self.workers.pop(device)
-        w.proc.kill()
-        w.proc.wait(timeout=10)
-        self.write_table()
-
-    def write_table(self) -> None:
-        procs = [(d, w.pid, "VLLM::Worker_TP") for d, w in sorted(self.workers.items())]
-        bus = {i: f"{0xC1 + i:02X}" for i in range(DEVICES)}
-        text = npu_smi_info(dict.fromkeys(range(DEVICES), "910B3"), bus, procs)
-        (self.tmp / "npu" / "info.txt").write_text(text)
-
-    def reset_masks(self) -> None:
-        for w in self.workers.values():
-            for tid in tids(w.pid):
-                with contextlib.suppress(OSError):  # exited meanwhile
-                    os.sched_setaffinity(tid, BOTH)
-
-    def off_target(self) -> dict[int, int]:
-        """pid -> threads whose mask is not the plan's, read from the kernel now."""
-        out: dict[int, int] = {}
-        for d, w in self.workers.items():
-            n = 0
-            for tid in tids(w.pid):
-                name = comm(w.pid, tid)
-                try:
-                    mask = frozenset(os.sched_getaffinity(tid))
-                except OSError:
-                    continue
-                if name is not None and mask != expected(d, name):
-                    n += 1
-            out[w.pid] = n
-        return out
-
-
-def tids(pid: int) -> list[int]:
-    try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-
-
-def comm(pid: int, tid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/task/{tid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-FAKE_NPU_SMI = """#!/bin/sh
-d=$(dirname "$0")/../npu
-case "$*" in
-  "info") cat "$d/info.txt" ;;
-  "info -m") cat "$d/m.txt" ;;
-  "info -t topo") cat "$d/topo.txt" ;;
-  *) echo "npu-smi: unsupported: $*" >&2; exit 1 ;;
-esac
-"""
-
-
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "npu").mkdir()
-    exe = tmp_path / "bin" / "npu-smi"
-    exe.write_text(FAKE_NPU_SMI)
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    (tmp_path / "npu" / "m.txt").write_text(npu_smi_m(list(range(DEVICES))))
-    (tmp_path / "npu" / "topo.txt").write_text(npu_smi_topo(dict.fromkeys(range(DEVICES), "0-1")))
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("ASCENDTUNE_SYSROOT", raising=False)
-    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
-    s = Server(tmp_path)
-    s.write_table()
-    yield s
-    for w in list(s.workers.values()):
-        w.proc.kill()
-        w.proc.wait(timeout=10)
-
-
-runner = CliRunner()
-
 
 def bind(*args: str) -> tuple[int, dict[str, Any] | None, str]:
-    res = runner.invoke(app, ["bind", *args])
+    res = CLI("bind", *args)
     doc = None
     if res.stdout.strip().startswith("{"):
         doc = schemas.loads(schemas.bind_kind(args), res.stdout)
     return res.exit_code, doc, res.stderr
-
-
-def write_plan(tmp: Path, host: dict[str, Any] | None = None) -> Path:
-    path = tmp / "plan.json"
-    path.write_text(json.dumps(plan_doc(host)))
-    return path
 
 
 MEASURED: dict[str, Any] = {}
@@ -379,16 +163,13 @@ def test_watch_binds_new_threads_and_a_restarted_worker(server: Server, tmp_path
     assert summary.workers == {0: first.pid, 1: server.workers[1].pid}
 
 
-def test_watch_from_the_cli_stops_at_its_deadline(server: Server, tmp_path: Path) -> None:
+def test_watch_from_the_cli_stops_at_its_deadline(server: Server, tmp_path: Path, cli: Cli) -> None:
     w = server.start(0, threads=4)
     plan = write_plan(tmp_path)
     code, _doc, err = bind(
         "--workers", "--watch", "--plan", str(plan), "--interval", "0.05", "--for", "0.2s"
     )
-    res = runner.invoke(
-        app,
-        ["bind", "--workers", "--watch", "--plan", str(plan), "--for", "0.1", "--json"],
-    )
+    res = cli("bind", "--workers", "--watch", "--plan", str(plan), "--for", "0.1", "--json")
     assert code == 0, err
     assert res.exit_code == 0, res.stderr
     docs = [json.loads(line) for line in res.stdout.splitlines()]
@@ -436,23 +217,25 @@ def test_demo_dry_run_lists_both_workers() -> None:
     assert unbound["roles"] == {"irq": "12-13", "main": "14-21", "acl": "22", "release": "23"}
 
 
-def test_demo_without_dry_run_is_refused() -> None:
-    res = runner.invoke(app, ["bind", "--workers", "--demo", "container-a2-half"])
+def test_demo_without_dry_run_is_refused(cli: Cli) -> None:
+    res = cli("bind", "--workers", "--demo", "container-a2-half")
     assert res.exit_code == 2 and res.stdout == ""
     assert "only --dry-run is allowed" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
 
 
-def test_a_leftover_sysroot_variable_is_refused_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ASCENDTUNE_SYSROOT", "/nonexistent-but-captured")
-    res = runner.invoke(app, ["bind", "--cpus", "0", "--pid", str(os.getpid())])
+def test_a_leftover_sysroot_variable_is_refused_too(cli: Cli) -> None:
+    leftover = {"ASCENDTUNE_SYSROOT": "/nonexistent-but-captured"}
+    res = cli("bind", "--cpus", "0", "--pid", str(os.getpid()), env=leftover)
     assert res.exit_code == 2 and "only --dry-run is allowed" in res.stderr
 
 
 # ---- --show --------------------------------------------------------------------------------
 
 
-def test_show_groups_the_masks_and_compares_with_a_plan(server: Server, tmp_path: Path) -> None:
+def test_show_groups_the_masks_and_compares_with_a_plan(
+    server: Server, tmp_path: Path, cli: Cli
+) -> None:
     w = server.start(0, threads=6)
     code, doc, err = bind("--pid", str(w.pid), "--show", "--json")
     assert code == 0, err
@@ -468,7 +251,7 @@ def test_show_groups_the_masks_and_compares_with_a_plan(server: Server, tmp_path
     assert doc is not None and doc["off_target"] == 6
     assert {(g["expected"], g["matches"]) for g in doc["masks"]} == {("0", False), ("1", False)}
     assert {frozenset(os.sched_getaffinity(t)) for t in tids(w.pid)} == {BOTH}, "a read only"
-    res = runner.invoke(app, ["bind", "--pid", str(w.pid), "--show", "--cpus", "0-1"])
+    res = cli("bind", "--pid", str(w.pid), "--show", "--cpus", "0-1")
     assert res.exit_code == 0 and "0 off --cpus" in res.stdout
 
 

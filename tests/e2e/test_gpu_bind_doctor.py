@@ -11,25 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from ascendtune.cli.app import app
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.gpu_hosts import Gpu, write_gpus
-
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "ASCENDTUNE_SYSROOT"):
         monkeypatch.delenv(name, raising=False)
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env=ENV)
 
 
 def online_cpus() -> frozenset[int]:
@@ -50,7 +43,7 @@ def child() -> Iterator[int]:
 @pytest.fixture(scope="module")
 def dgx_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`ascendtune plan --demo dgx-h100 --policy exclusive --json > plan.json`"""
-    res = run("plan", "--demo", "dgx-h100", "--policy", "exclusive", "--json")
+    res = CLI("plan", "--demo", "dgx-h100", "--policy", "exclusive", "--json")
     assert res.exit_code == 0, res.stderr
     path = tmp_path_factory.mktemp("dgx") / "plan.json"
     path.write_text(res.stdout)
@@ -76,13 +69,15 @@ def test_the_dgx_plan_file_is_a_gpu_plan(dgx_plan: Path) -> None:
     assert doc["overlaps"] == [] and doc["idle_cpus"] == ""
 
 
-def test_bind_a_224_cpu_plan_here_names_the_usable_cpus(dgx_plan: Path, child: int) -> None:
+def test_bind_a_224_cpu_plan_here_names_the_usable_cpus(
+    dgx_plan: Path, child: int, cli: Cli
+) -> None:
     wanted = parse_cpulist("0-13,112-125")
     online = online_cpus()
     if wanted <= online:
         pytest.skip("this machine has the DGX's CPUs: the plan would apply")
     before = os.sched_getaffinity(child)
-    res = run("bind", "--plan", str(dgx_plan), "--rank", "0", "--pid", str(child), "--dry-run")
+    res = cli("bind", "--plan", str(dgx_plan), "--rank", "0", "--pid", str(child), "--dry-run")
     assert res.exit_code == 5 and res.stdout == ""
     [line] = res.stderr.strip().splitlines()
     may = format_cpulist(online & before)
@@ -91,10 +86,10 @@ def test_bind_a_224_cpu_plan_here_names_the_usable_cpus(dgx_plan: Path, child: i
     assert os.sched_getaffinity(child) == before, "a refused dry run changes nothing"
 
 
-def test_bind_computing_the_dgx_plan_names_the_usable_cpus_too(child: int) -> None:
+def test_bind_computing_the_dgx_plan_names_the_usable_cpus_too(child: int, cli: Cli) -> None:
     if parse_cpulist("0-13,112-125") <= online_cpus():
         pytest.skip("this machine has the DGX's CPUs")
-    res = run(
+    res = cli(
         "bind",
         *("--demo", "dgx-h100", "--policy", "exclusive", "--rank", "0"),
         *("--pid", str(child), "--dry-run"),
@@ -102,8 +97,8 @@ def test_bind_computing_the_dgx_plan_names_the_usable_cpus_too(child: int) -> No
     assert res.exit_code == 5 and f"process {child} may use CPUs" in res.stderr
 
 
-def test_bind_plan_and_cpus_together_is_a_usage_error(dgx_plan: Path, child: int) -> None:
-    res = run("bind", "--plan", str(dgx_plan), "--rank", "0", "--cpus", "0", "--pid", str(child))
+def test_bind_plan_and_cpus_together_is_a_usage_error(dgx_plan: Path, child: int, cli: Cli) -> None:
+    res = cli("bind", "--plan", str(dgx_plan), "--rank", "0", "--cpus", "0", "--pid", str(child))
     assert res.exit_code == 2 and "give --cpus LIST, or --rank R" in res.stderr
 
 
@@ -121,7 +116,7 @@ def here(tmp_path: Path) -> tuple[Path, list[int]]:
     cpulist = format_cpulist(mine)
     sb.cpus(cpulist, topology=False).node(0, cpulist)
     write_gpus(sb, [Gpu(0, cpulist), Gpu(0, cpulist)])
-    res = run("plan", "--sysroot", str(sb.root), "--policy", "exclusive", "--json")
+    res = CLI("plan", "--sysroot", str(sb.root), "--policy", "exclusive", "--json")
     assert res.exit_code == 0, res.stderr
     path = tmp_path / "plan.json"
     path.write_text(res.stdout)
@@ -129,7 +124,7 @@ def here(tmp_path: Path) -> tuple[Path, list[int]]:
 
 
 def bind_json(*args: str) -> tuple[int, dict[str, Any]]:
-    res = run("bind", *args, "--json")
+    res = CLI("bind", *args, "--json")
     return res.exit_code, schemas.loads("bind", res.stdout) if res.stdout else {}
 
 
@@ -145,10 +140,10 @@ def test_dry_run_of_a_gpu_plan_changes_nothing(here: tuple[Path, list[int]], chi
     assert os.sched_getaffinity(child) == before
 
 
-def test_bind_applies_a_gpu_plan(here: tuple[Path, list[int]], child: int) -> None:
+def test_bind_applies_a_gpu_plan(here: tuple[Path, list[int]], child: int, cli: Cli) -> None:
     plan, mine = here
     # the plan was computed from a sysroot: bind refuses it unless --force (issue 12)
-    res = run("bind", "--plan", str(plan), "--rank", "1", "--pid", str(child))
+    res = cli("bind", "--plan", str(plan), "--rank", "1", "--pid", str(child))
     assert res.exit_code == 2 and "was not made for this host" in res.stderr
     code, doc = bind_json("--plan", str(plan), "--rank", "1", "--pid", str(child), "--force")
     assert code == 0 and doc["verified"] is True
@@ -193,7 +188,7 @@ def gpu_host_with_workers(sb: SysrootBuilder) -> SysrootBuilder:
 
 
 def doctor_rows(sb: SysrootBuilder, *args: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    res = run("doctor", "--sysroot", str(sb.root), "--section", "workers", "--json", *args)
+    res = CLI("doctor", "--sysroot", str(sb.root), "--section", "workers", "--json", *args)
     doc = schemas.loads("doctor", res.stdout)
     return res.exit_code, {c["id"]: c for c in doc["checks"]}
 

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.support.cli import Cli
+
 TOP = Path(__file__).resolve().parents[2]
 
 
@@ -163,16 +165,13 @@ def test_every_readme_command_runs(tmp_path: Path) -> None:
         child.wait()
 
 
-def test_readme_sample_output_is_what_the_demo_prints() -> None:
-    from typer.testing import CliRunner
-
-    from ascendtune.cli.app import app
+def test_readme_sample_output_is_what_the_demo_prints(cli: Cli) -> None:
 
     text = (TOP / "README.md").read_text()
     pairs = re.findall(r"```sh\n(ascendtune [^\n]+)\n```\n\n```text\n(.+?)```", text, flags=re.S)
     assert len(pairs) == 2, "the sample output of plan --policy compare and doctor"
     for cmd, shown in pairs:
-        res = CliRunner().invoke(app, shlex.split(cmd)[1:], env={"COLUMNS": "80"})
+        res = cli(*shlex.split(cmd)[1:], width=80)
         got = "".join(line.rstrip() + "\n" for line in res.stdout.splitlines())
         assert got == shown, f"README sample of `{cmd}` is stale"
 

@@ -5,25 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from ascendtune.cli.app import app
-from tests.e2e.test_bind_workers import Server, server, write_plan
 from tests.support import schemas
-
-__all__ = ["server"]  # the fixture, shared with the bind --workers tests
-
-runner = CliRunner()
+from tests.support.cli import Cli
+from tests.support.workers import Server, write_plan
 
 
-def test_watch_workers_against_the_plan(server: Server, tmp_path: Path) -> None:
+def test_watch_workers_against_the_plan(server: Server, tmp_path: Path, cli: Cli) -> None:
     a = server.start(0, threads=4)
     b = server.start(3, threads=4)
     plan = write_plan(tmp_path)
-    res = runner.invoke(
-        app,
-        ["watch", "--workers", "--plan", str(plan), "--once", "--json", "--interval", "0.2"],
-    )
+    res = cli("watch", "--workers", "--plan", str(plan), "--once", "--json", "--interval", "0.2")
     assert res.exit_code == 0, res.output
     doc = schemas.loads("watch", res.stdout)
     by_pid = {w["pid"]: w for w in doc["workers"]}
@@ -33,9 +24,9 @@ def test_watch_workers_against_the_plan(server: Server, tmp_path: Path) -> None:
         assert w["threads"] and all(0.0 <= t["off_plan_share"] <= 1.0 for t in w["threads"])
 
 
-def test_watch_workers_usage_and_none_found(server: Server, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["watch", "--workers", "--pid", "1"])
+def test_watch_workers_usage_and_none_found(server: Server, tmp_path: Path, cli: Cli) -> None:
+    res = cli("watch", "--workers", "--pid", "1")
     assert res.exit_code == 2 and "not both" in res.output
-    res = runner.invoke(app, ["watch", "--workers", "--once", "--interval", "0.05"])
+    res = cli("watch", "--workers", "--once", "--interval", "0.05")
     assert res.exit_code == 3 and "no NPU or GPU worker" in res.output
     assert json.dumps  # keep the import honest for --json readers

@@ -18,6 +18,7 @@ from ascendtune.core.bindplan import target_from_cpus
 from ascendtune.core.errors import MissingError
 from ascendtune.host import affinity, runner
 from ascendtune.host.sysroot import DirRoot
+from tests.support.cli import Cli
 
 CHILD = r"""
 import sys, threading
@@ -216,10 +217,7 @@ def test_runner_bounds_output(tmp_path: Path) -> None:
     assert done.stdout == "hi\n"
 
 
-def test_bind_says_a_stopped_target_runs_there_once_resumed() -> None:
-    from typer.testing import CliRunner
-
-    from ascendtune.cli.app import app
+def test_bind_says_a_stopped_target_runs_there_once_resumed(cli: Cli) -> None:
 
     child = _child(threads=4)
     cpu = sorted(os.sched_getaffinity(0))[-1]
@@ -227,9 +225,7 @@ def test_bind_says_a_stopped_target_runs_there_once_resumed() -> None:
         os.kill(child.pid, signal.SIGSTOP)
         while not affinity.process_stopped(child.pid):
             time.sleep(0.01)
-        r = CliRunner().invoke(
-            app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"}
-        )
+        r = cli("bind", "-p", str(child.pid), "-c", str(cpu))
         assert r.exit_code == 0, r.output
         assert "stopped: bound; it runs there once resumed" in r.stdout
         assert "exited while" not in r.stdout
@@ -239,12 +235,8 @@ def test_bind_says_a_stopped_target_runs_there_once_resumed() -> None:
         child.wait()
 
 
-def test_bind_says_how_many_threads_exited(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bind_says_how_many_threads_exited(monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
     import dataclasses
-
-    from typer.testing import CliRunner
-
-    from ascendtune.cli.app import app
 
     real = affinity.bind_process
 
@@ -255,9 +247,7 @@ def test_bind_says_how_many_threads_exited(monkeypatch: pytest.MonkeyPatch) -> N
     child = _child(threads=4)
     cpu = sorted(os.sched_getaffinity(0))[-1]
     try:
-        r = CliRunner().invoke(
-            app, ["bind", "-p", str(child.pid), "-c", str(cpu)], env={"NO_COLOR": "1"}
-        )
+        r = cli("bind", "-p", str(child.pid), "-c", str(cpu))
         assert r.exit_code == 0, r.output
         assert "2 threads exited while it was being bound." in r.stdout
         assert "once resumed" not in r.stdout

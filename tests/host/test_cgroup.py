@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.cgroup import (
     CgroupEntry,
     CgroupMount,
@@ -30,9 +28,9 @@ from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, MemRoot, open_root
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2
 
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 POD = parse_cpulist("4-7,12")
 
 V2_MOUNT = "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
@@ -380,7 +378,7 @@ def pod(b: SysrootBuilder) -> SysrootBuilder:
 
 
 def _json(*args: str) -> tuple[int, dict[str, object]]:
-    res = CliRunner().invoke(app, [*args, "--json"], env=ENV)
+    res = CLI(*args, "--json")
     return res.exit_code, schemas.loads_cli(args, res.stdout) if res.stdout.strip() else {}
 
 
@@ -401,7 +399,7 @@ def _pod_answers(where: str) -> None:
     assert isinstance(ranks, list) and len(ranks) == 2
     assert all(parse_cpulist(r["cpus"]) <= POD for r in ranks)
     # ... and vLLM-Ascend's own binding refuses it, naming the pod's cpuset
-    res = CliRunner().invoke(app, ["plan", "--sysroot", where, "--json"], env=ENV)
+    res = CLI("plan", "--sysroot", where, "--json")
     assert res.exit_code != 0 and "the cpuset 4-7,12" in res.stderr
 
     _code, doctor = _json("doctor", "--sysroot", where)
@@ -439,18 +437,20 @@ def test_doctor_paths_hold_what_the_resolver_read(sysroot: SysrootBuilder) -> No
 
 @pytest.mark.parametrize("dest", ["snap", "snap.tar.gz"])
 def test_pod_snapshot_replays_the_same_cpuset(
-    sysroot: SysrootBuilder, tmp_path: Path, dest: str
+    sysroot: SysrootBuilder, tmp_path: Path, dest: str, cli: Cli
 ) -> None:
     pod(sysroot)
     out = tmp_path / dest
-    res = CliRunner().invoke(app, ["snapshot", "--sysroot", str(sysroot.root), str(out)], env=ENV)
+    res = cli("snapshot", "--sysroot", str(sysroot.root), str(out))
     assert res.exit_code == 0, res.output
     _pod_answers(str(out))
     assert read_host(open_root(str(out))) == read_host(DirRoot(sysroot.root))
 
 
-def test_status_and_cgroup_sharing_no_cpu_is_a_clear_error(sysroot: SysrootBuilder) -> None:
+def test_status_and_cgroup_sharing_no_cpu_is_a_clear_error(
+    sysroot: SysrootBuilder, cli: Cli
+) -> None:
     pod(sysroot).allowed("0-3", "0")
-    res = CliRunner().invoke(app, ["topo", "--sysroot", str(sysroot.root)], env=ENV)
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert "share no online CPU" in res.stderr and "4-7,12" in res.stderr

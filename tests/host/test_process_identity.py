@@ -9,23 +9,17 @@ import sys
 import time
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from ascendtune.cli.app import app
 from ascendtune.host import affinity
 from tests.support import schemas
+from tests.support.cli import Cli
 
-runner = CliRunner()
 
-
-def test_json_names_the_process() -> None:
+def test_json_names_the_process(cli: Cli) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(30)", "--api-key", "s3cret"]
     )
     try:
-        res = runner.invoke(
-            app, ["bind", "--cpus", "0", "--pid", str(child.pid), "--dry-run", "--json"]
-        )
+        res = cli("bind", "--cpus", "0", "--pid", str(child.pid), "--dry-run", "--json")
         assert res.exit_code == 0, res.stderr
         proc = schemas.loads("bind", res.stdout)["process"]
         assert proc["name"].startswith("python")
@@ -36,7 +30,7 @@ def test_json_names_the_process() -> None:
         child.wait()
 
 
-def test_zombie_is_refused() -> None:
+def test_zombie_is_refused(cli: Cli) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
     # wait until it has exited but do not reap it: a zombie
@@ -46,7 +40,7 @@ def test_zombie_is_refused() -> None:
                 break
         time.sleep(0.02)
     try:
-        res = runner.invoke(app, ["bind", "--cpus", "0", "--pid", str(child.pid)])
+        res = cli("bind", "--cpus", "0", "--pid", str(child.pid))
         assert res.exit_code == 3
         assert "zombie" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     finally:

@@ -14,7 +14,6 @@ from ascendtune.core.model import Soc, Source, Vendor
 from ascendtune.host import pci
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, open_root
-from tests.conftest import sample
 from tests.support.builder import SysrootBuilder
 from tests.support.hosts import (
     A2_AFFINITY,
@@ -24,6 +23,7 @@ from tests.support.hosts import (
     npu_smi_m,
     npu_smi_topo,
 )
+from tests.support.samples import sample
 
 
 def host_of(b: SysrootBuilder) -> Any:

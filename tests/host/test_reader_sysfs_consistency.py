@@ -9,24 +9,21 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from ascendtune.cli import common
-from ascendtune.cli.app import app
 from ascendtune.core.errors import InvalidInput
 from ascendtune.core.text import cap_line, inert, inert_line, loads_bounded, strip_ansi
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 NODE = "sys/devices/system/node"
 
 
 def _topo(root: Path, *extra: str) -> tuple[int, str, str]:
-    res = runner.invoke(app, ["topo", "--sysroot", str(root), *extra], env=ENV)
+    res = CLI("topo", "--sysroot", str(root), *extra)
     return res.exit_code, res.stdout, res.stderr
 
 
@@ -82,11 +79,11 @@ def test_cpus_outside_possible_are_exit_5(sysroot: SysrootBuilder, name: str) ->
 
 
 @pytest.mark.parametrize("command", ["topo", "plan", "doctor", "check-config"])
-def test_an_empty_sysroot_is_exit_3(tmp_path: Path, command: str) -> None:
+def test_an_empty_sysroot_is_exit_3(tmp_path: Path, command: str, cli: Cli) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     argv = [command, "--sysroot", str(empty)] + (["{}"] if command == "check-config" else [])
-    res = runner.invoke(app, argv, env=ENV)
+    res = cli(*argv)
     assert res.exit_code == 3 and "holds no captured host" in res.stderr
 
 

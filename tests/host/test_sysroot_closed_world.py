@@ -15,19 +15,16 @@ import zlib
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.host import sysroot as sr
 from ascendtune.host.files import read_plan_json, read_user_file
 from ascendtune.host.snapshot import capture
 from ascendtune.host.sysroot import DirRoot, open_archive, open_root
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2
 
-runner = CliRunner()
-ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
 SECRET = "OUTSIDE-SECRET-7f3a"
 ONLINE = "sys/devices/system/cpu/online"
 
@@ -57,13 +54,13 @@ def _commands(root: Path) -> list[list[str]]:
 
 def _no_leak(root: Path, tmp_path: Path) -> None:
     for argv in _commands(root):
-        res = runner.invoke(app, argv, env=ENV)
+        res = CLI(*argv)
         assert res.exit_code in (0, 1, 3, 4, 5), (argv, res.output)
         assert SECRET not in res.stdout + res.stderr, argv
         assert "Traceback" not in res.stdout + res.stderr
         assert len(res.stderr.strip().splitlines()) <= 1, (argv, res.stderr)
     dest = tmp_path / f"snap-{len(list(tmp_path.iterdir()))}.tar.gz"
-    res = runner.invoke(app, ["snapshot", "--sysroot", str(root), str(dest)], env=ENV)
+    res = CLI("snapshot", "--sysroot", str(root), str(dest))
     assert res.exit_code in (0, 3, 4, 5), res.output
     if dest.exists():
         assert SECRET.encode() not in gzip.decompress(dest.read_bytes())
@@ -119,38 +116,38 @@ def test_links_resolve_inside_the_root(sysroot: SysrootBuilder) -> None:
     assert root.read_text("../outside") is None
 
 
-def test_a_link_loop_is_refused(sysroot: SysrootBuilder, tmp_path: Path) -> None:
+def test_a_link_loop_is_refused(sysroot: SysrootBuilder, tmp_path: Path, cli: Cli) -> None:
     atlas_a2(sysroot)
     (sysroot.root / ONLINE).unlink()
     sysroot.link(ONLINE, "online2")
     sysroot.link("sys/devices/system/cpu/online2", "online")
     with pytest.raises(InvalidInput, match="link loop"):
         DirRoot(sysroot.root).read_text(ONLINE)
-    res = runner.invoke(app, ["topo", "--sysroot", str(sysroot.root)], env=ENV)
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == 5 and "link loop" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
 
 
 def test_a_fifo_or_device_in_a_sysroot_is_refused_at_once(
-    sysroot: SysrootBuilder, tmp_path: Path
+    sysroot: SysrootBuilder, tmp_path: Path, cli: Cli
 ) -> None:
     atlas_a2(sysroot)
     (sysroot.root / ONLINE).unlink()
     os.mkfifo(sysroot.root / ONLINE)
     with pytest.raises(InvalidInput, match="is a FIFO"):
         DirRoot(sysroot.root).read_text(ONLINE)
-    res = runner.invoke(app, ["topo", "--sysroot", str(sysroot.root)], env=ENV)
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == 5 and "FIFO" in res.stderr
     _no_leak(sysroot.root, tmp_path)
 
 
 def test_a_huge_sysroot_file_names_the_cap(
-    sysroot: SysrootBuilder, monkeypatch: pytest.MonkeyPatch
+    sysroot: SysrootBuilder, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setattr(sr, "MAX_FILE_BYTES", 1000)
     atlas_a2(sysroot)
     sysroot.file(ONLINE, "0-3," * 1000)
-    res = runner.invoke(app, ["topo", "--sysroot", str(sysroot.root)], env=ENV)
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == 5 and "1000 bytes limit" in res.stderr
 
 
@@ -295,7 +292,7 @@ def test_snapshot_of_a_linked_sysroot_copies_only_what_is_inside(
     assert not any(SECRET in text for text in cap.files.values())
 
 
-def test_a_device_node_inside_a_sysroot_is_never_opened(sysroot: SysrootBuilder) -> None:
+def test_a_device_node_inside_a_sysroot_is_never_opened(sysroot: SysrootBuilder, cli: Cli) -> None:
     atlas_a2(sysroot)
     (sysroot.root / ONLINE).unlink()
     try:
@@ -304,7 +301,7 @@ def test_a_device_node_inside_a_sysroot_is_never_opened(sysroot: SysrootBuilder)
         pytest.skip("making a device node needs CAP_MKNOD")
     with pytest.raises(InvalidInput, match="is a device"):
         DirRoot(sysroot.root).read_text(ONLINE)
-    res = runner.invoke(app, ["topo", "--sysroot", str(sysroot.root)], env=ENV)
+    res = cli("topo", "--sysroot", str(sysroot.root))
     assert res.exit_code == 5 and "is a device" in res.stderr
 
 

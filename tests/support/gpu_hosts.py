@@ -3,25 +3,21 @@ synthetic-host kit, ascendtune.synth), and sysroots
 of the shapes issue 7 names (2 sockets with SMT, sub-NUMA clustering with uneven GPUs per node,
 GH200 CPU-less nodes, interleaved numbering, AMD-like L3 core complexes).
 
-The tests here check that the hand-written text and hosts look like the real samples.
+tests/synth/test_tool_text.py checks that the written text and hosts look like the real samples.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from ascendtune.core.model import Host
-from ascendtune.core.parsers.numa_tools import parse_lscpu_numa, parse_numactl_hardware
-from ascendtune.core.parsers.nvidia_smi import parse_topo_m, parse_topo_m_details
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
 from ascendtune.synth import spec, text
 from ascendtune.synth.render import write_caches, write_threads
 from ascendtune.synth.tree import Tree
-from tests.conftest import sample
 from tests.support.builder import SysrootBuilder
 
 H100_SAMPLE = "nvidia-smi_topo_m_8xH100_12nic_2numa_smt.txt"
@@ -181,41 +177,3 @@ def amd(
         sb.node(i, cpus)
     l3(sb, AMD_CCX, l1=l1)
     return write_gpus(sb, [Gpu(n, AMD_NODES[n], device="0x2335") for n in gpu_nodes])
-
-
-# ---------------------------------------------------------------- the builders are faithful
-
-
-def test_written_text_parses_like_the_h100_sample() -> None:
-    real = parse_topo_m(sample(H100_SAMPLE))
-    gpus = [Gpu(g // 4, "0-55,112-167" if g < 4 else "56-111,168-223") for g in range(8)]
-    mine = parse_topo_m(topo_m_text(gpus))
-    assert (mine.devices, mine.links, mine.affinity, mine.numa) == (
-        real.devices,
-        real.links,
-        real.affinity,
-        real.numa,
-    )
-
-
-def test_written_text_keeps_empty_cells_like_the_slurm_sample() -> None:
-    real = parse_topo_m_details(sample(SLURM_SAMPLE))
-    gpus = [Gpu(g // 4, "x", shown="" if g < 4 else "1") for g in range(8)]
-    mine = parse_topo_m_details(topo_m_text(gpus))
-    assert mine.matrix.affinity == real.matrix.affinity
-    assert mine.matrix.numa == real.matrix.numa
-    assert mine.gpu_numa_id == real.gpu_numa_id
-
-
-def test_interleaved_host_matches_the_numactl_sample(tmp_path: Path) -> None:
-    """The della H100 host (numactl -H sample) numbers node 0 even, node 1 odd, as built here."""
-    real = parse_numactl_hardware(sample("numactl_H_2socket_interleaved_numbering_h100_host.txt"))
-    host = read(interleaved(SysrootBuilder(tmp_path)))
-    for node, built in zip(real, host.numa_nodes, strict=True):
-        assert {c % 2 for c in node.cpus} == {c % 2 for c in built.cpus} == {node.id}
-
-
-def test_gh200_host_matches_the_lscpu_sample(tmp_path: Path) -> None:
-    real = parse_lscpu_numa(sample("lscpu_numa_section_gh200_cpuless_gpu_nodes.txt"))
-    host = read(gh200(SysrootBuilder(tmp_path)))
-    assert [(n.id, n.cpus) for n in real] == [(n.id, n.cpus) for n in host.numa_nodes]

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from typer.testing import CliRunner
-
-from ascendtune.cli.app import app
 from ascendtune.core.cpulist import format_cpulist, format_cpumask, parse_cpulist
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI
 
 BASE_IRQ = 2753  # NPU0's sq_send_trigger_irq in a public vLLM-Ascend run log
 STEP = 256
@@ -76,9 +74,7 @@ def npu_interrupts(buses: Mapping[int, str], ncpus: int, style: str = "its-msi")
 def plan_irq_cpus(b: SysrootBuilder, *extra: str) -> dict[int, tuple[int, int]]:
     """logical id -> (sq CPU, cq CPU) as `ascendtune plan` places each rank's IRQ CPUs ({}: no
     plan on this host)."""
-    res = CliRunner().invoke(
-        app, ["plan", "--sysroot", str(b.root), "--json", *extra], env={"NO_COLOR": "1"}
-    )
+    res = CLI("plan", "--sysroot", str(b.root), "--json", *extra)
     if res.exit_code != 0:
         return {}
     out: dict[int, tuple[int, int]] = {}

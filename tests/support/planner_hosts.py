@@ -1,16 +1,19 @@
 """Hosts for the planner tests: sysroot scenarios written by the synthetic-host kit
 (ascendtune.synth) and built once per session (the `hosts` fixture), and Host objects built in
-memory for property tests."""
+memory for property tests (`scenarios`: random hosts, plannable or not)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import strategies as st
 
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
-from ascendtune.core.model import Host
+from ascendtune.core.model import Host, Soc
+from ascendtune.core.planner import PlanRequest
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
 from ascendtune.synth import standard, text
@@ -245,3 +248,80 @@ def memory_host(
         meta={"arch": "aarch64"},
     )
     return expected_host(spec)
+
+
+# ---------------------------------------------------------------- random hosts in memory
+
+
+class Requests:
+    """A scenario's plan request: its visible devices (or others), SoC and reserved CPUs."""
+
+    visible: tuple[int, ...]
+    reserve: CpuSet
+    soc: Soc
+
+    def request(self, policy: str, visible: tuple[int, ...] | None = None) -> PlanRequest:
+        return PlanRequest(
+            policy=policy,
+            visible=self.visible if visible is None else visible,
+            soc=self.soc,
+            reserve=self.reserve,
+        )
+
+
+@dataclass(frozen=True)
+class Scenario(Requests):
+    node_sizes: tuple[int, ...]
+    smt: int
+    offline: CpuSet
+    allowed: CpuSet | None
+    npu_nodes: tuple[int | None, ...]
+    visible: tuple[int, ...]
+    reserve: CpuSet
+    soc: Soc
+
+    def host(self) -> Host:
+        nodes, start = [], 0
+        for size in self.node_sizes:
+            nodes.append(range(start, start + size))
+            start += size
+        return memory_host(
+            nodes,
+            smt=self.smt,
+            allowed=self.allowed,
+            npu_nodes=self.npu_nodes,
+            offline=self.offline,
+        )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    sizes = draw(
+        st.lists(st.sampled_from([0, 4, 6, 8, 12, 16, 24]), min_size=1, max_size=6).filter(any)
+    )
+    smt = draw(st.sampled_from([1, 2]))
+    total = sum(sizes)
+    offline = frozenset(draw(st.lists(st.integers(0, total - 1), max_size=2)))
+    cpu_nodes = [i for i, s in enumerate(sizes) if s]
+    kind = draw(st.sampled_from(["all", "nodes", "random"]))
+    allowed: CpuSet | None = None
+    if kind == "nodes":
+        picked = draw(st.sets(st.sampled_from(cpu_nodes), min_size=1))
+        start = [sum(sizes[:i]) for i in range(len(sizes))]
+        allowed = frozenset(c for n in picked for c in range(start[n], start[n] + sizes[n]))
+    elif kind == "random":  # a mask, not a set of CPUs: far cheaper to draw and shrink
+        mask = draw(st.integers(1, (1 << total) - 1))
+        allowed = frozenset(c for c in range(total) if mask >> c & 1)
+    if allowed is not None and not allowed - offline:
+        allowed = None
+    usable = sorted((allowed if allowed is not None else frozenset(range(total))) - offline)
+    npu_nodes = tuple(
+        draw(st.lists(st.one_of(st.sampled_from(cpu_nodes), st.none()), min_size=1, max_size=8))
+    )
+    ids = list(range(len(npu_nodes)))
+    visible = tuple(draw(st.permutations(ids))[: draw(st.integers(1, len(ids)))])
+    reserve = frozenset(draw(st.lists(st.sampled_from(usable), max_size=4)))
+    if reserve >= set(usable):
+        reserve = frozenset()
+    soc = draw(st.sampled_from([Soc.A2, Soc.A2, Soc.A3, Soc.P310, Soc.A5]))
+    return Scenario(tuple(sizes), smt, offline, allowed, npu_nodes, visible, reserve, soc)

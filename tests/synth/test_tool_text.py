@@ -11,13 +11,25 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.parsers.npu_smi import parse_board, parse_info, parse_info_m
+from ascendtune.core.parsers.numa_tools import parse_lscpu_numa, parse_numactl_hardware
+from ascendtune.core.parsers.nvidia_smi import parse_topo_m, parse_topo_m_details
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, MemRoot
 from ascendtune.synth import standard, text
 from ascendtune.synth.expect import expected_host
 from ascendtune.synth.render import render
 from ascendtune.synth.spec import Chip, HostSpec, NpuProcess
-from tests.conftest import sample
+from tests.support.builder import SysrootBuilder
+from tests.support.gpu_hosts import (
+    H100_SAMPLE,
+    SLURM_SAMPLE,
+    Gpu,
+    gh200,
+    interleaved,
+    read,
+    topo_m_text,
+)
+from tests.support.samples import sample
 
 
 def test_info_m_with_phy_id_parses_like_the_sample() -> None:
@@ -120,3 +132,41 @@ def test_dgx_h100_reads_eight_gpus_on_two_nodes() -> None:
     host = read_host(MemRoot({p: b.decode() for p, b in tree.mapping().items()}, tree.links))
     assert [g.numa_node for g in host.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert host.links[0][7] == "NV18" and not host.notes
+
+
+# ---------------------------------------------------------------- GPU hosts (tests/support/gpu_hosts.py)
+
+
+def test_written_text_parses_like_the_h100_sample() -> None:
+    real = parse_topo_m(sample(H100_SAMPLE))
+    gpus = [Gpu(g // 4, "0-55,112-167" if g < 4 else "56-111,168-223") for g in range(8)]
+    mine = parse_topo_m(topo_m_text(gpus))
+    assert (mine.devices, mine.links, mine.affinity, mine.numa) == (
+        real.devices,
+        real.links,
+        real.affinity,
+        real.numa,
+    )
+
+
+def test_written_text_keeps_empty_cells_like_the_slurm_sample() -> None:
+    real = parse_topo_m_details(sample(SLURM_SAMPLE))
+    gpus = [Gpu(g // 4, "x", shown="" if g < 4 else "1") for g in range(8)]
+    mine = parse_topo_m_details(topo_m_text(gpus))
+    assert mine.matrix.affinity == real.matrix.affinity
+    assert mine.matrix.numa == real.matrix.numa
+    assert mine.gpu_numa_id == real.gpu_numa_id
+
+
+def test_interleaved_host_matches_the_numactl_sample(tmp_path: Path) -> None:
+    """The della H100 host (numactl -H sample) numbers node 0 even, node 1 odd, as built here."""
+    real = parse_numactl_hardware(sample("numactl_H_2socket_interleaved_numbering_h100_host.txt"))
+    host = read(interleaved(SysrootBuilder(tmp_path)))
+    for node, built in zip(real, host.numa_nodes, strict=True):
+        assert {c % 2 for c in node.cpus} == {c % 2 for c in built.cpus} == {node.id}
+
+
+def test_gh200_host_matches_the_lscpu_sample(tmp_path: Path) -> None:
+    real = parse_lscpu_numa(sample("lscpu_numa_section_gh200_cpuless_gpu_nodes.txt"))
+    host = read(gh200(SysrootBuilder(tmp_path)))
+    assert [(n.id, n.cpus) for n in real] == [(n.id, n.cpus) for n in host.numa_nodes]
