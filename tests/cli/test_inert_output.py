@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
+from ascendtune.cli import common
+from ascendtune.core.errors import InvalidInput
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2
@@ -122,3 +125,13 @@ def test_emoji_codes_from_a_host_print_as_text(tmp_path: Path, cli: Cli) -> None
     res = cli("topo", "--sysroot", str(b.root))
     assert res.exit_code == 0, res.output
     assert ":smile:-node" in res.output and "\U0001f604" not in res.output
+
+
+def test_a_hostile_hostname_does_not_reach_the_terminal_through_fail(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    exit_ = common.fail(InvalidInput("bad \x1b[2Jhost\x07 " + "y" * 100_000, "fix \x1b]0;t\x07it"))
+    assert isinstance(exit_, typer.Exit) and exit_.exit_code == 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+    assert len(err) <= common.MAX_ERROR_LINE + 1 and "--debug" in err

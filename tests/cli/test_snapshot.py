@@ -99,3 +99,13 @@ def test_existing_target_needs_force(tmp_path: Path, sysroot: SysrootBuilder, cl
         assert doc["accelerators"] == 8
         assert len(read_host(open_root(str(dest))).accelerators) == 8
         assert not (dest / "old").exists()
+
+
+def test_snapshot_onto_a_file_is_one_line(
+    tmp_path: Path, sysroot: SysrootBuilder, cli: Cli
+) -> None:
+    atlas_a2(sysroot)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    res = cli("snapshot", "--sysroot", str(sysroot.root), str(afile / "x.tar.gz"))
+    assert res.exit_code == 5 and len(res.stderr.strip().splitlines()) == 1

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +129,35 @@ def test_bad_archive_is_one_line(tmp_path: Path, content: bytes, cli: Cli) -> No
     res = cli("topo", "--sysroot", str(bad))
     assert res.exit_code == 5
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+def test_live_failing_npu_smi_is_a_note(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "npu-smi"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'dcmi module initialize failed. ret is -8005'\nexit 255\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    env = dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}")
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendtune", "topo", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = schemas.loads("topo", done.stdout)
+    assert doc["npu_smi"]["found"] is True
+    assert any("8005" in w for w in doc["warnings"])
+    snap = tmp_path / "snap"
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendtune", "snapshot", str(snap)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (snap / "commands/npu-smi_info.err").read_text().strip().endswith("-8005")
+    assert not (snap / "commands/npu-smi_info.txt").exists()

@@ -1,4 +1,8 @@
-"""Review fixes of `check-config`: each one has a case that triggers it and one that just misses it.
+"""check-config refuses what vLLM-Ascend's own start-up validation refuses: a float where an
+isinstance int check runs, finegrained TP with the recompute scheduler off, an EPLB config the
+model runner does not take, xlite full mode without speculation, an env fallback that does not
+parse, SparseKVOffloadConfig's children, and v0.23.0's own spellings; each has a case that
+triggers it and one that just misses it.
 
 Sources: vllm-project/vllm-ascend main 182b75ea (main-2026-08), v0.23.0 (5cb98caa) and the head of
 PR #13838 (234aa00ca8, main-2026-09).

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
 from ascendtune.host import nvml
+from ascendtune.host.reader import read_host
+from ascendtune.host.sysroot import DirRoot
+from tests.support.builder import SysrootBuilder
 
 
 class FakeNvml:
@@ -51,3 +55,16 @@ def test_gpus_and_processes() -> None:
 def test_failures_are_none() -> None:
     assert nvml.gpus(FakeNvml(fail=True)) is None
     assert nvml.processes(FakeNvml(fail=True)) is None
+
+
+def test_nvml_view_replays_from_a_snapshot(sysroot: SysrootBuilder) -> None:
+    sysroot.cpus("0-15").node(0, "0-15")
+    sysroot.pci("0000:1b:00.0", vendor="0x10de", device="0x9999", numa_node=0, local_cpulist="0-15")
+    sysroot.file(
+        "commands/nvml.json",
+        json.dumps({"gpus": [{"index": 0, "name": "NVIDIA Test GPU", "bus_id": "0000:1b:00.0"}],
+                    "processes": [{"gpu": 0, "pid": 77, "mem_mib": 512.0}]}),
+    )  # fmt: skip
+    host = read_host(DirRoot(sysroot.root))
+    assert host.gpus[0].name == "NVIDIA Test GPU"
+    assert [(p.npu_id, p.pid) for p in host.processes] == [(0, 77)]

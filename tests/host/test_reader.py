@@ -14,7 +14,9 @@ from ascendtune.core.model import Soc, Source, Vendor
 from ascendtune.host import pci
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, open_root
+from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import Cli
 from tests.support.hosts import (
     A2_AFFINITY,
     A2_NODE,
@@ -254,3 +256,69 @@ def test_processes_from_npu_smi(sysroot: SysrootBuilder) -> None:
     sysroot.command("npu-smi_info_-m", npu_smi_m([0, 1]))
     host = host_of(sysroot)
     assert [(p.npu_id, p.pid, p.name) for p in host.processes] == [(1, 4242, "VLLMWorker")]
+
+
+# ---------------------------------------------------------------- failed tools, offline CPUs, SoC
+
+ERR = "dcmi module initialize failed. ret is -8005\n"
+
+
+def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder, cli: Cli) -> None:
+    atlas_a2(sysroot)
+    (sysroot.root / "commands/npu-smi_info_-t_topo.txt").unlink()
+    sysroot.file("commands/npu-smi_info_-t_topo.err", ERR)
+    host = read_host(DirRoot(sysroot.root))
+    # info and -m still give the NPUs; topo's failure is a note and a tool error, not exit 5
+    assert len(host.npus) == 8 and host.npu_smi_found
+    assert host.tool_errors == ("npu-smi info -t topo: " + ERR.strip(),)
+    assert host.npus[0].affinity_source is not None  # from sysfs now
+    doc = schemas.loads(
+        "doctor",
+        cli("doctor", "--sysroot", str(sysroot.root), "--json").stdout,
+    )
+    row = next(c for c in doc["checks"] if c["id"] == "npu_smi")
+    assert row["status"] == "fail" and "8005" in row["detail"]
+
+
+def test_every_npu_smi_view_failing_leaves_the_pci_view(sysroot: SysrootBuilder) -> None:
+    atlas_a2(sysroot)
+    for name in ("npu-smi_info", "npu-smi_info_-m", "npu-smi_info_-t_topo"):
+        (sysroot.root / f"commands/{name}.txt").unlink()
+        sysroot.file(f"commands/{name}.err", ERR)
+    host = read_host(DirRoot(sysroot.root))
+    assert len(host.npus) == 8  # from PCI, in bus order
+    assert sum("left out" in n for n in host.notes) == 1  # one note for the three failures
+
+
+def test_offline_cpus_in_the_cpuset_are_not_an_error(sysroot: SysrootBuilder) -> None:
+    sysroot.cpus("0-3,5-7", topology=False)  # writes possible/present 0-3,5-7 ...
+    (sysroot.root / "sys/devices/system/cpu/possible").unlink()
+    (sysroot.root / "sys/devices/system/cpu/present").unlink()
+    sysroot.allowed("0-7")  # ... and the task mask still names offline CPU 4
+    host = read_host(DirRoot(sysroot.root))
+    assert format_cpulist(host.cpus_allowed) == "0-3,5-7"
+
+
+def test_runtime_soc_replays_from_meta(sysroot: SysrootBuilder) -> None:
+    atlas_a2(sysroot)
+    text = (sysroot.root / "commands/npu-smi_info.txt").read_text().replace("910B3", "XYZ  ")
+    sysroot.command("npu-smi_info", text)
+    sysroot.command(
+        "npu-smi_info_-m",
+        (sysroot.root / "commands/npu-smi_info_-m.txt")
+        .read_text()
+        .replace("Ascend 910B3", "Ascend XYZ"),
+    )
+    for d in (sysroot.root / "sys/bus/pci/devices").iterdir():
+        (d / "device").write_text("0xd8ff\n")
+    assert read_host(DirRoot(sysroot.root)).soc is Soc.UNKNOWN
+    sysroot.meta(arch="aarch64", soc_runtime="A3")
+    assert read_host(DirRoot(sysroot.root)).soc is Soc.A3
+
+
+def test_nvswitches_without_class_are_not_gpus(sysroot: SysrootBuilder) -> None:
+    sysroot.cpus("0-7").node(0, "0-7")
+    sysroot.pci("0000:05:00.0", vendor="0x10de", device="0x22a3", numa_node=0, local_cpulist="0-7")
+    sysroot.pci("0000:18:00.0", vendor="0x10de", device="0x2330", numa_node=0, local_cpulist="0-7")
+    host = read_host(DirRoot(sysroot.root))
+    assert [g.bus_id for g in host.gpus] == ["0000:18:00.0"]

@@ -317,13 +317,6 @@ def test_stdin_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert read_stdin_text("--file -") == '{"a": 1}'
 
 
-def test_tool_budget_is_the_runner_timeout() -> None:
-    # sysroot.py writes the number out so that reading a sysroot does not import the runner
-    from ascendtune.host import runner
-
-    assert DirRoot.tool_budget_s == runner.DEFAULT_TIMEOUT_S
-
-
 def _tar(fmt: int, members: list[tuple[str, str, str]], top: str = "") -> bytes:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=fmt) as tar:

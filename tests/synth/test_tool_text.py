@@ -1,5 +1,6 @@
-"""The synthetic-host kit's text parses like the real tools' output (samples read in place), its
-archives are deterministic, and the standard hosts read back as their specs say."""
+"""The synthetic-host kit's text parses like the real tools' output (samples read in place), so
+do the GPU hosts the tests build (tests/support/gpu_hosts.py), its archives are deterministic,
+and the standard hosts read back as their specs say."""
 
 from __future__ import annotations
 
