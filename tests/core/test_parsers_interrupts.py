@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from ascendtune.core.errors import ParseError
 from ascendtune.core.parsers.interrupts import (
     NPU_IRQ_NAMES,
+    Interrupts,
     IrqLine,
     irqs_to_read,
     msi_irq_numbers,
@@ -213,13 +216,52 @@ def test_cq_not_named_and_irqs_to_read() -> None:
     assert irqs_to_read(parsed) == [40, 41, 50]
 
 
-@given(st.text(max_size=400))
+def _sound(parsed: Interrupts, text: str) -> None:
+    """What any parse must give: the header's CPU columns, and for each numbered line its IRQ
+    number, at most one count per column, and a PCI address only in the kernel's form."""
+    assert parsed.cpu_columns and all(c >= 0 for c in parsed.cpu_columns)
+    numbered = {
+        int(head)
+        for head, sep, _ in (ln.partition(":") for ln in text.splitlines())
+        if sep and head.strip().isascii() and head.strip().isdigit()
+    }
+    for line in parsed.lines:
+        assert line.irq in numbered
+        assert len(line.counts) <= len(parsed.cpu_columns)
+        assert all(c >= 0 for c in line.counts) and line.total == sum(line.counts)
+        assert line.pci is None or re.fullmatch(
+            r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", line.pci
+        )
+        assert not line.pci_from_hwirq or line.pci is not None
+        assert all(n and n == n.strip() for n in line.names)
+    assert len(parsed.lines) <= len(text.splitlines())
+
+
+# lines shaped like the kernel's, from its own pieces, so most draws hold numbered lines
+_TOKENS = st.sampled_from(
+    ["0", "7", "123456", "ITS-MSI", "ITS-PCI-MSIX-0000:C1:00.0", "IR-PCI-MSI", "PCI-MSI",
+     "GICv3", "Edge", "Level", "524288-edge", "9-fasteoi", "101187585", "sq_send_trigger_irq,",
+     "cq_update_irq", "mlx5_comp0@pci:0000:01:00.0", "ahci[0001:11:00.0]", "NMI:", "-", "x"]
+)  # fmt: skip
+_LINE = st.tuples(
+    st.integers(0, 5000) | st.just(-1), st.lists(_TOKENS | st.text(max_size=8), max_size=12)
+).map(lambda t: (f"{t[0]}:" if t[0] >= 0 else "LOC:") + " " + " ".join(t[1]))
+interrupts_like = st.lists(_LINE, max_size=12).map("\n".join)
+
+
+@given(st.text(max_size=400) | interrupts_like)
 def test_any_text_parses_or_says_why(text: str) -> None:
+    # with a CPU header first, any text parses
+    with_header = parse_interrupts(HEAD4 + text)
+    _sound(with_header, HEAD4 + text)
+    event("numbered lines" if with_header.lines else "no numbered line")
     try:
-        parse_interrupts(HEAD4 + text)
-        parse_interrupts(text)
-    except ParseError:
-        pass
+        parsed = parse_interrupts(text)
+    except ParseError as e:
+        assert e.source == "/proc/interrupts"
+        assert "CPU" in str(e) or "empty" in str(e)
+        return
+    _sound(parsed, text)
 
 
 def test_keep_parses_only_the_npu_lines() -> None:

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-import contextlib
+import math
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import ParseError
-from ascendtune.core.model import AccelProcess, NpuChip, NpuInfoRow
-from ascendtune.core.parsers.npu_smi import parse_board, parse_info, parse_info_m, parse_topo
+from ascendtune.core.model import AccelProcess, NpuChip, NpuInfo, NpuInfoRow, TopoMatrix
+from ascendtune.core.parsers.npu_smi import (
+    SRC_BOARD,
+    SRC_INFO,
+    SRC_INFO_M,
+    SRC_TOPO,
+    parse_board,
+    parse_info,
+    parse_info_m,
+    parse_topo,
+)
 from tests.support.samples import sample, sample_files
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "npu_smi"
@@ -509,17 +520,117 @@ def mutated(draw: st.DrawFn) -> tuple[Parser, str]:
     return parser, text
 
 
+# What any parse that does not raise must give, whatever the text: ids are npu-smi's unsigned
+# numbers, a (card, chip) pair is listed once, names and cells never carry a table bar, ...
+_BUS = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+
+
+def _uint(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9
+
+
+def _cell(v: object) -> bool:
+    return isinstance(v, str) and v == v.strip() and "|" not in v and "\n" not in v
+
+
+def _sound_info(info: NpuInfo) -> None:
+    assert isinstance(info, NpuInfo)
+    pairs = [(d.npu_id, d.chip_id) for d in info.devices]
+    assert len(pairs) == len(set(pairs)), "a (card, chip) pair listed twice"
+    for d in info.devices:
+        assert _uint(d.npu_id) and _uint(d.chip_id)
+        assert d.name and _cell(d.name)
+        assert d.health is None or (d.health and _cell(d.health))
+        assert d.bus_id is None or _BUS.fullmatch(d.bus_id), d.bus_id
+        assert d.logical_id is None or _uint(d.logical_id)
+        assert d.phy_id is None  # A3's Phy-ID is not kept as any id
+    for p in info.processes:
+        assert _uint(p.npu_id) and _uint(p.pid)
+        assert p.chip_id is None or _uint(p.chip_id)
+        assert _cell(p.name)
+        assert p.mem_mib is None or (p.mem_mib >= 0 and math.isfinite(p.mem_mib))
+
+
+def _sound_info_m(chips: tuple[NpuChip, ...]) -> None:
+    assert isinstance(chips, tuple) and chips, "no rows is an error, never an empty answer"
+    pairs = [(c.npu_id, c.chip_id) for c in chips]
+    assert len(pairs) == len(set(pairs))
+    logical = [c.logical_id for c in chips if c.logical_id is not None]
+    assert len(logical) == len(set(logical)), "two chips with one logical id"
+    for c in chips:
+        assert _uint(c.npu_id) and _uint(c.chip_id)
+        assert c.logical_id is None or _uint(c.logical_id)
+        assert c.phy_id is None or _uint(c.phy_id)
+        assert c.name and c.name == " ".join(c.name.split())
+
+
+def _sound_topo(topo: TopoMatrix) -> None:
+    assert isinstance(topo, TopoMatrix)
+    if not topo.supported:
+        assert topo.devices == () and not topo.links and not topo.affinity
+        return
+    assert topo.devices and len(topo.devices) == len(set(topo.devices))
+    assert set(topo.links) == set(topo.affinity) == set(topo.devices)
+    for npu, row in topo.links.items():
+        assert npu not in row and set(row) <= set(topo.devices)
+        assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", t) and t != "X" for t in row.values())
+    for cpus_of in topo.affinity.values():
+        assert cpus_of is None or all(_uint(c) for c in cpus_of)
+    assert all(re.fullmatch(r"NIC[0-9]+", n) for n in topo.nics)
+
+
+def _sound_board(blocks: list[dict[str, str]]) -> None:
+    assert isinstance(blocks, list) and blocks and all(blocks)
+    for i, block in enumerate(blocks):
+        assert i == 0 or next(iter(block)) == "NPU ID", "a new block starts at its NPU ID"
+        for key, value in block.items():
+            assert key and key == key.strip() and ":" not in key
+            assert value == value.strip()
+
+
+SOUND: dict[Parser, Callable[[Any], None]] = {
+    parse_info: _sound_info,
+    parse_info_m: _sound_info_m,
+    parse_topo: _sound_topo,
+    parse_board: _sound_board,
+}
+SOURCE = {
+    parse_info: SRC_INFO,
+    parse_info_m: SRC_INFO_M,
+    parse_topo: SRC_TOPO,
+    parse_board: SRC_BOARD,
+}
+
+
+def model_or_parse_error(parser: Parser, text: str) -> str:
+    """Parse; a model must be sound, an error must name its command and a line of the text.
+    Which of the two it was ("model", "error"), for the caller's statistics."""
+    try:
+        got = parser(text)
+    except ParseError as e:
+        assert e.source == SOURCE[parser], e
+        assert e.line is None or 1 <= e.line <= text.count("\n") + 1, (e.line, e)
+        assert str(e).startswith(SOURCE[parser])
+        return "error"
+    SOUND[parser](got)
+    return "model"
+
+
+def test_every_fixture_and_sample_of_the_corpus_is_a_sound_model() -> None:
+    # unmutated, the corpus parses: the mutations below start from sound models
+    for parser, text in CORPUS:
+        assert model_or_parse_error(parser, text) == "model"
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutated_output_gives_a_model_or_parse_error(case: tuple[Parser, str]) -> None:
     parser, text = case
-    with contextlib.suppress(ParseError):
-        parser(text)
+    event(model_or_parse_error(parser, text))
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=400))
 def test_arbitrary_text_gives_a_model_or_parse_error(text: str) -> None:
     for parser in (parse_info, parse_info_m, parse_topo, parse_board):
-        with contextlib.suppress(ParseError):
-            parser(text)
+        model_or_parse_error(parser, text)

@@ -463,10 +463,13 @@ def _mutated(draw: st.DrawFn, texts: list[str]) -> str:
 
 
 def _model_or_parse_error(parse: Callable[[str], Any], text: str) -> Any:
-    """The parse result, or None when it raised ParseError; any other exception fails."""
+    """The parse result, or None when it raised ParseError naming its source and a line of the
+    text; any other exception fails."""
     try:
         return parse(text)
-    except ParseError:
+    except ParseError as e:
+        assert e.source, e
+        assert e.line is None or 1 <= e.line <= text.count("\n") + 1, (e.line, e)
         return None
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from ascendtune.core import vllm_log
@@ -343,17 +344,75 @@ def test_worker_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(r.workers) == 2 and "too_many_workers" in codes(r)
 
 
+def _sound(r: LogReport, lines: int) -> None:
+    """What any log gives: every line counted, each worker's facts in range, findings that say
+    something, and a report that serialises."""
+    assert r.lines == lines and 0 <= r.lines_cut <= r.lines and not r.truncated
+    assert len(r.workers) <= vllm_log.MAX_WORKERS
+    for w in r.workers:
+        assert w.binding in ("bound", "failed", "skipped", "not seen")
+        assert all(v is None or v >= 0 for v in (w.rank, w.pid, w.dp_rank, w.global_rank))
+        assert 1 <= w.line <= r.lines
+        if w.plan is not None:
+            # -1: a legacy "bound" line whose plan line never came (the NPU is unknown)
+            assert w.plan.npu >= -1
+            assert all(0 <= c < vllm_log.MAX_CPU for c in w.plan.cpus)
+        assert len(w.irqs) <= vllm_log.MAX_IRQS
+        assert (w.cause is None) == (w.cause_text is None)
+    if any(w.binding != "not seen" for w in r.workers):
+        assert r.binding_seen
+    for f in r.findings:
+        assert f.severity in ("error", "warning", "info") and f.code and f.message
+    json.dumps([f.to_json() for f in r.findings])
+    json.dumps(
+        [w.plan.to_json() for w in r.workers if w.plan]
+        + [i.to_json() for w in r.workers for i in w.irqs]
+    )
+
+
+@st.composite
+def mutated_logs(draw: st.DrawFn) -> list[bytes]:
+    """A fixture log with lines deleted, swapped, cut or with a byte changed."""
+    name = draw(st.sampled_from(sorted(p.name for p in FIX.glob("*.log"))))
+    lines = (FIX / name).read_bytes().splitlines()
+    for _ in range(draw(st.integers(1, 6))):
+        if not lines:
+            break
+        i = draw(st.integers(0, len(lines) - 1))
+        op = draw(st.sampled_from(["delete", "swap", "cut", "byte"]))
+        if op == "delete":
+            del lines[i]
+        elif op == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "cut":
+            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))]
+        elif lines[i]:
+            at = draw(st.integers(0, len(lines[i]) - 1))
+            lines[i] = lines[i][:at] + bytes([draw(st.integers(0, 255))]) + lines[i][at + 1 :]
+    return lines
+
+
+@settings(max_examples=150)
+@given(mutated_logs())
+def test_mutated_logs_give_sound_reports(lines: list[bytes]) -> None:
+    r = parse_log(lines)
+    _sound(r, len(lines))
+    event("a plan read" if any(w.plan for w in r.workers) else "no plan")
+
+
 @settings(max_examples=150)
 @given(st.lists(st.binary(max_size=300), max_size=20))
 def test_any_bytes_parse(lines: list[bytes]) -> None:
-    r = parse_log(lines)
-    assert r.lines == len(lines)
+    _sound(parse_log(lines), len(lines))
 
 
 @settings(max_examples=100)
 @given(st.text(alphabet="NPU0123456789:[] main=acl=release=,()\r\x1b pid=Worker_TP", max_size=200))
 def test_binding_like_noise_parses(text: str) -> None:
-    parse_text("INFO 01-01 00:00:00 [cpu_binding.py:1] " + text)
+    line = "INFO 01-01 00:00:00 [cpu_binding.py:1] " + text
+    r = parse_text(line)
+    _sound(r, len(list(split_lines([line.encode("utf-8", errors="surrogateescape")]))))
 
 
 # -- literals ----------------------------------------------------------------------------------------
