@@ -1,13 +1,17 @@
 """Property tests over random GPU hosts built in memory: what every GPU plan must respect, on
 hosts with SMT, interleaved CPU numbering, CPU-less nodes, cut cpusets and L3 groups. The hosts
 are synthetic-host kit specs (ascendtune.synth) and the Host each describes: the Host the reader
-reads from its sysroot (tests/synth/test_spec_roundtrip.py)."""
+reads from its sysroot (tests/synth/test_spec_roundtrip.py).
+
+`plannable_gpu_scenarios` builds hosts on which every policy must plan, so each draw checks a
+plan (a refusal fails); `gpu_scenarios` builds any host, on which a policy plans soundly or
+refuses with a PlanError."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from ascendtune.core.errors import PlanError
@@ -19,6 +23,21 @@ from ascendtune.synth.spec import Cpus, HostSpec, Node, Pci, SelfProc, Thread
 
 POLICIES = ("numa-local", "numa-slice", "node", "socket", "exclusive", "core-complex")
 PARTITIONS = ("numa-local", "numa-slice", "exclusive")  # never share a CPU, never cross a node
+
+
+def cpu_ids(
+    node_sizes: tuple[int, ...], smt: int, interleaved: bool
+) -> dict[tuple[int, int, int], int]:
+    """The CPU number of thread t of core k of node n: in node order, then numbered by the
+    chosen rule."""
+    slots = [
+        (n, k, t) for n, cores in enumerate(node_sizes) for k in range(cores) for t in range(smt)
+    ]
+    if interleaved:  # the i-th CPU of each node before the (i+1)-th of any
+        slots.sort(key=lambda s: (s[2], s[1], s[0]))
+    else:  # upper-half SMT numbering: every node's first threads, then the second ones
+        slots.sort(key=lambda s: (s[2], s[0], s[1]))
+    return {slot: i for i, slot in enumerate(slots)}
 
 
 @dataclass(frozen=True)
@@ -37,18 +56,7 @@ class GpuScenario:
 
     def spec(self) -> HostSpec:
         """The host as the synthetic-host kit describes it: GPUs seen on the PCI bus."""
-        # thread t of core k of node n, in node order, then numbered by the chosen rule
-        slots = [
-            (n, k, t)
-            for n, cores in enumerate(self.node_sizes)
-            for k in range(cores)
-            for t in range(self.smt)
-        ]
-        if self.interleaved:  # the i-th CPU of each node before the (i+1)-th of any
-            slots.sort(key=lambda s: (s[2], s[1], s[0]))
-        else:  # upper-half SMT numbering: every node's first threads, then the second ones
-            slots.sort(key=lambda s: (s[2], s[0], s[1]))
-        cpu_id = {slot: i for i, slot in enumerate(slots)}
+        cpu_id = cpu_ids(self.node_sizes, self.smt, self.interleaved)
         threads = [
             Thread(
                 c,
@@ -149,23 +157,84 @@ def gpu_scenarios(draw: st.DrawFn) -> GpuScenario:
     )
 
 
+@st.composite
+def plannable_gpu_scenarios(draw: st.DrawFn) -> GpuScenario:
+    """Hosts on which every policy plans, built so rather than filtered: each GPU's node is
+    known (its numa_node, or its affinity alone) and has a core for every GPU on it; offline,
+    reserved and cut-out CPUs are only ones no GPU node needs (second threads, cores beyond
+    its GPUs' count, nodes without GPUs); the cpuset holds every GPU node; and the cache
+    topology is there (core-complex groups by it). CPU-less nodes, SMT, interleaved numbering
+    and several sockets stay in."""
+    sizes = tuple(
+        draw(st.lists(st.sampled_from([0, 2, 3, 4, 6, 8]), min_size=1, max_size=6).filter(any))
+    )
+    smt = draw(st.sampled_from([1, 2]))
+    interleaved = draw(st.booleans())
+    cpu_nodes = [n for n, size in enumerate(sizes) if size]
+    per_node = {n: draw(st.integers(0, min(sizes[n], 3))) for n in cpu_nodes}
+    if not any(per_node.values()):
+        per_node[draw(st.sampled_from(cpu_nodes))] = 1
+    homes = [n for n in cpu_nodes for _ in range(per_node[n])][:8]
+    known = st.sampled_from(["numa_node", "affinity"])
+    gpus = tuple(
+        (n if draw(known) == "numa_node" else None, n) for n in draw(st.permutations(homes))
+    )
+    cpu_id = cpu_ids(sizes, smt, interleaved)
+    # what a GPU node needs: the first thread of one core per GPU on it
+    needed = {c for (n, k, t), c in cpu_id.items() if t == 0 and k < per_node.get(n, 0)}
+    spare = sorted(set(cpu_id.values()) - needed)
+    gpu_nodes = {n for n in cpu_nodes if per_node[n]}
+    allowed: frozenset[int] | None = None
+    if draw(st.booleans()):  # a cpuset: every GPU node, some other nodes, less a few spares
+        others = draw(st.sets(st.sampled_from(cpu_nodes)))
+        whole = {c for (n, _k, _t), c in cpu_id.items() if n in gpu_nodes | others}
+        cut = draw(st.sets(st.sampled_from(spare), max_size=2)) if spare else set()
+        allowed = frozenset(whole - cut)
+    offline = frozenset(draw(st.sets(st.sampled_from(spare), max_size=2))) if spare else frozenset()
+    usable = sorted(
+        ((allowed if allowed is not None else set(cpu_id.values())) - offline) & set(spare)
+    )
+    reserve = (
+        frozenset(draw(st.sets(st.sampled_from(usable), max_size=3))) if usable else frozenset()
+    )
+    ids = list(range(len(gpus)))
+    return GpuScenario(
+        node_sizes=sizes,
+        smt=smt,
+        interleaved=interleaved,
+        nodes_per_socket=draw(st.sampled_from([1, 2])),
+        llc_cores=draw(st.sampled_from([2, 4])),
+        offline=offline,
+        allowed=allowed,
+        gpus=gpus,
+        visible=tuple(draw(st.permutations(ids))[: draw(st.integers(1, len(ids)))]),
+        reserve=reserve,
+    )
+
+
 def _plan(s: GpuScenario, policy: str, host: Host | None = None) -> Plan | None:
     """The plan, or None when the policy refuses this host with a PlanError (nothing else)."""
     try:
         plan = make_plan(host or s.host(), s.request(policy))
     except PlanError:
+        event(f"{policy}: refused")
         return None
+    event(f"{policy}: planned")
     assert all(r.cpus for r in plan.ranks), "a rank got no CPU instead of a PlanError"
     return plan
 
 
-@settings(max_examples=100, deadline=None)
-@given(gpu_scenarios(), st.sampled_from(POLICIES))
-def test_planned_cpus_are_online_allowed_and_main_only(s: GpuScenario, policy: str) -> None:
-    host = s.host()
-    plan = _plan(s, policy, host)
-    if plan is None:
-        return
+def _planned(s: GpuScenario, policy: str, host: Host) -> Plan:
+    """The plan of a plannable host: a refusal fails."""
+    try:
+        return make_plan(host, s.request(policy))
+    except PlanError as e:
+        raise AssertionError(f"{policy} refused a plannable host: {e}") from None
+
+
+def _check_sound(s: GpuScenario, host: Host, plan: Plan) -> None:
+    """Every GPU plan: the devices asked for, in order, each on online, allowed, unreserved
+    CPUs, all of them main (CUDA has no acl/release threads, no device IRQs)."""
     assert plan.vendor == "nvidia"
     assert [r.device for r in plan.ranks] == list(s.visible)
     usable = host.cpus_allowed - s.reserve
@@ -175,13 +244,8 @@ def test_planned_cpus_are_online_allowed_and_main_only(s: GpuScenario, policy: s
         assert r.roles.main == r.cpus and not (r.roles.irq or r.roles.acl or r.roles.release)
 
 
-@settings(max_examples=100, deadline=None)
-@given(gpu_scenarios(), st.sampled_from(PARTITIONS))
-def test_partitions_never_share_a_cpu_nor_cross_a_node(s: GpuScenario, policy: str) -> None:
-    host = s.host()
-    plan = _plan(s, policy, host)
-    if plan is None:
-        return
+def _check_partition(s: GpuScenario, host: Host, plan: Plan, policy: str) -> None:
+    """numa-local, numa-slice, exclusive: no CPU shared, no node crossed, whole cores."""
     assert not plan.overlaps
     usable = host.cpus_allowed - s.reserve
     seen: set[int] = set()
@@ -201,36 +265,45 @@ def test_partitions_never_share_a_cpu_nor_cross_a_node(s: GpuScenario, policy: s
             assert host.cpus[c].siblings & usable <= r.cpuset
 
 
+# ---------------------------------------------------------------- plannable hosts: every policy plans
+
+
 @settings(max_examples=100, deadline=None)
-@given(gpu_scenarios())
+@given(plannable_gpu_scenarios(), st.sampled_from(POLICIES))
+def test_planned_cpus_are_online_allowed_and_main_only(s: GpuScenario, policy: str) -> None:
+    host = s.host()
+    _check_sound(s, host, _planned(s, policy, host))
+
+
+@settings(max_examples=100, deadline=None)
+@given(plannable_gpu_scenarios(), st.sampled_from(PARTITIONS))
+def test_partitions_never_share_a_cpu_nor_cross_a_node(s: GpuScenario, policy: str) -> None:
+    host = s.host()
+    _check_partition(s, host, _planned(s, policy, host), policy)
+
+
+@settings(max_examples=100, deadline=None)
+@given(plannable_gpu_scenarios())
 def test_node_mode_stays_within_the_device_node(s: GpuScenario) -> None:
     host = s.host()
-    plan = _plan(s, "node", host)
-    if plan is None:
-        return
+    plan = _planned(s, "node", host)
     usable = host.cpus_allowed - s.reserve
     for r in plan.ranks:
         dev = host.accelerator(r.device)
         assert dev is not None
         node = home_node(host, dev)
-        if node is None:  # unknown node on a one-node host: that node, as torch does
-            [only] = host.cpu_nodes
-            node = only.id
+        assert node is not None  # a plannable host's GPUs have a known node
         [home] = [n for n in host.numa_nodes if n.id == node]
         assert r.cpuset == home.cpus & usable
         assert r.numa_nodes == (node,)
 
 
 @settings(max_examples=100, deadline=None)
-@given(gpu_scenarios())
+@given(plannable_gpu_scenarios())
 def test_socket_and_core_complex_stay_on_their_socket_and_cache(s: GpuScenario) -> None:
     host = s.host()
-    socket_plan, cc_plan = _plan(s, "socket", host), _plan(s, "core-complex", host)
-    if socket_plan is None and cc_plan is None:
-        return
-    node_plan = _plan(s, "node", host)
-    assert node_plan is not None  # socket and core-complex plan from the device's node too
-    for plan in (p for p in (socket_plan, cc_plan) if p is not None):
+    node_plan = _planned(s, "node", host)  # socket and core-complex plan from the device's node
+    for plan in (_planned(s, "socket", host), _planned(s, "core-complex", host)):
         for r in plan.ranks:
             node_cpus = node_plan.ranks[r.rank].cpuset
             sockets = {host.cpus[c].socket for c in node_cpus}
@@ -238,6 +311,31 @@ def test_socket_and_core_complex_stay_on_their_socket_and_cache(s: GpuScenario) 
             if plan.policy == "core-complex":
                 assert r.cpuset <= node_cpus
                 assert len({min(host.cpus[c].llc) for c in r.cpus}) == 1, "one L3 group"
+
+
+# ---------------------------------------------------------------- any host: a sound plan or a PlanError
+
+
+@settings(max_examples=100, deadline=None)
+@given(gpu_scenarios(), st.sampled_from(POLICIES))
+def test_any_gpu_host_plans_soundly_or_raises_plan_error(s: GpuScenario, policy: str) -> None:
+    """Unknown nodes, GPUs on CPU-less nodes, cpusets that miss a GPU's node, too few cores, no
+    cache topology: a policy refuses with a PlanError (nothing else), or plans soundly; the
+    node-mode fallback of a GPU of unknown node on a one-node host is checked here."""
+    host = s.host()
+    plan = _plan(s, policy, host)
+    if plan is None:
+        return
+    _check_sound(s, host, plan)
+    if policy in PARTITIONS:
+        _check_partition(s, host, plan, policy)
+    if policy == "node":
+        for r in plan.ranks:
+            dev = host.accelerator(r.device)
+            assert dev is not None
+            if home_node(host, dev) is None:  # unknown node on a one-node host: that node
+                [only] = host.cpu_nodes
+                assert r.numa_nodes == (only.id,)
 
 
 @settings(max_examples=100, deadline=None)
