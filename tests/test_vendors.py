@@ -250,7 +250,7 @@ def test_a_registered_vendor_is_read_filtered_found_and_captured(
     (w,) = facts.find_workers(root, host)
     assert (w.pid, w.devices, w.vendor, w.found_by) == (77, (0,), "acme", ("fd",))
     # doctor's word for the worker
-    from ascendtune.core.doctor import _dev_word
+    from ascendtune.core.doctor.workers import _dev_word
 
     assert _dev_word(WorkerFacts(77, (0,), ("fd",), vendor="acme")) == "XPU"
     # snapshot: its command replays, its PCI device's files are captured, its variable recorded
