@@ -331,13 +331,13 @@ def test_long_line_counts_as_cut() -> None:
 
 
 def test_line_count_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vllm_log, "MAX_LINES", 3)
+    monkeypatch.setattr(vllm_log.model, "MAX_LINES", 3)
     r = parse_log([b"x"] * 10)
     assert r.truncated and r.lines == 3 and "truncated" in codes(r)
 
 
 def test_worker_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vllm_log, "MAX_WORKERS", 2)
+    monkeypatch.setattr(vllm_log.model, "MAX_WORKERS", 2)
     lines = [
         f"(Worker_TP{i} pid={100 + i}) WARNING 01-01 00:00:00 [w.py:1] Bind cpus failed in rank{i}: x".encode()
         for i in range(5)
