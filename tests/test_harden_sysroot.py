@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
-from ascendtune.host import sysroot as sr
 from ascendtune.host.files import read_plan_json, read_user_file
+from ascendtune.host.roots import archive, walker
 from ascendtune.host.snapshot import capture
 from ascendtune.host.sysroot import DirRoot, open_archive, open_root
 from tests.builder import SysrootBuilder
@@ -147,7 +147,7 @@ def test_a_fifo_or_device_in_a_sysroot_is_refused_at_once(
 def test_a_huge_sysroot_file_names_the_cap(
     sysroot: SysrootBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sr, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(walker, "MAX_FILE_BYTES", 1000)
     atlas_a2(sysroot)
     sysroot.file(ONLINE, "0-3," * 1000)
     res = runner.invoke(app, ["topo", "--sysroot", str(sysroot.root)], env=ENV)
@@ -217,10 +217,10 @@ def test_archive_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
         for i in range(50):
             info = tarfile.TarInfo(f"f{i}")
             tar.addfile(info, io.BytesIO(b""))
-    monkeypatch.setattr(sr, "MAX_ARCHIVE_MEMBERS", 10)
+    monkeypatch.setattr(archive, "MAX_ARCHIVE_MEMBERS", 10)
     with pytest.raises(InvalidInput, match="more than 10 members"):
         open_archive(raw.getvalue(), "x.tar")
-    monkeypatch.setattr(sr, "MAX_ARCHIVE_MEMBERS", 100)
+    monkeypatch.setattr(archive, "MAX_ARCHIVE_MEMBERS", 100)
     assert len(open_archive(raw.getvalue(), "x.tar").files) == 50
     with pytest.raises(InvalidInput, match=r"x\.tar"):
         open_archive(b"\x1f\x8b" + os.urandom(100), "x.tar")
@@ -321,7 +321,7 @@ def test_stdin_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_tool_budget_is_the_runner_timeout() -> None:
-    # sysroot.py writes the number out so that reading a sysroot does not import the runner
+    # host/roots/walker.py writes the number out so that reading a sysroot does not import the runner
     from ascendtune.host import runner
 
     assert DirRoot.tool_budget_s == runner.DEFAULT_TIMEOUT_S

@@ -38,7 +38,7 @@ from ascendtune.core.errors import (
 )
 from ascendtune.host import runner
 from ascendtune.host.cgroup import resolve_cpuset
-from ascendtune.host.sysroot import DirRoot, Root
+from ascendtune.host.roots import DirRoot, Root
 
 PROC = "/proc"
 SYS_CPU_ONLINE = "/sys/devices/system/cpu/online"

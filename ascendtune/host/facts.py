@@ -36,7 +36,7 @@ from ascendtune.core.parsers.interrupts import (
 from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host, read_meta, read_status_list
-from ascendtune.host.sysroot import Root
+from ascendtune.host.roots import Root
 
 CPU_DIR = "sys/devices/system/cpu"
 NUMA_BALANCING = "proc/sys/kernel/numa_balancing"

@@ -25,7 +25,7 @@ from ascendtune.core.vendors import (
 from ascendtune.core.vendors import links_json as links_json  # cli/topo.py imports it from here
 from ascendtune.core.vendors.nvidia import NVML_FILE
 from ascendtune.host import pci
-from ascendtune.host.sysroot import Folder, Root
+from ascendtune.host.roots import Folder, Root
 
 if TYPE_CHECKING:
     from ascendtune.core.cgroup import Cpuset
