@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.errors import InvalidInput
-from ascendtune.host.facts import find_workers, scan_processes
+from ascendtune.host.workers import find_workers, scan_processes
 from ascendtune.host.roots import walker
 from ascendtune.host.sysroot import DirRoot, MemRoot, Root
 from tests.builder import SysrootBuilder

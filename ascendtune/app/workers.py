@@ -387,8 +387,8 @@ def bind_worker(
 
 
 def discover(root: Root) -> tuple[Host, list[WorkerFacts]]:
-    from ascendtune.host.facts import find_workers
     from ascendtune.host.reader import read_host
+    from ascendtune.host.workers import find_workers
 
     host = read_host(root)
     return host, find_workers(root, host)
@@ -415,7 +415,7 @@ def bind_workers(
     require_live(root, opts.dry_run)
     host, workers = discover(root)
     if not workers:
-        from ascendtune.host.facts import scanned_note
+        from ascendtune.host.workers import scanned_note
 
         raise MissingError(
             f"no accelerator worker found on {root.describe()} ({scanned_note(root, host)})",
