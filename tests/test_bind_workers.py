@@ -24,7 +24,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ascendtune.app.options import HostSource
-from ascendtune.app.workers import WatchEvent, WorkersOptions, watch_workers
+from ascendtune.app.keep_bound import WatchEvent, watch_workers
+from ascendtune.app.workers import WorkersOptions
 from ascendtune.cli.app import app
 from tests import schemas
 from tests.hosts import npu_smi_info, npu_smi_m, npu_smi_topo
