@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ascendtune.app.options import HostSource
 from ascendtune.app.keep_bound import WatchEvent, watch_workers
+from ascendtune.app.options import HostSource
 from ascendtune.app.workers import WorkersOptions
 from ascendtune.cli.app import app
 from tests import schemas

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.errors import InvalidInput
-from ascendtune.host.workers import find_workers, scan_processes
 from ascendtune.host.roots import walker
 from ascendtune.host.sysroot import DirRoot, MemRoot, Root
+from ascendtune.host.workers import find_workers, scan_processes
 from tests.builder import SysrootBuilder
 
 SECRET = "OUTSIDE-SECRET-91c2"

@@ -9,7 +9,9 @@ from enum import Enum
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from ascendtune.cli.app import app
 from ascendtune.core import vendors
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from ascendtune.core.doctor import WorkerFacts
@@ -339,3 +341,21 @@ def test_front_end_fields_match_what_the_app_decides() -> None:
         assert app_plan.resolve_policy(host, "auto") == vendors.vendor_of(host).default_policy
     for p in vendors.profiles():
         assert p.default_policy in POLICIES and p.vendor in POLICIES[p.default_policy].vendors
+
+
+def test_a_new_vendor_compares_the_policies_its_profile_names(
+    acme: VendorProfile, sysroot: SysrootBuilder
+) -> None:
+    """`plan --policy compare` on a vendor the planner never heard of: the profile's families
+    (ascendtune's own by default), no edit of the planner."""
+    from ascendtune.core.planner import POLICIES, compare_policies
+
+    assert acme.compare_families == ("ascendtune",)
+    assert compare_policies(acme.vendor) == ("numa-local", "numa-slice")
+    assert acme.vendor in POLICIES["numa-local"].vendors
+    assert acme.vendor not in POLICIES["vllm-ascend"].vendors
+    res = CliRunner().invoke(
+        app, ["plan", "--sysroot", str(_acme_host(sysroot).root), "--policy", "compare", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert list(json.loads(res.stdout)["policies"]) == ["numa-local", "numa-slice"]

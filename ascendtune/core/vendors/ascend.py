@@ -252,7 +252,9 @@ ASCEND = VendorProfile(
     processes_from="npu-smi",
     thread_roles=True,
     default_policy="vllm-ascend",  # what will happen
-    # torchrun's modes are for GPU users' habits: plannable on NPUs, left out of the comparison
+    # vLLM-Ascend's own plan and ours; torchrun's modes are for GPU users' habits: plannable on
+    # NPUs, left out of the comparison
+    compare_families=("runtime", "ascendtune"),
     card_columns=True,
     merge_device_notes=False,
     cpuless_node_note="vLLM-Ascend's next-node rule skips them",

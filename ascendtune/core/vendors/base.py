@@ -96,6 +96,8 @@ class VendorProfile(NamedTuple):
     soc_of: Callable[[Host], Soc]  # the family the planner plans for
     # /dev/<device_file>N -> logical id (best effort: N is what the driver numbers)
     logical_of_device_file: Callable[[Host, int], int] = lambda host, n: n
+    # the policy families (core.policies) `plan --policy compare` sets side by side here
+    compare_families: tuple[str, ...] = ("ascendtune",)
 
     def is_accelerator(self, device_id: str, pci_class: str | None) -> bool:
         cls = (pci_class or "").lower()

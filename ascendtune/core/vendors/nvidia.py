@@ -376,6 +376,7 @@ NVIDIA = VendorProfile(
     processes_from="nvml",
     thread_roles=False,
     default_policy="numa-local",
+    compare_families=("ascendtune", "torchrun"),  # ours and torchrun's modes
     card_columns=False,  # a GPU's index is its id
     merge_device_notes=True,
     cpuless_node_note=(
