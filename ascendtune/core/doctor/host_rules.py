@@ -21,6 +21,7 @@ from ascendtune.core.doctor.persist import (
     sysctl_persist,
 )
 from ascendtune.core.doctor.report import Check, Status
+from ascendtune.core.planner.findings import CPUSET_CODES
 
 # CAP_SYS_NICE is bit 23 of the capability sets (linux/capability.h).
 CAP_SYS_NICE_BIT = 23
@@ -235,9 +236,7 @@ def _judge_cpuset(inp: DoctorInput) -> Verdict:
         return "fail", value, f"{plan.policy} cannot bind under this cpuset: {plan.error}"
     notes: list[str] = []
     if plan.plan is not None:
-        notes += [
-            f.message for f in plan.plan.findings if "cpuset" in f.message or "idle" in f.message
-        ]
+        notes += [f.message for f in plan.plan.findings if f.code in CPUSET_CODES]
     if allowed != online:
         per_node = {n.id: len(n.cpus & allowed) for n in host.cpu_nodes if n.cpus & allowed}
         if len(set(per_node.values())) > 1:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.findings import Finding
 from ascendtune.core.planner.model import Plan, PlanRequest
 from ascendtune.core.vllm_log.findings import worker_name
-from ascendtune.core.vllm_log.model import LogFinding, LogReport
+from ascendtune.core.vllm_log.model import LogReport
 
 
 def _version_tuple(v: str) -> tuple[int, int] | None:
@@ -66,10 +67,10 @@ def plan_request(report: LogReport) -> PlanRequest:
     )
 
 
-def compare_with_plan(report: LogReport, plan: Plan) -> tuple[LogFinding, ...]:
+def compare_with_plan(report: LogReport, plan: Plan) -> tuple[Finding, ...]:
     """Logged pools beside the predicted ones, NPU by NPU: each difference becomes a finding."""
     by_npu = {rp.logical_id: rp for rp in plan.ranks}
-    out: list[LogFinding] = []
+    out: list[Finding] = []
     matched: list[int] = []
     for w in report.workers:
         if w.plan is None or not w.plan.cpus:
@@ -78,13 +79,13 @@ def compare_with_plan(report: LogReport, plan: Plan) -> tuple[LogFinding, ...]:
         rp = by_npu.get(w.plan.npu)
         if rp is None:
             out.append(
-                LogFinding(
+                Finding(
                     "plan_npu_unpredicted",
                     "warning",
-                    rank,
                     f"{worker_name(w)} was bound for NPU {w.plan.npu}, which ascendtune's plan does not "
                     f"give a pool (planned NPUs: {format_cpulist(by_npu)})",
                     "the host given (--sysroot/--demo) may not be the one that wrote the log",
+                    ranks=rank,
                 )
             )
             continue
@@ -108,24 +109,24 @@ def compare_with_plan(report: LogReport, plan: Plan) -> tuple[LogFinding, ...]:
                 diffs.append(f"IRQ CPUs {got[0]},{got[1]} (predicted {','.join(map(str, want))})")
         if diffs:
             out.append(
-                LogFinding(
+                Finding(
                     "plan_differs",
                     "warning",
-                    rank,
                     f"{worker_name(w)} on NPU {w.plan.npu}: " + "; ".join(diffs),
                     "the host changed since the log (cpuset, visible NPUs, busy NPUs), or the "
                     "log comes from another host or version",
+                    ranks=rank,
                 )
             )
         elif w.rank is not None:
             matched.append(w.rank)
     if matched:
         out.append(
-            LogFinding(
+            Finding(
                 "plan_matches",
                 "info",
-                tuple(sorted(set(matched))),
                 "the logged pools are the ones ascendtune predicts for this host",
+                ranks=tuple(sorted(set(matched))),
             )
         )
     return tuple(out)

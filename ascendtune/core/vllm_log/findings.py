@@ -7,26 +7,26 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.findings import Finding
 from ascendtune.core.vllm_log import model
-from ascendtune.core.vllm_log.model import LogFinding, WorkerLog
+from ascendtune.core.vllm_log.model import WorkerLog
 
 if TYPE_CHECKING:
     from ascendtune.core.vllm_log.parser import LogParser
 
 
-def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFinding]:
+def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
     """What the log as a whole tells: binding absent or cut short, fallbacks, overlaps."""
-    out: list[LogFinding] = []
+    out: list[Finding] = []
 
     def ranks(ws: Iterable[WorkerLog]) -> tuple[int, ...]:
         return tuple(sorted({w.rank for w in ws if w.rank is not None}))
 
     if not p.binding_seen:
         out.append(
-            LogFinding(
+            Finding(
                 "no_binding_lines",
                 "info",
-                (),
                 "the log holds no CPU-binding line of vLLM-Ascend",
                 "binding is off (additional-config enable_cpu_binding false), the log starts "
                 "after the workers warmed up, or it is not a vLLM-Ascend log",
@@ -39,23 +39,23 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFindin
     for code, ws in by_cause.items():
         w0 = ws[0]
         out.append(
-            LogFinding(
+            Finding(
                 f"binding_failed.{code}",
                 "error",
-                ranks(ws),
                 f"CPU binding failed ({w0.reason}): {w0.cause_text}",
                 w0.fix or "",
+                ranks=ranks(ws),
             )
         )
     skipped = [w for w in workers if w.binding == "skipped"]
     if skipped:
         out.append(
-            LogFinding(
+            Finding(
                 "binding_skipped",
                 "warning",
-                ranks(skipped),
                 f"CPU binding was skipped: {skipped[0].reason}",
                 "bind the workers yourself: `ascendtune bind --workers`",
+                ranks=ranks(skipped),
             )
         )
     unseen = [w for w in workers if w.binding == "not seen"]
@@ -66,13 +66,13 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFindin
             for w in unseen[:8]
         )
         out.append(
-            LogFinding(
+            Finding(
                 "binding_not_logged",
                 "warning",
-                ranks(unseen),
                 f"{len(unseen)} worker(s) printed no CPU-binding line while others did: {who}",
                 "binding runs after warm-up; a worker that died or hung before it, or a log "
                 "cut early, shows so; check that worker's own lines",
+                ranks=ranks(unseen),
             )
         )
     for prefix, code, hint in (
@@ -90,7 +90,7 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFindin
                 if s.startswith(prefix) and "by design" not in s:
                     texts.setdefault(s, []).append(w)
         for text, ws in texts.items():
-            out.append(LogFinding(code, "warning", ranks(ws), text, hint))
+            out.append(Finding(code, "warning", text, hint, ranks=ranks(ws)))
     silent = [
         w
         for w in workers
@@ -102,32 +102,31 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFindin
     ]
     if silent:
         out.append(
-            LogFinding(
+            Finding(
                 "irq_not_logged",
                 "info",
-                ranks(silent),
                 "no IRQ binding line after the plan: vLLM-Ascend up to v0.26.0rc returns "
                 "silently when /proc/irq is not writable (or the log was cut)",
                 "check `/proc/irq/*/smp_affinity_list` of the NPU's sq_send_trigger_irq",
+                ranks=ranks(silent),
             )
         )
     if p.fallback_ranks:
         out.append(
-            LogFinding(
+            Finding(
                 "topo_fallback",
                 "warning",
-                tuple(sorted(p.fallback_ranks)),
                 "npu-smi gave no topology affinity: binding fell back to global_slice, "
                 "which ignores NUMA",
                 "check `npu-smi info -t topo` (driver version)",
+                ranks=tuple(sorted(p.fallback_ranks)),
             )
         )
     if p.irqbalance_stopped:
         out.append(
-            LogFinding(
+            Finding(
                 "irqbalance_stopped",
                 "info",
-                (),
                 "vLLM-Ascend stopped the irqbalance service to bind NPU IRQs; it stays stopped",
                 "`systemctl start irqbalance` after the server exits, if the host needs it",
             )
@@ -136,48 +135,44 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFindin
     cut_plans = [w for w in p.workers.values() if w.cut_plan and w.plan is None]
     if cut_plans:
         out.append(
-            LogFinding(
+            Finding(
                 "plan_line_cut",
                 "warning",
-                tuple(sorted({w.rank for w in cut_plans if w.rank is not None})),
                 f"{len(cut_plans)} plan line(s) are cut short: those workers' CPUs are unknown",
                 "read the full log (not a truncated copy)",
+                ranks=tuple(sorted({w.rank for w in cut_plans if w.rank is not None})),
             )
         )
     if p.cut:
         out.append(
-            LogFinding(
+            Finding(
                 "lines_cut",
                 "info",
-                (),
                 f"{p.cut} line(s) longer than {model.MAX_LINE_BYTES} bytes were cut",
             )
         )
     if p.truncated:
         out.append(
-            LogFinding(
+            Finding(
                 "truncated",
                 "warning",
-                (),
                 f"stopped after {model.MAX_LINES} lines; later lines were not read",
                 "cut the log to the server start-up (binding happens after warm-up)",
             )
         )
     if p.dropped_workers:
         out.append(
-            LogFinding(
+            Finding(
                 "too_many_workers",
                 "warning",
-                (),
                 f"more than {model.MAX_WORKERS} workers: the rest were not tracked",
             )
         )
     if p.args_unparsed:
         out.append(
-            LogFinding(
+            Finding(
                 "args_unparsed",
                 "info",
-                (),
                 "the `non-default args` line could not be read (cut short, too large, or not "
                 "a Python literal)",
             )
@@ -185,10 +180,10 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[LogFindin
     return out
 
 
-def _overlaps(workers: tuple[WorkerLog, ...]) -> list[LogFinding]:
+def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
     """Workers of one log bound to the same NPU's pool or to shared CPUs (vLLM ≥ 0.24 with DP
     before vLLM-Ascend PR #15517: every DP engine indexes the unnarrowed NPU list by local rank)."""
-    out: list[LogFinding] = []
+    out: list[Finding] = []
     planned = [w for w in workers if w.plan is not None and w.plan.cpus]
     same_npu: dict[int, list[WorkerLog]] = {}
     for w in planned:
@@ -198,15 +193,15 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[LogFinding]:
         if len(ws) > 1:
             who = ", ".join(worker_name(w) for w in ws)
             out.append(
-                LogFinding(
+                Finding(
                     "same_npu_pool",
                     "warning",
-                    tuple(sorted({w.rank for w in ws if w.rank is not None})),
                     f"{who} were all bound to NPU {npu}'s CPUs "
                     f"{format_cpulist(ws[0].plan.cpus if ws[0].plan else ())}",
                     "data parallel on vLLM ≥ 0.24 with vLLM-Ascend before the binding fix "
                     "(PR #15517): each DP engine binds to the first NPUs' pools; upgrade, or "
                     "rebind with `ascendtune bind --workers`",
+                    ranks=tuple(sorted({w.rank for w in ws if w.rank is not None})),
                 )
             )
     seen_pairs = {id(w) for ws in same_npu.values() if len(ws) > 1 for w in ws}
@@ -218,13 +213,13 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[LogFinding]:
             shared = a.plan.cpus & b.plan.cpus
             if shared:
                 out.append(
-                    LogFinding(
+                    Finding(
                         "shared_cpus",
                         "warning",
-                        tuple(sorted({r for r in (a.rank, b.rank) if r is not None})),
                         f"{worker_name(a)} and {worker_name(b)} share CPUs {format_cpulist(shared)}",
                         "pools of one job should not overlap; `ascendtune plan --policy compare` "
                         "shows disjoint alternatives",
+                        ranks=tuple(sorted({r for r in (a.rank, b.rank) if r is not None})),
                     )
                 )
     return out

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.findings import Finding
 
 # Bounded memory: a log may be gigabytes, a line megabytes (a pasted tensor), or never end.
 MAX_LINE_BYTES = 64 * 1024
@@ -20,7 +21,6 @@ MAX_LITERAL_NODES = 100_000
 MAX_CPU = 1 << 16
 
 Binding = Literal["bound", "failed", "skipped", "not seen"]
-Severity = Literal["error", "warning", "info"]
 
 
 @dataclass(frozen=True)
@@ -91,30 +91,12 @@ class WorkerLog:
 
 
 @dataclass(frozen=True)
-class LogFinding:
-    code: str
-    severity: Severity
-    ranks: tuple[int, ...]
-    message: str
-    hint: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "ranks": list(self.ranks),
-            "message": self.message,
-            "hint": self.hint,
-        }
-
-
-@dataclass(frozen=True)
 class LogReport:
     workers: tuple[WorkerLog, ...]
     args: Mapping[str, Any] | None  # vLLM's `non-default args: {...}`
     additional_config: Mapping[str, Any] | None
     versions: Mapping[str, str]  # "vllm", "vllm_ascend" when the log names them
-    findings: tuple[LogFinding, ...]
+    findings: tuple[Finding, ...]
     lines: int  # lines read
     lines_cut: int  # longer than MAX_LINE_BYTES, or ending mid-record
     binding_seen: bool  # any CPU-binding line at all
