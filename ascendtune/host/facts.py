@@ -8,15 +8,13 @@ from ascendtune.host.workers.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
 
 from ascendtune.core import vendors
-from ascendtune.core.doctor import (
-    TOOLS,
-    FileValue,
-    HostFacts,
-)
+from ascendtune.core.doctor import TOOLS, HostFacts
+from ascendtune.core.doctor.facts import INTERRUPTS, TUNED_PROFILE, is_pattern
+from ascendtune.core.doctor.host_rules import declared_reads
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host
 from ascendtune.core.parsers.interrupts import (
@@ -30,7 +28,7 @@ from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host
 from ascendtune.host.roots import Root
-from ascendtune.host.workers import ProcessScan, meta_of, status_int
+from ascendtune.host.workers import ProcessScan, meta_of
 
 # worker discovery lives in host.workers; these names stay importable here for the application
 # layer's doctor and worker_pids, which have not moved to it yet
@@ -38,64 +36,45 @@ from ascendtune.host.workers import find_workers as find_workers
 from ascendtune.host.workers import scan_processes as scan_processes
 from ascendtune.host.workers import scanned_note as scanned_note
 
-CPU_DIR = "sys/devices/system/cpu"
-NUMA_BALANCING = "proc/sys/kernel/numa_balancing"
-SWAPPINESS = "proc/sys/vm/swappiness"
-SWAPS = "proc/swaps"
-SCHED_MIGRATION = "proc/sys/kernel/sched_migration_cost_ns"
-SCHED_MIGRATION_DEBUGFS = "sys/kernel/debug/sched/migration_cost_ns"  # kernels >= 5.13
-THP = "sys/kernel/mm/transparent_hugepage/enabled"
-SELF_STATUS = "proc/self/status"
-SELF_CGROUP = "proc/self/cgroup"
-CGROUP2_MARK = "sys/fs/cgroup/cgroup.controllers"
-CGROUP2_CPUSET = "cpuset.cpus.effective"
-CGROUP1_CPUSET_DIR = "sys/fs/cgroup/cpuset"
-CGROUP1_CPUSET = "cpuset.effective_cpus"
-OS_RELEASE = "etc/os-release"
-META = "meta.json"
-INTERRUPTS = "proc/interrupts"
 PCI_DIR = "sys/bus/pci/devices"
 HUAWEI_VENDOR = "0x19e5"
-TUNED_PROFILE = "etc/tuned/active_profile"
 TUNED_DIR = "usr/lib/tuned"
-# RHEL / openEuler, then Debian / Ubuntu
-IRQBALANCE_CONFIGS = ("etc/sysconfig/irqbalance", "etc/default/irqbalance")
-
-# Fixed files doctor reads (per-CPU governors, processes and cgroup files come on top).
-KNOB_PATHS = (
-    NUMA_BALANCING,
-    SWAPPINESS,
-    SWAPS,
-    SCHED_MIGRATION,
-    SCHED_MIGRATION_DEBUGFS,
-    THP,
-    SELF_STATUS,
-    SELF_CGROUP,
-    CGROUP2_MARK,
-    f"sys/fs/cgroup/{CGROUP2_CPUSET}",
-    f"{CGROUP1_CPUSET_DIR}/{CGROUP1_CPUSET}",
-    OS_RELEASE,
-    META,
-    INTERRUPTS,
-    TUNED_PROFILE,
-    *IRQBALANCE_CONFIGS,
-)
 LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 
 
-# ---- the host -----------------------------------------------------------------------------------
+# ---- the files the rules declare ----------------------------------------------------------------
 
 
-def _governors(root: Root) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for entry in root.listdir(CPU_DIR) or []:
-        m = re.fullmatch(r"cpu(\d+)", entry)
-        if not m:
+def expand(root: Root, path: str) -> list[str]:
+    """The paths under root a declared path stands for: itself, or a pattern's matches (a
+    component with `*`, `?` or `[...]` is matched against its folder's listing)."""
+    if not is_pattern(path):
+        return [path]
+    found = [""]
+    for part in path.split("/"):
+        if not is_pattern(part):
+            found = [f"{f}/{part}" if f else part for f in found]
             continue
-        text = root.read_text(f"{CPU_DIR}/{entry}/cpufreq/scaling_governor")
-        if text is not None and text.strip():
-            out[int(m.group(1))] = text.strip()
+        grown = []
+        for f in found:
+            names = root.listdir(f or ".") or []
+            grown += [f"{f}/{n}" if f else n for n in sorted(names) if fnmatchcase(n, part)]
+        found = grown
+    return found
+
+
+def read_declared(root: Root, declared: Iterable[str]) -> dict[str, str | None]:
+    """Each declared file's text (None: absent); a pattern's files only where present."""
+    out: dict[str, str | None] = {}
+    for decl in declared:
+        for path in expand(root, decl):
+            text = root.read_text(path)
+            if text is not None or not is_pattern(decl):
+                out[path] = text
     return out
+
+
+# ---- the host -----------------------------------------------------------------------------------
 
 
 def tools_of(root: Root, meta: Mapping[str, object]) -> dict[str, str | None] | None:
@@ -131,18 +110,6 @@ def _arch(root: Root, meta: Mapping[str, object]) -> str | None:
     return None if arch is None else str(arch)
 
 
-def _os_ids(root: Root) -> tuple[str, ...]:
-    text = root.read_text(OS_RELEASE)
-    if text is None:
-        return ()
-    ids: list[str] = []
-    for line in text.splitlines():
-        key, _, val = line.partition("=")
-        if key.strip() in ("ID", "ID_LIKE"):
-            ids += val.strip().strip('"').lower().split()
-    return tuple(ids)
-
-
 def _npu_msi_dirs(root: Root) -> dict[str, str]:
     """Huawei PCI address -> its msi_irqs folder, where the folder is readable."""
     out: dict[str, str] = {}
@@ -175,10 +142,10 @@ def _irq_facts(
     return aff, msi
 
 
-def _tuned(root: Root, tools: Mapping[str, str | None] | None) -> bool | None:
+def _tuned(root: Root, tools: Mapping[str, str | None] | None, profile: str | None) -> bool | None:
     if tools is not None and tools.get("tuned-adm"):
         return True
-    if root.read_text(TUNED_PROFILE) is not None or root.listdir(TUNED_DIR) is not None:
+    if profile is not None or root.listdir(TUNED_DIR) is not None:
         return True
     if tools is not None and "tuned-adm" in tools:
         return False
@@ -191,42 +158,24 @@ def gather_host_facts(root: Root, scan: ProcessScan | None = None) -> HostFacts:
     if scan is None:
         scan = scan_processes(root, devices=False)
     meta = meta_of(root)
-    status = root.read_text(SELF_STATUS)
-    migration = FileValue(SCHED_MIGRATION, root.read_text(SCHED_MIGRATION))
-    if migration.text is None:
-        debugfs = root.read_text(SCHED_MIGRATION_DEBUGFS)
-        if debugfs is not None:
-            migration = FileValue(SCHED_MIGRATION_DEBUGFS, debugfs)
     own = resolve_cpuset(root)
     tools = tools_of(root, meta)
-    interrupts = root.read_text(INTERRUPTS)
-    irq_aff, msi = _irq_facts(root, interrupts)
-    profile = root.read_text(TUNED_PROFILE)
+    files = read_declared(root, declared_reads())
+    irq_aff, msi = _irq_facts(root, files.get(INTERRUPTS))
     return HostFacts(
         root=root.describe(),
         live=root.live,
-        governors=_governors(root),
-        numa_balancing=FileValue(NUMA_BALANCING, root.read_text(NUMA_BALANCING)),
-        swappiness=FileValue(SWAPPINESS, root.read_text(SWAPPINESS)),
-        swaps=root.read_text(SWAPS),
-        sched_migration_cost=migration,
-        thp=FileValue(THP, root.read_text(THP)),
+        files=files,
         irqbalance_pids=scan.irqbalance,
         cgroup_version=own.version if own is not None else cgroup_version(root),
         cgroup_cpuset=own.cpus if own is not None else None,
-        cap_eff=status_int(status, "CapEff", 16),
         tools=tools,
         arch=_arch(root, meta),
         env=_env(root, meta),
-        os_ids=_os_ids(root),
-        uid=status_int(status, "Uid"),
         cgroup_cpuset_file=own.file if own is not None else None,
-        interrupts=interrupts,
         irq_affinity=irq_aff,
         msi_irqs=msi,
-        tuned=_tuned(root, tools),
-        tuned_profile=profile.strip() or None if profile is not None else None,
-        irqbalance_config=next((p for p in IRQBALANCE_CONFIGS if root.exists(p)), None),
+        tuned=_tuned(root, tools, files.get(TUNED_PROFILE)),
     )
 
 
@@ -240,10 +189,11 @@ def _existing(root: Root, paths: Iterable[str | None]) -> list[str]:
 def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     """Every path, relative to root, that `doctor` reads on this host and that exists.
 
-    Files (knobs, per-CPU governors, proc/self/{status,cgroup,mountinfo}, etc/os-release, the
-    cpuset files the cgroup resolver used, irqbalance's proc/PID/comm, proc/interrupts with
-    proc/irq/N/smp_affinity_list (or smp_affinity) of the NPU SQ/CQ interrupts, each Huawei
-    device's msi_irqs/N entries, the tuned profile and irqbalance config) and, for each worker,
+    Files: every file the host rules declare (Rule.reads: knobs, per-CPU governors, etc/os-release,
+    proc/self/status, proc/interrupts, the tuned profile, irqbalance's config, ...), the cpuset
+    files the cgroup resolver used, irqbalance's proc/PID/comm, proc/irq/N/smp_affinity_list (or
+    smp_affinity) of the NPU SQ/CQ interrupts, each Huawei device's msi_irqs/N entries; and, for
+    each worker,
     proc/PID/{status,comm,cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents'
     proc/PPID/{stat,comm} and the cpuset files its cgroup resolved to. Entries under proc/PID/fd/ are symbolic links (to
     /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
@@ -255,11 +205,7 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
             host = read_host(root)
         except AscendtuneError:
             host = None
-    paths: list[str] = []
-    paths += _existing(root, KNOB_PATHS)
-    for entry in root.listdir(CPU_DIR) or []:
-        if re.fullmatch(r"cpu\d+", entry):
-            paths += _existing(root, [f"{CPU_DIR}/{entry}/cpufreq/scaling_governor"])
+    paths = [p for p, text in read_declared(root, declared_reads()).items() if text is not None]
     paths += cpuset_paths(root)
     scan = scan_processes(root)
     paths += [f"proc/{p}/comm" for p in scan.irqbalance or ()]

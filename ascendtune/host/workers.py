@@ -14,6 +14,7 @@ from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.doctor import Ancestor, ThreadFacts, WorkerFacts
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host
+from ascendtune.core.parsers.procfs import status_int
 from ascendtune.host.cgroup import resolve_cpuset
 from ascendtune.host.reader import read_meta, read_status_list
 from ascendtune.host.roots import Root
@@ -24,18 +25,6 @@ def pids_of(root: Root) -> list[int] | None:
     if entries is None:
         return None
     return sorted(int(e) for e in entries if (e.isascii() and e.isdigit()))
-
-
-def status_int(status: str | None, key: str, base: int = 10) -> int | None:
-    if status is None:
-        return None
-    raw = read_status_list(status, key)
-    if not raw:
-        return None
-    try:
-        return int(raw.split()[0], base)
-    except ValueError:
-        return None
 
 
 def proc_scanned(root: Root, meta: Mapping[str, object] | None = None) -> bool:

@@ -9,8 +9,23 @@ from typing import NamedTuple
 
 from ascendtune.core import vendors
 from ascendtune.core.cpulist import format_cpulist
-from ascendtune.core.doctor.facts import DoctorInput, FileValue
-from ascendtune.core.doctor.irq import npu_irq_checks
+from ascendtune.core.doctor.facts import (
+    GOVERNORS,
+    IRQBALANCE_CONFIGS,
+    META,
+    NUMA_BALANCING,
+    OS_RELEASE,
+    SCHED_MIGRATION,
+    SCHED_MIGRATION_DEBUGFS,
+    SELF_STATUS,
+    SWAPPINESS,
+    SWAPS,
+    THP,
+    TUNED_PROFILE,
+    DoctorInput,
+    FileValue,
+)
+from ascendtune.core.doctor.irq import IRQ_READS, npu_irq_checks
 from ascendtune.core.doctor.persist import (
     SCHED_MIGRATION_COST_MAX_NS,
     SCHED_MIGRATION_COST_NS,
@@ -39,8 +54,12 @@ class Rule(NamedTuple):
     fix: str | FixFn
     judge: Callable[[DoctorInput], Verdict]
     persist: str | PersistFn | None = None  # the fix that survives a reboot
+    # the files (facts.py) its judge and fixes read: gathered for it and captured by `snapshot`;
+    # it sees no other (HostFacts.only)
+    reads: tuple[str, ...] = ()
 
     def check(self, inp: DoctorInput) -> Check:
+        inp = inp._replace(facts=inp.facts.only(self.reads))
         status, value, detail = self.judge(inp)
         fix = persistent = None
         if status in ("warn", "fail"):
@@ -102,7 +121,7 @@ def _judge_governor(inp: DoctorInput) -> Verdict:
 
 
 def _judge_numa_balancing(inp: DoctorInput) -> Verdict:
-    fv = inp.facts.numa_balancing
+    fv = inp.facts.file(NUMA_BALANCING)
     if fv.value is None:
         return _missing(fv, "this kernel has no automatic NUMA balancing, nothing to turn off")
     if fv.value == "0":
@@ -124,7 +143,7 @@ def _swap_active(swaps: str | None) -> bool | None:
 
 
 def _judge_swappiness(inp: DoctorInput) -> Verdict:
-    fv = inp.facts.swappiness
+    fv = inp.facts.file(SWAPPINESS)
     v = _int(fv.value)
     if fv.value is None:
         return _missing(fv)
@@ -132,7 +151,7 @@ def _judge_swappiness(inp: DoctorInput) -> Verdict:
         return "skip", fv.value, f"{fv.path} is not a number"
     if v <= 1:
         return "ok", str(v), None
-    active = _swap_active(inp.facts.swaps)
+    active = _swap_active(inp.facts.text(SWAPS))
     why = "swapping model pages out costs seconds of latency (vLLM-Ascend tuning guide 4.2)"
     if active is False:
         return "warn", str(v), f"no swap is active now, but once some is added: {why}"
@@ -175,7 +194,7 @@ _BRACKET = re.compile(r"\[(\w+)\]")
 
 
 def _judge_thp(inp: DoctorInput) -> Verdict:
-    fv = inp.facts.thp
+    fv = inp.facts.file(THP)
     if fv.value is None:
         return _missing(fv, "this kernel has no transparent hugepages")
     m = _BRACKET.search(fv.value)
@@ -368,6 +387,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
         _judge_governor,
         persist_governor,
+        reads=(GOVERNORS, TUNED_PROFILE, OS_RELEASE),
     ),
     Rule(
         "numa_balancing",
@@ -375,6 +395,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "sysctl -w kernel.numa_balancing=0",
         _judge_numa_balancing,
         sysctl_persist("kernel.numa_balancing", 0),
+        reads=(NUMA_BALANCING,),
     ),
     Rule(
         "swappiness",
@@ -382,6 +403,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "sysctl -w vm.swappiness=0",
         _judge_swappiness,
         sysctl_persist("vm.swappiness", 0),
+        reads=(SWAPPINESS, SWAPS),
     ),
     Rule(
         "sched_migration_cost",
@@ -389,6 +411,7 @@ HOST_RULES: tuple[Rule, ...] = (
         _migration_fix,
         _judge_migration,
         persist_migration,
+        reads=(SCHED_MIGRATION, SCHED_MIGRATION_DEBUGFS),
     ),
     Rule(
         "thp",
@@ -396,6 +419,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "echo never > /sys/kernel/mm/transparent_hugepage/enabled",
         _judge_thp,
         persist_thp,
+        reads=(THP, TUNED_PROFILE, OS_RELEASE),
     ),
     Rule(
         "irqbalance",
@@ -403,6 +427,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "systemctl stop irqbalance",
         _judge_irqbalance,
         irqbalance_ban,
+        reads=(*IRQBALANCE_CONFIGS, OS_RELEASE),
     ),
     Rule(
         "cgroup_cpuset",
@@ -415,6 +440,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "CAP_SYS_NICE present",
         "run as root, or give the container --cap-add SYS_NICE",
         _judge_cap,
+        reads=(SELF_STATUS,),
     ),
     Rule(
         "npu_smi",
@@ -429,6 +455,7 @@ HOST_RULES: tuple[Rule, ...] = (
         "installed",
         _install("numactl"),
         _tool_judge("numactl", "`ascendtune bind --membind` and `numactl --membind` need it"),
+        reads=(META, OS_RELEASE),
     ),
     Rule(
         "migratepages",
@@ -438,6 +465,7 @@ HOST_RULES: tuple[Rule, ...] = (
             "migratepages",
             "vLLM-Ascend skips memory migration without it: pages stay on remote NUMA nodes",
         ),
+        reads=(META, OS_RELEASE),
     ),
     Rule(
         "taskset",
@@ -446,8 +474,15 @@ HOST_RULES: tuple[Rule, ...] = (
         _tool_judge(
             "taskset", "vLLM-Ascend binds threads with `taskset -acp`", fail_with_npus=True
         ),
+        reads=(META, OS_RELEASE),
     ),
-    Rule("arch", "aarch64", "ascendtune bind --rank R --pid PID  # for each worker", _judge_arch),
+    Rule(
+        "arch",
+        "aarch64",
+        "ascendtune bind --rank R --pid PID  # for each worker",
+        _judge_arch,
+        reads=(META,),
+    ),
     Rule(
         "locale",
         "C, POSIX, en_* or unset",
@@ -455,12 +490,18 @@ HOST_RULES: tuple[Rule, ...] = (
         _judge_locale,
         "set LC_ALL=C.UTF-8 in the server's environment (its systemd unit's Environment=, "
         "or docker run -e LC_ALL=C.UTF-8)",
+        reads=(META,),
     ),
 )
 
 # tuned-adm only tells which persistent fix to give (a tuned profile where tuned runs)
 TOOLS = ("npu-smi", "numactl", "migratepages", "taskset", "tuned-adm")
 HOST_CHECK_IDS = tuple(r.id for r in HOST_RULES)
+
+
+def declared_reads() -> tuple[str, ...]:
+    """Every file the host rules and the NPU interrupt rows declare, each once, in order."""
+    return tuple(dict.fromkeys((*(p for rule in HOST_RULES for p in rule.reads), *IRQ_READS)))
 
 
 def host_checks(inp: DoctorInput) -> list[Check]:

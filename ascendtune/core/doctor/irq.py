@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
-from ascendtune.core.doctor.facts import DoctorInput, PlanFacts
+from ascendtune.core.doctor.facts import (
+    INTERRUPTS,
+    IRQBALANCE_CONFIGS,
+    OS_RELEASE,
+    DoctorInput,
+    PlanFacts,
+)
 from ascendtune.core.doctor.persist import irqbalance_ban
 from ascendtune.core.doctor.report import Check, Status, join_ids
 from ascendtune.core.errors import ParseError
@@ -23,6 +29,9 @@ from ascendtune.core.parsers.interrupts import (
 from ascendtune.core.planner.model import RankPlan
 
 IRQ_CHECK_ID = "npu_irq"
+# the files the rows read beside each interrupt's affinity and each NPU's msi_irqs (which the
+# host layer finds from proc/interrupts itself); the persistent fix reads irqbalance's config
+IRQ_READS = (INTERRUPTS, *IRQBALANCE_CONFIGS, OS_RELEASE)
 IRQ_EXPECTED = "each NPU's sq_send_trigger_irq and cq_update_irq on its rank's IRQ CPUs"
 
 
@@ -35,12 +44,14 @@ def npu_irq_checks(inp: DoctorInput) -> list[Check]:
 
     vLLM-Ascend pins them to the first two CPUs of the rank's pool (the rank whose pool is
     NPU N's); doctor reads proc/irq/IRQ/smp_affinity_list. One `npu_irq` row says why not."""
+    inp = inp._replace(facts=inp.facts.only(IRQ_READS))
     host, facts = inp.host, inp.facts
     if host is None:
         return [_irq_skip(f"host unreadable: {inp.host_error}")]
     if not host.npus:
         return [_irq_skip("no Ascend NPU on this host")]
-    if facts.interrupts is None:
+    interrupts = facts.text(INTERRUPTS)
+    if interrupts is None:
         return [
             _irq_skip(
                 "proc/interrupts is missing: cannot tell where the NPU interrupts land "
@@ -48,7 +59,7 @@ def npu_irq_checks(inp: DoctorInput) -> list[Check]:
             )
         ]
     try:
-        parsed = parse_interrupts(facts.interrupts, source="proc/interrupts", keep=NPU_IRQ_NAMES)
+        parsed = parse_interrupts(interrupts, source=INTERRUPTS, keep=NPU_IRQ_NAMES)
     except ParseError as e:
         return [_irq_skip(str(e))]
     if not any(ln.named(SQ_IRQ_NAME) for ln in parsed.lines):
