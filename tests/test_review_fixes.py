@@ -35,7 +35,7 @@ def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder) -> None:
     sysroot.file("commands/npu-smi_info_-t_topo.err", ERR)
     host = read_host(DirRoot(sysroot.root))
     # info and -m still give the NPUs; topo's failure is a note and a tool error, not exit 5
-    assert len(host.npus) == 8 and host.npu_smi_found
+    assert len(host.npus) == 8 and "npu-smi" in host.tools
     assert host.tool_errors == ("npu-smi info -t topo: " + ERR.strip(),)
     assert host.npus[0].affinity_source is not None  # from sysfs now
     doc = schemas.loads(

@@ -418,8 +418,7 @@ def bind_workers(
 
         raise MissingError(
             f"no accelerator worker found on {root.describe()} ({scanned_note(root, host)})",
-            "start the server first; workers are found by npu-smi's process table and by "
-            "their open /dev/davinciN or /dev/nvidiaN files",
+            f"start the server first; workers are found by {_where_found()}",
         )
     targets = resolve_targets(opts, root, host)
     outcomes = tuple(
@@ -441,6 +440,17 @@ def bind_workers(
         opts.dry_run,
         handoff_notes(outcomes, opts.dry_run),
     )
+
+
+def _where_found() -> str:
+    """Where worker discovery looks, in words: "npu-smi's process table and by their open
+    /dev/davinciN or /dev/nvidiaN files"."""
+    from ascendtune.core import vendors
+
+    profiles = vendors.profiles()
+    tables = [f"{p.tool}'s process table" for p in profiles if p.processes_from == p.tool]
+    files = " or ".join(f"/dev/{p.device_file}N" for p in profiles)
+    return " and by ".join([*tables, f"their open {files} files"])
 
 
 def check_workers(report: WorkersReport) -> None:

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 
 from ascendtune.core import vendors
-from ascendtune.core.doctor import TOOLS, HostFacts
+from ascendtune.core.doctor import HostFacts
 from ascendtune.core.doctor.facts import INTERRUPTS, TUNED_PROFILE, is_pattern
-from ascendtune.core.doctor.host_rules import declared_reads
+from ascendtune.core.doctor.host_rules import declared_reads, doctor_tools
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host
 from ascendtune.core.parsers.interrupts import (
@@ -37,7 +37,6 @@ from ascendtune.host.workers import scan_processes as scan_processes
 from ascendtune.host.workers import scanned_note as scanned_note
 
 PCI_DIR = "sys/bus/pci/devices"
-HUAWEI_VENDOR = "0x19e5"
 TUNED_DIR = "usr/lib/tuned"
 LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 
@@ -87,7 +86,7 @@ def tools_of(root: Root, meta: Mapping[str, object]) -> dict[str, str | None] | 
 
     out: dict[str, str | None] = {}
     vendor_fallbacks = {t: p.fallbacks(t) for p in vendors.profiles() for t in p.tools}
-    for name in TOOLS:
+    for name in doctor_tools():
         out[name] = runner.which(name, vendor_fallbacks.get(name) or (f"/usr/sbin/{name}",))
     return out
 
@@ -111,11 +110,13 @@ def _arch(root: Root, meta: Mapping[str, object]) -> str | None:
 
 
 def _npu_msi_dirs(root: Root) -> dict[str, str]:
-    """Huawei PCI address -> its msi_irqs folder, where the folder is readable."""
+    """NPU PCI address -> its msi_irqs folder, where the folder is readable (the interrupts
+    doctor checks are the Ascend driver's)."""
     out: dict[str, str] = {}
+    npu = vendors.ASCEND.pci_vendor_id
     for bdf in root.listdir(PCI_DIR) or []:
         vendor = (root.read_text(f"{PCI_DIR}/{bdf}/vendor") or "").strip().lower()
-        if vendor == HUAWEI_VENDOR and root.listdir(f"{PCI_DIR}/{bdf}/msi_irqs") is not None:
+        if vendor == npu and root.listdir(f"{PCI_DIR}/{bdf}/msi_irqs") is not None:
             out[bdf.lower()] = f"{PCI_DIR}/{bdf}/msi_irqs"
     return out
 
@@ -197,8 +198,8 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
     proc/PID/{status,comm,cmdline,stat,cgroup}, proc/PID/task/TID/{status,comm}, its parents'
     proc/PPID/{stat,comm} and the cpuset files its cgroup resolved to. Entries under proc/PID/fd/ are symbolic links (to
     /dev/davinciN): capture them as links. The SPEC section 2 files `read_host` needs are not
-    repeated here. Workers come from open device files and from the npu-smi process table of
-    `host`; without `host` it is read here (on a live root that runs npu-smi again).
+    repeated here. Workers come from open device files and from the vendor tool's process table of
+    `host`; without `host` it is read here (on a live root that runs the tool again).
     """
     if host is None:
         try:

@@ -126,7 +126,7 @@ def capture(root: Root) -> Capture:
     from ascendtune.host import facts
 
     try:
-        # read what was just captured: on a live host this does not run npu-smi again
+        # read what was just captured: on a live host this does not run the vendor tools again
         host = reader.read_host(MemRoot(dict(cap.files), dict(cap.links)))
     except Exception:  # a host the reader refuses is still worth capturing for a bug report
         host = None

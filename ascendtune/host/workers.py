@@ -244,11 +244,12 @@ def _cgroup_key(text: str | None) -> str | None:
 def scanned_note(root: Root, host: Host | None, scan: ProcessScan | None = None) -> str:
     """Where the worker search looked, for the row that says none was found."""
     pids = scan.pids if scan is not None else pids_of(root)
-    table = (
-        "npu-smi's process table is empty"
-        if host is not None and host.npu_smi_found
-        else "no npu-smi process table"
-    )
+    tables = [p.tool for p in vendors.profiles() if p.processes_from == p.tool]
+    table = "; ".join(
+        f"{t}'s process table is empty" if host is not None and t in host.tools
+        else f"no {t} process table"
+        for t in tables
+    )  # fmt: skip
     if pids is None:
         procs = "no process list under this root (proc/)"
     elif not proc_scanned(root):
@@ -256,4 +257,4 @@ def scanned_note(root: Root, host: Host | None, scan: ProcessScan | None = None)
     else:
         files = " and ".join(f"/dev/{p.device_file}N" for p in vendors.profiles())
         procs = f"{len(pids)} processes' open files scanned for {files}"
-    return f"{table}; {procs}"
+    return f"{table}; {procs}" if table else procs

@@ -282,24 +282,32 @@ def _judge_cap(inp: DoctorInput) -> Verdict:
     )
 
 
-def _judge_npu_smi(inp: DoctorInput) -> Verdict:
-    host = inp.host
-    if host is None:
-        return "skip", None, f"host unreadable: {inp.host_error}"
-    failed = [e for e in host.tool_errors if e.startswith("npu-smi")]
-    if host.npu_smi_found:
-        value = f"npu-smi {host.npu_smi_version}" if host.npu_smi_version else "npu-smi found"
-        if failed:
-            return "fail", value if host.npu_smi_version else "npu-smi fails", "; ".join(failed)
-        return "ok", value, None
-    if host.npus:
-        return (
-            "fail",
-            "not found",
-            f"{len(host.npus)} Ascend NPU(s) on the PCI bus but no npu-smi: vLLM-Ascend cannot "
-            "read the NPU map and binds nothing",
-        )
-    return "skip", "not found", "no Ascend NPU on this host"
+def _tool_rule(p: vendors.VendorProfile, check: vendors.ToolCheck) -> Rule:
+    """The row of a vendor's tool (npu-smi): found, its version, and whether it failed."""
+    tool = p.tool
+
+    def judge(inp: DoctorInput) -> Verdict:
+        host = inp.host
+        if host is None:
+            return "skip", None, f"host unreadable: {inp.host_error}"
+        failed = [e for e in host.tool_errors if e.startswith(tool)]
+        if tool in host.tools:
+            version = host.tools[tool]
+            value = f"{tool} {version}" if version else f"{tool} found"
+            if failed:
+                return "fail", value if version else f"{tool} fails", "; ".join(failed)
+            return "ok", value, None
+        devices = p.accelerators(host)
+        if devices:
+            return (
+                "fail",
+                "not found",
+                f"{len(devices)} {p.generic_name}(s) on the PCI bus but no {tool}: "
+                + check.missing,
+            )
+        return "skip", "not found", f"no {p.generic_name} on this host"
+
+    return Rule(p.tool_key, f"{tool} found", check.fix, judge)
 
 
 def _install(pkg: str) -> FixFn:
@@ -380,7 +388,7 @@ def _judge_locale(inp: DoctorInput) -> Verdict:
     )
 
 
-HOST_RULES: tuple[Rule, ...] = (
+_BEFORE_TOOLS: tuple[Rule, ...] = (
     Rule(
         "cpu_governor",
         "performance on every CPU",
@@ -442,14 +450,9 @@ HOST_RULES: tuple[Rule, ...] = (
         _judge_cap,
         reads=(SELF_STATUS,),
     ),
-    Rule(
-        "npu_smi",
-        "npu-smi found",
-        "install the Ascend driver; in a container add "
-        "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi -v /usr/local/dcmi:/usr/local/dcmi "
-        "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/",
-        _judge_npu_smi,
-    ),
+)
+
+_AFTER_TOOLS: tuple[Rule, ...] = (
     Rule(
         "numactl",
         "installed",
@@ -494,16 +497,31 @@ HOST_RULES: tuple[Rule, ...] = (
     ),
 )
 
-# tuned-adm only tells which persistent fix to give (a tuned profile where tuned runs)
-TOOLS = ("npu-smi", "numactl", "migratepages", "taskset", "tuned-adm")
+
+def host_rules() -> tuple[Rule, ...]:
+    """The host rules in report order, each registered vendor's tool row among them."""
+    tool_rows = [_tool_rule(p, p.tool_check) for p in vendors.profiles() if p.tool_check]
+    return (*_BEFORE_TOOLS, *tool_rows, *_AFTER_TOOLS)
+
+
+def doctor_tools() -> tuple[str, ...]:
+    """The tools doctor looks for (a snapshot records which were found): the checked vendor
+    tools, then the ones vLLM-Ascend's binding runs; tuned-adm only tells which persistent fix
+    to give (a tuned profile where tuned runs)."""
+    checked = (t for p in vendors.profiles() if p.tool_check for t in p.tools)
+    return (*checked, "numactl", "migratepages", "taskset", "tuned-adm")
+
+
+HOST_RULES = host_rules()  # with the built-in vendors
+TOOLS = doctor_tools()
 HOST_CHECK_IDS = tuple(r.id for r in HOST_RULES)
 
 
 def declared_reads() -> tuple[str, ...]:
     """Every file the host rules and the NPU interrupt rows declare, each once, in order."""
-    return tuple(dict.fromkeys((*(p for rule in HOST_RULES for p in rule.reads), *IRQ_READS)))
+    return tuple(dict.fromkeys((*(p for rule in host_rules() for p in rule.reads), *IRQ_READS)))
 
 
 def host_checks(inp: DoctorInput) -> list[Check]:
     """The host rules, then the NPU interrupt rows (`npu_irq:N`, or one `npu_irq`)."""
-    return [rule.check(inp) for rule in HOST_RULES] + npu_irq_checks(inp)
+    return [rule.check(inp) for rule in host_rules()] + npu_irq_checks(inp)

@@ -129,8 +129,9 @@ def _unreadable(w: WorkerFacts, devs: str) -> Check | None:
     if not w.present:
         return Check(
             cid, "skip", f"{devs}: PID {w.pid} has no proc/{w.pid} entry", None, None, "workers",
-            "npu-smi lists it, but it is not visible here: it runs in another PID namespace "
-            "(run doctor on the host, or the container with --pid=host)",
+            f"{' and '.join(w.found_by) or 'the vendor tool'} lists it, but it is not visible "
+            "here: it runs in another PID namespace (run doctor on the host, or the container "
+            "with --pid=host)",
             _base_data(w),
         )  # fmt: skip
     if not w.threads:
