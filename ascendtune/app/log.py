@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ascendtune.core.cpulist import format_cpulist
-from ascendtune.core.vllm_log import LogFinding, LogReport, WorkerLog
+from ascendtune.core.findings import LOG_SHAPE, Finding
+from ascendtune.core.vllm_log import LogReport, WorkerLog
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import LogDocument, LogRank
@@ -29,7 +30,7 @@ class Comparison:
 
     host: str  # what the prediction was made for ("demo atlas-800i-a2", a sysroot, "this host")
     mode: str
-    findings: tuple[LogFinding, ...]
+    findings: tuple[Finding, ...]
     predicted: Mapping[int, Mapping[str, str]]  # NPU -> roles as cpulists
 
 
@@ -129,9 +130,9 @@ def log_document(
     """The `ascendtune log --json` document (the printer adds schema_version)."""
     from ascendtune.app.documents import plain
 
-    findings = [f.to_json() for f in report.findings]
+    findings = [f.to_json(LOG_SHAPE) for f in report.findings]
     if comparison is not None:
-        findings += [f.to_json() for f in comparison.findings]
+        findings += [f.to_json(LOG_SHAPE) for f in comparison.findings]
     doc: LogDocument = {
         "binding_seen": report.binding_seen,
         "ranks": [_worker(w) for w in report.workers],
@@ -267,7 +268,6 @@ def compare_logged(report: LogReport, sysroot: str | None, demo: str | None) -> 
     from ascendtune.app.hosts import load
     from ascendtune.app.options import HostSource
     from ascendtune.core.errors import PlanError
-    from ascendtune.core.vllm_log import LogFinding
 
     host = load(HostSource(sysroot, demo)).host
     label = f"demo {demo}" if demo else f"sysroot {sysroot}"
@@ -276,10 +276,9 @@ def compare_logged(report: LogReport, sysroot: str | None, demo: str | None) -> 
     try:
         return compare_with_host(report, host, label)
     except PlanError as e:
-        finding = LogFinding(
+        finding = Finding(
             "plan_impossible",
             "warning",
-            (),
             f"ascendtune predicts no vllm-ascend plan for {label}: {e.message}",
             e.hint or "",
         )

@@ -19,8 +19,9 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
         "hostname": host.hostname,
         "arch": host.arch,
         "soc": vendors.vendor_of(host).soc_of(host).value if host.accelerators else None,
-        "npu_smi": {"found": host.npu_smi_found, "version": host.npu_smi_version},
-        "nvidia_smi": {"found": host.nvidia_smi_found},
+        # the schema names the two vendors' tools; each profile says what its record holds
+        "npu_smi": vendors.ASCEND.tool_document(host),  # type: ignore[typeddict-item]
+        "nvidia_smi": vendors.NVIDIA.tool_document(host),  # type: ignore[typeddict-item]
         "cpus_online": f(host.cpus_online),
         "cpus_offline": f(host.cpus_offline),
         "cpus_allowed": f(host.cpus_allowed),

@@ -42,9 +42,10 @@ def _locality(x: float | None) -> str:
     return "?" if x is None else f"{x:.0%}"
 
 
-def npu_smi_ids(host: Host) -> dict[int, str]:
-    """npu-smi's name for each logical id, where the two numberings differ anywhere on the host
-    (a container's NPU 0 may be npu-smi's 4; an A3 card holds two chips); else empty."""
+def card_ids(host: Host) -> dict[int, str]:
+    """The vendor tool's name (card id, chip) for each logical id, where the two numberings
+    differ anywhere on the host (a container's NPU 0 may be npu-smi's 4; an A3 card holds two
+    chips); else empty."""
     accs = [a for a in host.accelerators if a.npu_id is not None]
     multi_chip = any((a.chip_id or 0) > 0 for a in accs)
     if not accs or all(a.npu_id == a.logical_id and not multi_chip for a in accs):
@@ -67,13 +68,14 @@ def render_plan(
 
     con = stdout_console()
     word = vendors.profile(plan.vendor).word
+    tool = vendors.profile(plan.vendor).tool
     if identity:
         con.print(f"plan for {shown(host_line(identity))}")
     title = (
         f"plan: policy {plan.policy}, mode {plan.mode}, SoC {plan.soc.value}, "
         f"{len(plan.ranks)} ranks"
     )
-    smi = npu_smi_ids(host)
+    smi = card_ids(host)
     rows: list[list[Any]] = []
     for r in plan.ranks:
         numa = ",".join(map(str, r.numa_nodes)) + (
@@ -99,7 +101,7 @@ def render_plan(
     head = [
         "rank",
         word,
-        "npu-smi",
+        tool,
         "pool of",
         "NUMA",
         "CPUs",
@@ -109,12 +111,12 @@ def render_plan(
         "release",
         "local",
     ]
-    # a column that says nothing on this plan is left out: npu-smi ids equal to the logical
+    # a column that says nothing on this plan is left out: card ids equal to the logical
     # ids, no rank on another device's pool, roles a GPU plan does not have
     keep = [
         i
         for i, h in enumerate(head)
-        if not (h == "npu-smi" and not smi)
+        if not (h == tool and not smi)
         and not (h == "pool of" and not any(row[i] for row in rows))
         and not (h in ("IRQ", "acl", "release") and all(row[i].text == "-" for row in rows))
     ]
@@ -259,12 +261,13 @@ def _render_compare(
     con = stdout_console()
     first = ok[0]
     word = vendors.profile(first.vendor).word
-    smi = npu_smi_ids(host) if host is not None else {}
+    tool = vendors.profile(first.vendor).tool
+    smi = card_ids(host) if host is not None else {}
     if identity:
         con.print(f"plan for {shown(host_line(identity))}")
     head: list[Any] = ["rank", word]
     if smi:
-        head.append("npu-smi")
+        head.append(tool)
     head += [Wrapped(n, "-") for n in plans]
     rows: list[list[Any]] = []
     for i, r in enumerate(first.ranks):

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from ascendtune.core import versions
 from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metadata
-from ascendtune.host.sysroot import Root
+from ascendtune.host.roots import Root
 
 PROJECT = "vllm_ascend"
 OMNI = "vllm_omni"

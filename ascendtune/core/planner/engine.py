@@ -384,94 +384,54 @@ def _slice(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
 
 
 class PolicyInfo(NamedTuple):
-    """A binding policy: its name, what it does, the vendors it plans, how it runs.
-
-    Everything that lists policies (the CLI's choices, help and completion, `--policy compare`)
-    reads this registry; adding a policy is adding an entry here.
-    """
+    """A policy of the registry (core.policies) joined to the planner function that runs it."""
 
     name: str
     summary: str
-    vendors: tuple[Vendor, ...]
+    family: str
+    only: tuple[str, ...]  # the vendors it plans (Vendor values); () every vendor
     run: Callable[[_Ctx, PlanRequest], _Result]
-    # the vendors whose `--policy compare` shows it (NPUs: vLLM-Ascend's plan and ours;
-    # GPUs: ours and torchrun's modes); every policy stays usable alone
-    compare: tuple[Vendor, ...] = (Vendor.HUAWEI, Vendor.NVIDIA)
+
+    def plans(self, vendor: Vendor) -> bool:
+        return not self.only or vendor.value in self.only
+
+    @property
+    def vendors(self) -> tuple[Vendor, ...]:
+        """The registered vendors (core.vendors) it plans."""
+        return tuple(p.vendor for p in vendors.profiles() if self.plans(p.vendor))
 
 
-def _torch(mode: str) -> Callable[[_Ctx, PlanRequest], _Result]:
-    return lambda ctx, _req: _plan_torch(ctx, mode)
+def _torch(ctx: _Ctx, req: PlanRequest) -> _Result:
+    return _plan_torch(ctx, req.policy)
 
 
-_BOTH = tuple(Vendor)  # every registered vendor
-_GPU = (Vendor.NVIDIA,)
-
-POLICIES: dict[str, PolicyInfo] = {
-    p.name: p
-    for p in (
-        PolicyInfo(
-            "vllm-ascend",
-            "exactly what vLLM-Ascend's enable_cpu_binding does (topo_affinity / global_slice / "
-            "Ascend 950 clusters), flaws included, to predict or reproduce it",
-            (Vendor.HUAWEI,),
-            lambda ctx, req: _plan_vllm(ctx, req),
-        ),
-        PolicyInfo(
-            "numa-local",
-            "each rank on its own device's NUMA node; devices on one node split it evenly in whole "
-            "physical cores; never crosses a node",
-            _BOTH,
-            lambda ctx, req: _plan_cores(ctx, req, _local, NUMA_LOCAL),
-        ),
-        PolicyInfo(
-            "numa-slice",
-            "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
-            "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
-            _BOTH,
-            lambda ctx, req: _plan_cores(ctx, req, _slice, NUMA_SLICE),
-        ),
-        # the modes of `torchrun --numa-binding` (torch.numa.binding), for GPU users' habits
-        PolicyInfo(
-            "node",
-            "torchrun's node mode: every CPU of the device's NUMA node (ranks on a node share them)",
-            _BOTH,
-            _torch("node"),
-            _GPU,
-        ),
-        PolicyInfo(
-            "socket",
-            "torchrun's socket mode: every CPU of the NUMA nodes on the device's socket",
-            _BOTH,
-            _torch("socket"),
-            _GPU,
-        ),
-        PolicyInfo(
-            "exclusive",
-            "torchrun's exclusive mode: the node's physical cores split evenly among its devices",
-            _BOTH,
-            _torch("exclusive"),
-            _GPU,
-        ),
-        PolicyInfo(
-            "core-complex",
-            "torchrun's core-complex mode: one last-level-cache group of the node per device",
-            _BOTH,
-            _torch("core-complex"),
-            _GPU,
-        ),
-    )
+# The planner functions the registry's entries name (Policy.plan); a policy reuses one, or
+# brings its own here.
+PLANNERS: dict[str, Callable[[_Ctx, PlanRequest], _Result]] = {
+    "vllm_ascend": lambda ctx, req: _plan_vllm(ctx, req),
+    "numa_local": lambda ctx, req: _plan_cores(ctx, req, _local, NUMA_LOCAL),
+    "numa_slice": lambda ctx, req: _plan_cores(ctx, req, _slice, NUMA_SLICE),
+    "torchrun": _torch,  # the mode is the policy's name
 }
-POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
-if POLICY_NAMES != policies.POLICY_NAMES:  # the light list follows the registry, checked here
-    raise ImportError(
-        f"ascendtune.core.policies.POLICY_NAMES {policies.POLICY_NAMES} differs from the "
-        f"registry {POLICY_NAMES}"
-    )
+
+
+def _info(p: policies.Policy) -> PolicyInfo:
+    if p.plan not in PLANNERS:
+        raise ImportError(f"policy {p.name} names planner {p.plan!r}, which is not in PLANNERS")
+    return PolicyInfo(p.name, p.summary, p.family, p.vendors, PLANNERS[p.plan])
+
+
+POLICIES: dict[str, PolicyInfo] = {p.name: _info(p) for p in policies.POLICIES}
+POLICY_NAMES: tuple[str, ...] = policies.POLICY_NAMES
 
 
 def compare_policies(vendor: Vendor | None) -> tuple[str, ...]:
-    """The policies `--policy compare` puts side by side for a host of this vendor."""
-    return tuple(p.name for p in POLICIES.values() if vendor is None or vendor in p.compare)
+    """The policies `--policy compare` puts side by side for a host of this vendor: those of the
+    families its profile compares that plan its devices (every policy without a vendor)."""
+    if vendor is None:
+        return POLICY_NAMES
+    families = vendors.profile(vendor).compare_families
+    return tuple(p.name for p in POLICIES.values() if p.family in families and vendor in p.vendors)
 
 
 def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -> Plan:
@@ -480,12 +440,13 @@ def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -
     if req.policy not in POLICIES:
         raise InvalidInput(f"unknown policy {req.policy!r} (known: {', '.join(POLICIES)})")
     ctx = _context(host, req)
-    if ctx.vendor not in POLICIES[req.policy].vendors:
-        kinds = {Vendor.HUAWEI: "Ascend NPUs", Vendor.NVIDIA: "NVIDIA GPUs"}
-        fits = [p.name for p in POLICIES.values() if ctx.vendor in p.vendors]
+    if not POLICIES[req.policy].plans(ctx.vendor):
+        fits = [p.name for p in POLICIES.values() if p.plans(ctx.vendor)]
         raise InvalidInput(
             f"policy {req.policy} plans "
-            + " and ".join(kinds[v] for v in POLICIES[req.policy].vendors)
+            + " and ".join(
+                vendors.profile(v).generic_name + "s" for v in POLICIES[req.policy].vendors
+            )
             + f"; this host has {ctx.vendor.value} devices",
             "use --policy " + " or ".join(fits[:2]),
         )

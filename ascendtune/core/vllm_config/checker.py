@@ -80,7 +80,7 @@ class _Table:
     def add(
         self, code: str, severity: Severity, keys: Iterable[str], message: str, hint: str = ""
     ) -> None:
-        self.findings.append(Finding(code, severity, tuple(keys), message, hint))
+        self.findings.append(Finding(code, severity, message, hint, keys=tuple(keys)))
 
     def upstream_keys(self, cfg: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Take out gdn/kda_prefill_backend (from the config or vLLM's flags); what each version

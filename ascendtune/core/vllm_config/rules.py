@@ -86,7 +86,7 @@ class Context:
     def report(
         self, severity: Severity, keys: tuple[str, ...], message: str, hint: str = ""
     ) -> None:
-        self.findings.append(Finding(self.code, severity, keys, message, hint))
+        self.findings.append(Finding(self.code, severity, message, hint, keys=keys))
 
     def error(self, keys: tuple[str, ...], message: str, hint: str = "") -> None:
         self.report("error", keys, message, hint)
@@ -102,11 +102,11 @@ class Context:
             Finding(
                 self.code,
                 "info",
-                keys,
                 f"{what}; not checked without {given}",
                 f"give {given}"
                 + (" (or --cmdline / --pid, which carry vLLM's flags)" if flags else "")
                 + " to check it",
+                keys=keys,
                 needs=needs,
             )
         )
@@ -133,9 +133,9 @@ class Context:
             Finding(
                 self.code,
                 severity,
-                keys or (path,),
                 message,
                 hint,
+                keys=keys or (path,),
                 rewrite=Rewrite(path, before, value, because),
             )
         )
