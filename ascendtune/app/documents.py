@@ -8,8 +8,10 @@ builds with a looser type says which shape it has with `Like(SomeTypedDict)`.
 
 To add a document: write its TypedDict here, annotate its builder with it, list it in
 `DOCUMENTS`, and run `python scripts/gen_schemas.py`. Every printed document also carries
-`schema_version` (`SCHEMA_VERSION`), which the printer adds; it goes up on a breaking change
-(a key removed, renamed, or given another type or meaning), not when a key is added.
+`schema_version` (`ascendtune.core.jsondoc.SCHEMA_VERSION`), which the printer adds; it goes up
+on a breaking change (a key removed, or given another type or meaning), not when a key is added.
+A key renamed keeps its old name beside the new one, marked `Deprecated(new name)`, for one
+schema version.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
 
-SCHEMA_VERSION = 1
+from ascendtune.core.jsondoc import SCHEMA_VERSION
+
+__all__ = ["DOCUMENTS", "SCHEMA_VERSION", "plain"]
 
 
 @dataclass(frozen=True)
@@ -626,7 +630,6 @@ class WatchWorker(_WatchWorkerBody, total=False):
 class WatchDocument(TypedDict):
     """`ascendtune watch --json`: where each watched process's threads really ran."""
 
-    schema_version: Annotated[int, "the document's schema version"]
     interval_s: Annotated[float, "the sampling interval, seconds"]
     elapsed_s: Annotated[float, "time watched, seconds"]
     samples: Annotated[int, "samples taken"]

@@ -15,6 +15,8 @@ from ascendtune.core.explain_binding import BindingExplanation, explain_binding
 from ascendtune.core.vllm_config import explain_data as data
 
 if TYPE_CHECKING:
+    from ascendtune.app.options import ExplainOptions
+    from ascendtune.core.explain import KeyExplanation, ListedKey
     from ascendtune.core.model import Host
     from ascendtune.host.sysroot import Root
 
@@ -28,25 +30,84 @@ def resolve_target(target: str | None) -> str:
     return versions.get(target).name
 
 
-def key_document(key: str) -> dict[str, Any]:
-    return core_explain.explain_key(key).to_json()
+class _Ends:
+    """An explanation ends quietly: exit 0, no error after it."""
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
 
 
-def listing_document(target: str | None, search: str | None = None) -> dict[str, Any]:
-    name = resolve_target(target)
-    groups = core_explain.listing(name, search)
+@dataclass(frozen=True)
+class KeyReport(_Ends):
+    """One key across every known version."""
+
+    explanation: KeyExplanation
+
+
+@dataclass(frozen=True)
+class ListingReport(_Ends):
+    """Every key of one version by concern (only those holding `search`)."""
+
+    target: str
+    search: str | None
+    groups: dict[str, list[ListedKey]]
+
+
+@dataclass(frozen=True)
+class BindingReport(_Ends):
+    """The steps of vLLM-Ascend's binding for one rank of a host."""
+
+    host: Host
+    explanation: BindingExplanation
+    target_reason: str
+    identity: dict[str, Any] | None = None
+
+
+ExplainReport = KeyReport | ListingReport | BindingReport
+
+
+def run(opts: ExplainOptions) -> ExplainReport:
+    """`explain [KEY|binding]`: a key, the listing of opts.plan.target's keys (no key), or the
+    binding steps for opts.rank on the host opts.source names."""
+    if opts.key == BINDING:
+        from ascendtune.app.hosts import load
+
+        got = load(opts.source)
+        report = binding(got.host, opts.plan, opts.rank, got.root)
+        return replace(report, identity=got.identity)
+    if opts.key is None:
+        name = resolve_target(opts.plan.target)
+        return ListingReport(name, opts.search, core_explain.listing(name, opts.search))
+    return KeyReport(core_explain.explain_key(opts.key))
+
+
+def document(report: ExplainReport) -> dict[str, Any]:
+    """`explain --json` without schema_version (the printer adds it)."""
+    if isinstance(report, KeyReport):
+        return report.explanation.to_json()
+    if isinstance(report, ListingReport):
+        return listing_document(report)
+    return binding_document(report, report.identity)
+
+
+def listing_document(report: ListingReport) -> dict[str, Any]:
     return {
-        "target": name,
-        "search": search,
+        "target": report.target,
+        "search": report.search,
         "groups": [
             {
                 "concern": c,
                 "title": data.CONCERNS[c],
                 "keys": [k.to_json() for k in ks],
             }
-            for c, ks in groups.items()
+            for c, ks in report.groups.items()
         ],
-        "count": sum(len(ks) for ks in groups.values()),
+        "count": sum(len(ks) for ks in report.groups.values()),
     }
 
 
@@ -116,13 +177,6 @@ def markdown() -> str:
                 out += [f"- {f}" for f in d.failure]
                 out.append("")
     return "\n".join(out).rstrip() + "\n"
-
-
-@dataclass(frozen=True)
-class BindingReport:
-    host: Host
-    explanation: BindingExplanation
-    target_reason: str
 
 
 def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) -> BindingReport:

@@ -1,14 +1,44 @@
-"""`topo`: the host model as a document, and the warnings an operator must read."""
+"""`topo`: the host model as a report and its document, and the warnings an operator must read."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.core import vendors
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import TopoBody
+    from ascendtune.app.options import TopoOptions
+    from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
+
+
+class TopoReport(NamedTuple):
+    """The host as read, and which host it is."""
+
+    host: Host
+    identity: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
+
+
+def run(opts: TopoOptions) -> TopoReport:
+    """`topo`: read the host opts.source names."""
+    from ascendtune.app.hosts import load
+
+    got = load(opts.source)
+    return TopoReport(got.host, got.identity)
+
+
+def document(report: TopoReport) -> dict[str, Any]:
+    """`topo --json` without schema_version (the printer adds it)."""
+    return topo_document(report.host, report.identity)
 
 
 def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[str, Any]:

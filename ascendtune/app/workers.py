@@ -123,7 +123,6 @@ class WorkersReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "root": self.root,
             "source": self.source,
             "dry_run": self.dry_run,
@@ -698,7 +697,6 @@ class ShowReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "pid": self.pid,
             "name": self.name,
             "threads_total": sum(len(g.tids) for g in self.groups),

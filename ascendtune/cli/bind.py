@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     DemoOpt,
     JsonOpt,
@@ -34,6 +35,7 @@ from ascendtune.cli.planopts import (
 )
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import UsageError
+from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
     from ascendtune.core.bindplan import BindReport
@@ -45,6 +47,7 @@ DEFAULT_POLICY = "auto"
 def register(app: typer.Typer) -> None:
     @app.command(
         "bind",
+        help=describe("bind"),
         context_settings={"allow_interspersed_args": False},
         epilog=(
             "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
@@ -172,8 +175,6 @@ def register(app: typer.Typer) -> None:
         spill: SpillOpt = False,
         version: TargetOpt = "auto",
     ) -> None:
-        """Bind every thread of a running process (--pid) to one rank's CPUs, verified, or
-        start a command already bound (`ascendtune bind --rank 0 -- vllm serve ...`)."""
         plan_opts_given = [
             name
             for name, given in (
@@ -374,7 +375,7 @@ def _workers(
             on_event=on_event,
         )
         if json_out:
-            sys.stdout.write(_json.dumps({"schema_version": 1, "watch": summary.to_json()}) + "\n")
+            sys.stdout.write(_json.dumps(versioned({"watch": summary.to_json()})) + "\n")
         if summary.failures:
             from ascendtune.core.errors import ProblemsFound
 
