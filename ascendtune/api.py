@@ -120,8 +120,6 @@ def document(report: Outcome) -> dict[str, Any]:
     )
     from ascendtune.core.watch import WatchReport
 
-    if report.error is not None and report.exit_code > 1:
-        raise report.error
     body: Mapping[str, Any]
     if isinstance(report, topo.TopoReport):
         body = topo.document(report)
@@ -143,6 +141,8 @@ def document(report: Outcome) -> dict[str, Any]:
         body = fleet.document(report)
     else:
         raise TypeError(f"not a report of an ascendtune command: {type(report).__name__}")
+    if report.error is not None and report.exit_code > 1:
+        raise report.error
     return versioned(body)
 
 
