@@ -224,3 +224,44 @@ def test_schema_version_is_defined_once_and_stamped_by_one_function() -> None:
                 where.append(str(path.relative_to(PACKAGE)))
     assert where == ["core/jsondoc.py", "core/jsondoc.py"]
     assert api.topo(demo="dgx-h100")["schema_version"] == SCHEMA_VERSION
+
+
+# ---- renamed keys: the new name, and the old one beside it for one schema version ------------
+
+RENAMED = {  # schema -> (where in it, new name, old name)
+    "plan": ("PlanRank", "pool_device", "logical_id"),
+    "topo": ("TopoAccelerator", "card_id", "npu_id"),
+}
+
+
+@pytest.mark.parametrize("demo", ["atlas-800i-a3", "container-a2-half", "dgx-h100"])
+def test_renamed_keys_carry_their_old_names_alike(demo: str) -> None:
+    topo = api.topo(demo=demo)
+    rows = topo["accelerators"] + topo["processes"]
+    assert rows and all(r["card_id"] == r["npu_id"] for r in rows)
+    assert any(r["card_id"] is not None for r in rows)
+    plans = [api.plan(demo=demo)] + [
+        p for p in api.plan(demo=demo, policy="compare")["policies"].values() if "ranks" in p
+    ]
+    ranks = [r for p in plans for r in p["ranks"]]
+    assert ranks and all(r["pool_device"] == r["logical_id"] for r in ranks)
+
+
+def test_pool_device_is_where_the_pool_comes_from(hosts: Hosts) -> None:
+    """Where vLLM-Ascend binds rank r to the r-th of the sorted visible list, the pool is
+    another device's: the new name says which, and the old one says the same."""
+    doc = api.plan(
+        sysroot=hosts.root("a2"), target="main-2026-08", env={"ASCEND_RT_VISIBLE_DEVICES": "6,4"}
+    )
+    got = [(r["device"], r["pool_device"], r["logical_id"]) for r in doc["ranks"]]
+    assert got == [(6, 4, 4), (4, 6, 6)]
+
+
+@pytest.mark.parametrize("schema", sorted(RENAMED))
+def test_schemas_mark_the_old_names_deprecated(schema: str) -> None:
+    where, new, old = RENAMED[schema]
+    props = json.loads((schemas.SCHEMA_DIR / f"{schema}.schema.json").read_text())["$defs"][where]
+    props = props["properties"]
+    assert props[old]["deprecated"] is True and f"`{new}`" in props[old]["description"]
+    assert "deprecated" not in props[new]
+    assert list(props).index(new) == list(props).index(old) - 1  # printed just before it

@@ -34,6 +34,14 @@ class Like:
 
 
 @dataclass(frozen=True)
+class Deprecated:
+    """The key is an old name of `use`, printed beside it with the same value for one schema
+    version (then removed, with the version raised); the schema marks it `deprecated`."""
+
+    use: str
+
+
+@dataclass(frozen=True)
 class Keys:
     """A mapping whose keys have this meaning (e.g. "a policy name"); for the README."""
 
@@ -98,12 +106,19 @@ class TopoNumaNode(TypedDict):
     accelerators: Annotated[list[int], "logical ids of the accelerators on this node"]
 
 
+CARD_ID = (
+    "the card the vendor tool names: npu-smi's NPU ID (a card may hold two chips: `chip_id`), "
+    "nvidia-smi's GPU index"
+)
+
+
 class TopoAccelerator(TypedDict):
     vendor: Annotated[str, "`huawei` or `nvidia`"]
     logical_id: Annotated[
         int, "the id the runtime uses (ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES)"
     ]
-    npu_id: Annotated[int | None, "the card id npu-smi prints (the GPU index on NVIDIA)"]
+    card_id: Annotated[int | None, CARD_ID]
+    npu_id: Annotated[int | None, Deprecated("card_id"), "the card id (the GPU index on NVIDIA)"]
     chip_id: Annotated[int | None, "the chip of the card (Ascend)"]
     name: Annotated[str, "the model name the vendor tool prints"]
     bus_id: Annotated[str | None, "the PCI address, lower case (`0000:c1:00.0`)"]
@@ -123,7 +138,8 @@ class TopoAccelerator(TypedDict):
 
 
 class TopoProcess(TypedDict):
-    npu_id: Annotated[int, "the card id (the GPU index on NVIDIA)"]
+    card_id: Annotated[int, CARD_ID]
+    npu_id: Annotated[int, Deprecated("card_id"), "the card id (the GPU index on NVIDIA)"]
     chip_id: Annotated[int | None, "the chip of the card"]
     pid: Annotated[int, "the process id"]
     name: Annotated[str, "the process name"]
@@ -182,9 +198,12 @@ class _PlanRankBody(TypedDict):
     dp_rank: Annotated[int, "its data-parallel engine"]
     local_rank: Annotated[int, "its rank within the engine"]
     device: Annotated[int, "the logical id of the device the rank runs on"]
-    logical_id: Annotated[
-        int, "the device whose CPU pool it gets (differs from device only where vLLM-Ascend errs)"
+    pool_device: Annotated[
+        int,
+        "the logical id of the device whose CPU pool the rank gets: `device`, except where a "
+        "policy reproduces a flaw of vLLM-Ascend (ASCEND_RT_VISIBLE_DEVICES out of order)",
     ]
+    logical_id: Annotated[int, Deprecated("pool_device"), "the device whose CPU pool it gets"]
     cpus: Annotated[CpuList, "the CPUs it is bound to"]
     numa_nodes: Annotated[list[int], "the NUMA nodes its CPUs lie on"]
     device_numa_node: Annotated[int | None, "the NUMA node of its device"]

@@ -289,7 +289,8 @@ def plan_document(
                 "dp_rank": r.dp_rank,
                 "local_rank": r.local,
                 "device": r.device,
-                "logical_id": r.logical_id,
+                "pool_device": r.logical_id,
+                "logical_id": r.logical_id,  # pool_device's old name, for one schema version
                 "cpus": format_cpulist(r.cpus),
                 "numa_nodes": list(r.numa_nodes),
                 "device_numa_node": r.device_node,

@@ -73,7 +73,8 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
             {
                 "vendor": a.vendor.value,
                 "logical_id": a.logical_id,
-                "npu_id": a.npu_id,
+                "card_id": a.npu_id,
+                "npu_id": a.npu_id,  # card_id's old name, for one schema version
                 "chip_id": a.chip_id,
                 "name": a.name,
                 "bus_id": a.bus_id,
@@ -91,7 +92,8 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
         "links": vendors.links_json(host.links),
         "processes": [
             {
-                "npu_id": p.npu_id,
+                "card_id": p.npu_id,
+                "npu_id": p.npu_id,  # card_id's old name, for one schema version
                 "chip_id": p.chip_id,
                 "pid": p.pid,
                 "name": p.name,
