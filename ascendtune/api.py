@@ -22,30 +22,17 @@ where it exits otherwise, the document function raises the error behind that exi
 report function returns the report with that error as `report.error`.
 
 The command line and these functions call the same `run(options)` of `ascendtune.app.<command>`
-with the same option records (`ascendtune.app.options`), so the two cannot give different
-answers.
+with the same option record (`ascendtune.app.plan.PlanCommandOptions`, ...), so the two cannot
+give different answers.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ascendtune.app.options import (
-    CheckConfigOptions,
-    DoctorOptions,
-    ExplainOptions,
-    FleetCompareOptions,
-    FleetOptions,
-    HostSource,
-    LogOptions,
-    PlanCommandOptions,
-    PlanOptions,
-    SnapshotOptions,
-    TopoOptions,
-    WatchOptions,
-)
+from ascendtune.app.options import HostSource, PlanOptions
 from ascendtune.core.jsondoc import SCHEMA_VERSION, versioned
 
 if TYPE_CHECKING:
@@ -56,7 +43,6 @@ if TYPE_CHECKING:
     from ascendtune.app.explain import BindingReport, ExplainReport
     from ascendtune.app.fleet import FleetReport
     from ascendtune.app.log import ServerLogReport
-    from ascendtune.app.options import CheckConfigKeywords, PlanKeywords
     from ascendtune.app.outcome import Outcome
     from ascendtune.app.plan import CompareReport, PlanReport
     from ascendtune.app.snapshot import SnapshotReport
@@ -65,18 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA_VERSION",
-    "CheckConfigOptions",
-    "DoctorOptions",
-    "ExplainOptions",
-    "FleetCompareOptions",
-    "FleetOptions",
+    "CheckConfigKeywords",
     "HostSource",
-    "LogOptions",
-    "PlanCommandOptions",
+    "PlanKeywords",
     "PlanOptions",
-    "SnapshotOptions",
-    "TopoOptions",
-    "WatchOptions",
     "bind_workers_dry_run",
     "check_config",
     "check_config_report",
@@ -102,6 +80,50 @@ __all__ = [
     "watch",
     "watch_report",
 ]
+
+
+class PlanKeywords(TypedDict, total=False):
+    """PlanOptions' fields but `policy` (which the functions name on their own), as keyword
+    arguments: `api.plan(demo=..., policy="numa-local", visible_devices="6,4")`. mypy checks a
+    call's keywords against it; tests/test_usecases.py holds it to PlanOptions."""
+
+    visible_devices: str | None
+    ranks: int | None
+    soc: str | None
+    reserve: str | None
+    no_irq_reserve: bool
+    spill: bool
+    target: str
+    dp: int | None
+    tp: int | None
+    pp: int | None
+    device_ids: str | None
+    busy: str | None
+    cmdline: str | None
+    env: Mapping[str, str] | None
+
+
+class CheckConfigKeywords(TypedDict, total=False):
+    """CheckConfigOptions' facts (every field but the config itself, its source and target) as
+    keyword arguments of `check_config`; tests/test_usecases.py holds it to the record."""
+
+    file: str | None
+    cmdline: str | None
+    pid: int | None
+    tp: int | None
+    dp: int | None
+    pp: int | None
+    expert_parallel: bool | None
+    kv_role: str | None
+    soc: str | None
+    hf_config: str | None
+    env_file: str | None
+    arch: str | None
+    with_vllm_omni: bool | None
+    compilation_config: str | None
+    sysroot: str | None
+    env: Mapping[str, str] | None
+    strict: bool
 
 
 def document(report: Outcome) -> dict[str, Any]:
@@ -153,7 +175,7 @@ def topo_report(sysroot: str | None = None, demo: str | None = None) -> TopoRepo
     """`ascendtune topo`: the host model (`report.host`) and which host it is."""
     from ascendtune.app import topo
 
-    return topo.run(TopoOptions(HostSource(sysroot, demo)))
+    return topo.run(topo.TopoOptions(HostSource(sysroot, demo)))
 
 
 def topo(sysroot: str | None = None, demo: str | None = None) -> dict[str, Any]:
@@ -179,7 +201,7 @@ def plan_report(
     from ascendtune.app import plan
 
     opts = PlanOptions(policy=policy, **options)
-    return plan.run(PlanCommandOptions(HostSource(sysroot, demo), opts, emit))
+    return plan.run(plan.PlanCommandOptions(HostSource(sysroot, demo), opts, emit))
 
 
 def plan(
@@ -209,7 +231,7 @@ def doctor_report(
     only. `report.exit_code` is 1 when a check failed."""
     from ascendtune.app import doctor
 
-    opts = DoctorOptions(
+    opts = doctor.DoctorOptions(
         doctor.sections_of(section),
         PlanOptions(policy=policy, **options),
         HostSource(sysroot, demo),
@@ -245,7 +267,7 @@ def check_config_report(
     from ascendtune.app import check_config
 
     text = json.dumps(dict(config)) if isinstance(config, Mapping) else config
-    return check_config.run(CheckConfigOptions(config=text, target=target, **facts))
+    return check_config.run(check_config.CheckConfigOptions(config=text, target=target, **facts))
 
 
 def check_config(
@@ -269,7 +291,7 @@ def explain_report(
     `explain_report("binding")` is `explain_binding_report()` of this host."""
     from ascendtune.app import explain
 
-    opts = ExplainOptions(key=key, search=search, plan=PlanOptions(target=target or "auto"))
+    opts = explain.ExplainOptions(key=key, search=search, plan=PlanOptions(target=target or "auto"))
     return explain.run(opts)
 
 
@@ -291,7 +313,7 @@ def explain_binding_report(
     vllm-ascend's)."""
     from ascendtune.app import explain
 
-    opts = ExplainOptions(
+    opts = explain.ExplainOptions(
         key=explain.BINDING,
         rank=rank,
         source=HostSource(sysroot, demo),
@@ -332,9 +354,9 @@ def log_report(
 
     host = HostSource(sysroot, demo) if (sysroot or demo) else None
     if isinstance(path_or_text, str) and "\n" in path_or_text:
-        opts = LogOptions(text=path_or_text, target=target, compare_with=host)
+        opts = log.LogOptions(text=path_or_text, target=target, compare_with=host)
     else:
-        opts = LogOptions(path=os.fspath(path_or_text), target=target, compare_with=host)
+        opts = log.LogOptions(path=os.fspath(path_or_text), target=target, compare_with=host)
     return log.run(opts)
 
 
@@ -364,7 +386,8 @@ def snapshot_report(
     replace what is there), read back before it is put in place."""
     from ascendtune.app import snapshot
 
-    return snapshot.run(SnapshotOptions(os.fspath(dest), force, HostSource(sysroot, demo)))
+    opts = snapshot.SnapshotOptions(os.fspath(dest), force, HostSource(sysroot, demo))
+    return snapshot.run(opts)
 
 
 def snapshot(
@@ -397,7 +420,7 @@ def watch_report(
     per pid) or of this host's plan under policy."""
     from ascendtune.app import watch
 
-    opts = WatchOptions(
+    opts = watch.WatchOptions(
         pids=tuple(pids),
         workers=workers,
         cpus=cpus,
@@ -471,7 +494,7 @@ def fleet_compare_report(
     `report.exit_code` is 1 when a node failed, did not answer, or failed a check."""
     from ascendtune.app import fleet
 
-    opts = FleetCompareOptions(
+    opts = fleet.FleetCompareOptions(
         tuple(os.fspath(p) for p in paths), view, PlanOptions(policy=policy, **options)
     )
     return fleet.run(opts)
@@ -504,7 +527,7 @@ def fleet_report(
     each and judged here; needs the `ray` extra."""
     from ascendtune.app import fleet
 
-    opts = FleetOptions(
+    opts = fleet.FleetOptions(
         view=view,
         ray_address=ray_address,
         timeout=timeout,

@@ -5,7 +5,6 @@ definition of the schema version; the API's typed keywords are the option record
 from __future__ import annotations
 
 import ast
-import dataclasses
 import gzip
 import json
 import typing
@@ -16,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ascendtune import api
-from ascendtune.app import options
+from ascendtune.app import check_config, options
 from ascendtune.app.plan import CompareReport
 from ascendtune.cli.app import app
 from ascendtune.core.errors import PlanError, UsageError
@@ -48,18 +47,18 @@ def cli(*args: str) -> tuple[int, Any]:
 # ---- the typed keywords are the records' fields -----------------------------------------------
 
 
-def _fields(record: type) -> dict[str, Any]:
+def _fields(record: Any) -> dict[str, Any]:
     hints = typing.get_type_hints(record)
-    return {f.name: hints[f.name] for f in dataclasses.fields(record)}
+    return {name: hints[name] for name in record._fields}
 
 
 @pytest.mark.parametrize(
     ("keywords", "record", "named"),
     [
-        (options.PlanKeywords, options.PlanOptions, {"policy"}),
+        (api.PlanKeywords, options.PlanOptions, {"policy"}),
         (
-            options.CheckConfigKeywords,
-            options.CheckConfigOptions,
+            api.CheckConfigKeywords,
+            check_config.CheckConfigOptions,
             {"config", "config_source", "target"},
         ),
     ],

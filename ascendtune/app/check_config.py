@@ -4,10 +4,10 @@ facts around it, and the checker's report."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import CheckConfigOptions
 from ascendtune.core.errors import InvalidInput, MissingError, UsageError
 
 if TYPE_CHECKING:
@@ -15,6 +15,32 @@ if TYPE_CHECKING:
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.core.vllm_config.model import Facts, Report
     from ascendtune.host.sysroot import Root
+
+
+class CheckConfigOptions(NamedTuple):
+    """`check-config`: exactly one of config (the JSON text), file, cmdline or pid; the
+    deployment facts around it; `strict` makes warnings problems (exit 1) too."""
+
+    config: str | None = None
+    config_source: str = "the config"  # "stdin" when the front end read it from there
+    file: str | None = None
+    cmdline: str | None = None
+    pid: int | None = None
+    target: str | None = None
+    tp: int | None = None
+    dp: int | None = None
+    pp: int | None = None
+    expert_parallel: bool | None = None
+    kv_role: str | None = None
+    soc: str | None = None
+    hf_config: str | None = None
+    env_file: str | None = None
+    arch: str | None = None
+    with_vllm_omni: bool | None = None  # None: as detected (else unknown)
+    compilation_config: str | None = None  # vLLM's --compilation-config JSON
+    sysroot: str | None = None
+    env: Mapping[str, str] | None = None  # this process's environment when None
+    strict: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import DoctorOptions, PlanOptions
+from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -16,6 +15,14 @@ if TYPE_CHECKING:
     from ascendtune.host.sysroot import Root
 
 SECTION_NAMES = ("host", "workers")
+
+
+class DoctorOptions(NamedTuple):
+    """`doctor`: the sections to run, the plan running workers are compared with, the host."""
+
+    sections: tuple[str, ...] = ("host", "workers")
+    plan: PlanOptions = PlanOptions()
+    source: HostSource = THIS_HOST
 
 
 class DoctorReport(NamedTuple):
@@ -74,7 +81,7 @@ def plan_facts(
     if not host.accelerators:
         return PlanFacts(policy, error="no accelerator on this host", options=options)
 
-    req = build_request(host, replace(opts, ranks=None, spill=False), root)
+    req = build_request(host, opts._replace(ranks=None, spill=False), root)
     try:
         plan = make_plan(host, req)
     except PlanError as e:

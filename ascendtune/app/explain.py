@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import PlanOptions
+from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.core import explain as core_explain
 from ascendtune.core import versions
 from ascendtune.core.errors import AscendtuneError
@@ -15,12 +15,22 @@ from ascendtune.core.explain_binding import BindingExplanation, explain_binding
 from ascendtune.core.vllm_config import explain_data as data
 
 if TYPE_CHECKING:
-    from ascendtune.app.options import ExplainOptions
     from ascendtune.core.explain import KeyExplanation, ListedKey
     from ascendtune.core.model import Host
     from ascendtune.host.sysroot import Root
 
 BINDING = "binding"  # `explain binding`: the binding steps, not a key
+
+
+class ExplainOptions(NamedTuple):
+    """`explain`: a key (None: the listing of `plan.target`'s keys, `search` filtering them), or
+    `binding`: the steps of vLLM-Ascend's binding for `rank` on the host, planned with `plan`."""
+
+    key: str | None = None
+    search: str | None = None
+    rank: int = 0
+    source: HostSource = THIS_HOST
+    plan: PlanOptions = PlanOptions()
 
 
 def resolve_target(target: str | None) -> str:
@@ -185,7 +195,7 @@ def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) 
     from ascendtune.core.planner import make_plan
     from ascendtune.core.planner.trace import VllmTrace
 
-    req = build_request(host, replace(opts, policy="vllm-ascend"), root)
+    req = build_request(host, opts._replace(policy="vllm-ascend"), root)
     _, reason = resolve_version(host, opts.target, root)
     trace = VllmTrace()
     plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)

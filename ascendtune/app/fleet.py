@@ -9,17 +9,11 @@ pure (`ascendtune.core.fleet`); Ray lives in `ascendtune.host.ray_fleet`. Read-o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import (
-    DoctorOptions,
-    FleetCompareOptions,
-    FleetOptions,
-    PlanCommandOptions,
-    PlanOptions,
-)
+from ascendtune.app.options import PlanOptions
 from ascendtune.core import fleet as core
 from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
 from ascendtune.core.jsondoc import versioned
@@ -29,6 +23,26 @@ if TYPE_CHECKING:
     from ascendtune.host.sysroot import Root
 
 __all__ = ["FleetCompareOptions", "FleetOptions", "FleetReport", "compare", "document", "run"]
+
+
+class FleetOptions(NamedTuple):
+    """`fleet snapshot|topo|doctor|plan`: every node of a Ray cluster."""
+
+    view: str = "doctor"
+    ray_address: str | None = None  # None: RAY_ADDRESS, else auto
+    timeout: float = 60.0
+    nodes: tuple[str, ...] = ()  # hostnames, IPs or node id prefixes; empty: every alive node
+    save: str | None = None  # a folder: one NODE.tar.gz per answering node
+    ship: bool = True  # ship ascendtune to the nodes as runtime_env py_modules
+    plan: PlanOptions = PlanOptions()
+
+
+class FleetCompareOptions(NamedTuple):
+    """`fleet compare PATH...`: snapshots gathered any other way (no Ray)."""
+
+    paths: tuple[str, ...]
+    view: str = "doctor"
+    plan: PlanOptions = PlanOptions()
 
 
 @dataclass(frozen=True)
@@ -83,16 +97,16 @@ def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, d
         # a node is judged on its own environment (the variables its snapshot recorded, e.g.
         # ASCEND_RT_VISIBLE_DEVICES), never the driver's
         env = read_meta(root).get("env")
-        opts = replace(
-            opts, env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+        opts = opts._replace(
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
         )
     got = Loaded(root, read_host(root), identity(root))
     docs = {"topo": versioned(app_topo.document(app_topo.TopoReport(got.host, got.identity)))}
     if view == "doctor":
-        report = app_doctor.doctor(root, DoctorOptions(plan=opts))
+        report = app_doctor.doctor(root, app_doctor.DoctorOptions(plan=opts))
         docs["doctor"] = versioned(app_doctor.document(report))
     elif view == "plan":
-        planned = app_plan.of_loaded(got, PlanCommandOptions(plan=opts))
+        planned = app_plan.of_loaded(got, app_plan.PlanCommandOptions(plan=opts))
         docs["plan"] = versioned(app_plan.document(planned))
     return docs
 

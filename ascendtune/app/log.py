@@ -4,18 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
 
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.vllm_log import LogFinding, LogReport, WorkerLog
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import LogDocument, LogRank
-    from ascendtune.app.options import LogOptions
     from ascendtune.app.source import HostSource
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
     from ascendtune.core.vllm_config import Report
+
+
+class LogOptions(NamedTuple):
+    """`log FILE`: the log (a path, '-' for stdin, or its text), the version whose rules check
+    its config (None: the one it names), and a host to compare its pools with (None: none)."""
+
+    path: str | None = None
+    text: str | None = None
+    target: str | None = None
+    compare_with: HostSource | None = None
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import PlanOptions
+from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.app.planchoices import (  # re-exported: the plan's vocabulary
     AUTO as AUTO,
 )
@@ -29,12 +28,20 @@ from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, ma
 if TYPE_CHECKING:
     from ascendtune.app.documents import PlanBody, PlanCompareBody
     from ascendtune.app.hosts import Loaded
-    from ascendtune.app.options import PlanCommandOptions
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
     from ascendtune.core.versions import VllmAscendVersion
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.host.sysroot import Root
+
+
+class PlanCommandOptions(NamedTuple):
+    """`plan`: the host, how to plan it (`plan.policy` "compare": every policy side by side),
+    and `--emit KIND` (ready-to-paste lines for the plan)."""
+
+    source: HostSource = THIS_HOST
+    plan: PlanOptions = PlanOptions()
+    emit: str | None = None
 
 
 def check_policy(policy: str, *, compare: bool = False) -> None:
@@ -236,7 +243,7 @@ class CompareReport(NamedTuple):
 def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareReport:
     """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
     # options are checked once: a bad device list is the user's error, not a policy's
-    base = build_request(host, dataclasses.replace(opts, policy=POLICY_NAMES[0]), root)
+    base = build_request(host, opts._replace(policy=POLICY_NAMES[0]), root)
     _, reason = resolve_version(host, opts.target, root)
     from ascendtune.core import vendors
 

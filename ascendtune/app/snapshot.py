@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ascendtune.app.source import THIS_HOST, HostSource
+
 if TYPE_CHECKING:
     from ascendtune.app.documents import SnapshotDocument
-    from ascendtune.app.options import SnapshotOptions
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.host.sysroot import Root
+
+
+class SnapshotOptions(NamedTuple):
+    """`snapshot DIR`: where to write the capture (a folder, or DIR.tar.gz), of which host."""
+
+    dest: str
+    force: bool = False  # replace what is at dest
+    source: HostSource = THIS_HOST
 
 
 class SnapshotReport(NamedTuple):

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ascendtune.app.source import THIS_HOST, HostSource
 from ascendtune.core import vendors
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import TopoBody
-    from ascendtune.app.options import TopoOptions
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
+
+
+class TopoOptions(NamedTuple):
+    """`topo`: which host to show."""
+
+    source: HostSource = THIS_HOST
 
 
 class TopoReport(NamedTuple):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ascendtune.app.options import PlanOptions, WatchOptions
+from ascendtune.app.options import PlanOptions
 from ascendtune.core.bindplan import target_from_plan
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, UsageError
@@ -17,6 +17,20 @@ from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, W
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import WatchDocument
+
+
+class WatchOptions(NamedTuple):
+    """`watch`: the processes (`pids`, or every worker of this host), what each should run on
+    (`cpus`, a rank of `plan_file`, or of this host's plan under `policy`), and the interval."""
+
+    pids: tuple[int, ...] = ()
+    workers: bool = False
+    cpus: str | None = None
+    plan_file: str | None = None
+    ranks: tuple[int, ...] = ()
+    policy: str | None = None
+    target: str = "auto"
+    interval_s: float = 1.0
 
 
 class ProcSampler(Protocol):

@@ -118,10 +118,9 @@ def register(app: typer.Typer) -> None:
         sysroot: SysrootOpt = None,
     ) -> None:
         from ascendtune.app import check_config
-        from ascendtune.app.options import CheckConfigOptions
         from ascendtune.cli.common import respond
 
-        opts = CheckConfigOptions(
+        opts = check_config.CheckConfigOptions(
             config=_stdin() if config == "-" else config,
             config_source="stdin" if config == "-" else "the config",
             file=file,

@@ -135,10 +135,9 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import doctor
-        from ascendtune.app.options import DoctorOptions
         from ascendtune.cli.common import host_source, respond
 
-        opts = DoctorOptions(
+        opts = doctor.DoctorOptions(
             sections=doctor.sections_of(section),
             plan=plan_options(**locals()),
             source=host_source(sysroot, demo),

@@ -193,7 +193,6 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import explain as app_explain
-        from ascendtune.app.options import ExplainOptions
         from ascendtune.cli.common import host_source, respond
 
         if markdown:
@@ -202,7 +201,7 @@ def register(app: typer.Typer) -> None:
         from ascendtune.app.source import HostSource
 
         binding = key == app_explain.BINDING
-        opts = ExplainOptions(
+        opts = app_explain.ExplainOptions(
             key=key,
             search=search,
             rank=rank,

@@ -164,10 +164,9 @@ def _gather(
     **plan: Any,
 ) -> None:
     from ascendtune.app import fleet
-    from ascendtune.app.options import FleetOptions
     from ascendtune.cli.common import respond
 
-    opts = FleetOptions(
+    opts = fleet.FleetOptions(
         view=view,
         ray_address=address,
         timeout=timeout,
@@ -268,10 +267,11 @@ def register(app: typer.Typer) -> None:
         """The fleet view over snapshots gathered any other way (Ansible, clush, srun, kubectl);
         needs no Ray."""
         from ascendtune.app import fleet
-        from ascendtune.app.options import FleetCompareOptions
         from ascendtune.cli.common import respond
 
-        opts = FleetCompareOptions(tuple(paths), view, plan_options(policy=policy, target=target))
+        opts = fleet.FleetCompareOptions(
+            tuple(paths), view, plan_options(policy=policy, target=target)
+        )
         respond(fleet.run(opts), json_out, fleet.document, render)
 
     app.add_typer(fleet, name="fleet")

@@ -45,12 +45,11 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import log
-        from ascendtune.app.options import LogOptions
         from ascendtune.app.source import HostSource
         from ascendtune.cli.common import respond
 
         host = HostSource(sysroot, demo) if (sysroot or demo) else None
-        opts = LogOptions(path=file, target=target, compare_with=host)
+        opts = log.LogOptions(path=file, target=target, compare_with=host)
         respond(log.run(opts), json_out, log.document, render)
 
 

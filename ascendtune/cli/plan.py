@@ -197,10 +197,11 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import plan as app_plan
-        from ascendtune.app.options import PlanCommandOptions
         from ascendtune.cli.common import host_source, respond
 
-        opts = PlanCommandOptions(host_source(sysroot, demo), plan_options(**locals()), emit)
+        opts = app_plan.PlanCommandOptions(
+            host_source(sysroot, demo), plan_options(**locals()), emit
+        )
         respond(app_plan.run(opts), json_out, app_plan.document, render)
 
 

@@ -44,8 +44,7 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import snapshot
-        from ascendtune.app.options import SnapshotOptions
         from ascendtune.cli.common import host_source, respond
 
-        opts = SnapshotOptions(dest, force, host_source(sysroot, demo))
+        opts = snapshot.SnapshotOptions(dest, force, host_source(sysroot, demo))
         respond(snapshot.run(opts), json_out, snapshot.document, render)

@@ -241,8 +241,7 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False, sysroot: SysrootOpt = None, demo: DemoOpt = None
     ) -> None:
         from ascendtune.app import topo
-        from ascendtune.app.options import TopoOptions
         from ascendtune.cli.common import host_source, respond
 
-        report = topo.run(TopoOptions(host_source(sysroot, demo)))
+        report = topo.run(topo.TopoOptions(host_source(sysroot, demo)))
         respond(report, json_out, topo.document, _render)

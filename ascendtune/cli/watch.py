@@ -213,10 +213,9 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         from ascendtune.app import watch
-        from ascendtune.app.options import WatchOptions
         from ascendtune.cli.common import respond
 
-        opts = WatchOptions(
+        opts = watch.WatchOptions(
             pids=tuple(pid or ()),
             workers=workers,
             cpus=cpus,
