@@ -126,43 +126,23 @@ class CheckConfigKeywords(TypedDict, total=False):
     strict: bool
 
 
+# a report type's module -> the use case module whose document() takes it (where they differ)
+_DOCUMENTED_IN = {"ascendtune.core.watch": "ascendtune.app.watch"}
+
+
 def document(report: Outcome) -> dict[str, Any]:
     """The `--json` document of a report any `*_report` function returned (schema_version
     included); raises the report's error when the command would exit with it (not 0 or 1)."""
-    from ascendtune.app import (
-        check_config,
-        doctor,
-        explain,
-        fleet,
-        log,
-        plan,
-        snapshot,
-        topo,
-        watch,
-    )
-    from ascendtune.core.watch import WatchReport
+    import importlib
 
-    body: Mapping[str, Any]
-    if isinstance(report, topo.TopoReport):
-        body = topo.document(report)
-    elif isinstance(report, (plan.PlanReport, plan.CompareReport)):
-        body = plan.document(report)
-    elif isinstance(report, doctor.DoctorReport):
-        body = doctor.document(report)
-    elif isinstance(report, check_config.CheckConfigReport):
-        body = check_config.document(report)
-    elif isinstance(report, log.ServerLogReport):
-        body = log.document(report)
-    elif isinstance(report, (explain.KeyReport, explain.ListingReport, explain.BindingReport)):
-        body = explain.document(report)
-    elif isinstance(report, snapshot.SnapshotReport):
-        body = snapshot.document(report)
-    elif isinstance(report, WatchReport):
-        body = watch.document(report)
-    elif isinstance(report, fleet.FleetReport):
-        body = fleet.document(report)
-    else:
+    where = type(report).__module__
+    where = _DOCUMENTED_IN.get(where, where)
+    # every report type is defined by its command's use case module, beside its document()
+    module = importlib.import_module(where) if where.startswith("ascendtune.app.") else None
+    build = getattr(module, "document", None)
+    if build is None:
         raise TypeError(f"not a report of an ascendtune command: {type(report).__name__}")
+    body: Mapping[str, Any] = build(report)
     if report.error is not None and report.exit_code > 1:
         raise report.error
     return versioned(body)

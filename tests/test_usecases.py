@@ -264,3 +264,21 @@ def test_schemas_mark_the_old_names_deprecated(schema: str) -> None:
     assert props[old]["deprecated"] is True and f"`{new}`" in props[old]["description"]
     assert "deprecated" not in props[new]
     assert list(props).index(new) == list(props).index(old) - 1  # printed just before it
+
+
+def test_document_of_every_kind_of_report() -> None:
+    """api.document takes what each *_report returns, and nothing else of the app layer."""
+    from ascendtune.app.hosts import Loaded, load
+    from ascendtune.app.source import HostSource
+
+    for report, name in [
+        (api.topo_report(demo="dgx-h100"), "topo"),
+        (api.plan_report(demo="dgx-h100", policy="compare"), "plan-compare"),
+        (api.explain_report(search="numa"), "explain"),
+        (api.check_config_report("{}"), "check-config"),
+    ]:
+        schemas.checked(name, api.document(report))
+    loaded = load(HostSource(demo="dgx-h100"))
+    assert isinstance(loaded, Loaded)
+    with pytest.raises(TypeError, match="Loaded"):
+        api.document(loaded)  # type: ignore[arg-type]
