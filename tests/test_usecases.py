@@ -282,3 +282,29 @@ def test_document_of_every_kind_of_report() -> None:
     assert isinstance(loaded, Loaded)
     with pytest.raises(TypeError, match="Loaded"):
         api.document(loaded)  # type: ignore[arg-type]
+
+
+def test_mypy_checks_the_api_keywords(tmp_path: Path) -> None:
+    """A misspelt or mistyped keyword is a type error for the caller, not a runtime surprise."""
+    import subprocess
+    import sys
+
+    use = tmp_path / "use.py"
+    use.write_text(
+        "from ascendtune import api\n"
+        'ok = api.plan(demo="atlas-800i-a2", policy="numa-local", visible_devices="6,4", ranks=1)\n'
+        'misspelt = api.plan(demo="atlas-800i-a2", visible_device="6,4")\n'
+        'mistyped = api.doctor(demo="atlas-800i-a2", ranks="two")\n'
+        'fact = api.check_config("{}", tp="4")\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(use)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PACKAGE.parent,
+        check=False,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert [e.split(":")[1] for e in errors] == ["3", "4", "5"], done.stdout
+    assert '"visible_device"' in errors[0] and '"ranks"' in errors[1] and '"tp"' in errors[2]
