@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import PlanOptions
+from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.core import explain as core_explain
 from ascendtune.core import versions
 from ascendtune.core.errors import AscendtuneError
@@ -15,10 +15,22 @@ from ascendtune.core.explain_binding import BindingExplanation, explain_binding
 from ascendtune.core.vllm_config import explain_data as data
 
 if TYPE_CHECKING:
+    from ascendtune.core.explain import KeyExplanation, ListedKey
     from ascendtune.core.model import Host
     from ascendtune.host.sysroot import Root
 
 BINDING = "binding"  # `explain binding`: the binding steps, not a key
+
+
+class ExplainOptions(NamedTuple):
+    """`explain`: a key (None: the listing of `plan.target`'s keys, `search` filtering them), or
+    `binding`: the steps of vLLM-Ascend's binding for `rank` on the host, planned with `plan`."""
+
+    key: str | None = None
+    search: str | None = None
+    rank: int = 0
+    source: HostSource = THIS_HOST
+    plan: PlanOptions = PlanOptions()
 
 
 def resolve_target(target: str | None) -> str:
@@ -28,25 +40,84 @@ def resolve_target(target: str | None) -> str:
     return versions.get(target).name
 
 
-def key_document(key: str) -> dict[str, Any]:
-    return core_explain.explain_key(key).to_json()
+class _Ends:
+    """An explanation ends quietly: exit 0, no error after it."""
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
 
 
-def listing_document(target: str | None, search: str | None = None) -> dict[str, Any]:
-    name = resolve_target(target)
-    groups = core_explain.listing(name, search)
+@dataclass(frozen=True)
+class KeyReport(_Ends):
+    """One key across every known version."""
+
+    explanation: KeyExplanation
+
+
+@dataclass(frozen=True)
+class ListingReport(_Ends):
+    """Every key of one version by concern (only those holding `search`)."""
+
+    target: str
+    search: str | None
+    groups: dict[str, list[ListedKey]]
+
+
+@dataclass(frozen=True)
+class BindingReport(_Ends):
+    """The steps of vLLM-Ascend's binding for one rank of a host."""
+
+    host: Host
+    explanation: BindingExplanation
+    target_reason: str
+    identity: dict[str, Any] | None = None
+
+
+ExplainReport = KeyReport | ListingReport | BindingReport
+
+
+def run(opts: ExplainOptions) -> ExplainReport:
+    """`explain [KEY|binding]`: a key, the listing of opts.plan.target's keys (no key), or the
+    binding steps for opts.rank on the host opts.source names."""
+    if opts.key == BINDING:
+        from ascendtune.app.hosts import load
+
+        got = load(opts.source)
+        report = binding(got.host, opts.plan, opts.rank, got.root)
+        return replace(report, identity=got.identity)
+    if opts.key is None:
+        name = resolve_target(opts.plan.target)
+        return ListingReport(name, opts.search, core_explain.listing(name, opts.search))
+    return KeyReport(core_explain.explain_key(opts.key))
+
+
+def document(report: ExplainReport) -> dict[str, Any]:
+    """`explain --json` without schema_version (the printer adds it)."""
+    if isinstance(report, KeyReport):
+        return report.explanation.to_json()
+    if isinstance(report, ListingReport):
+        return listing_document(report)
+    return binding_document(report, report.identity)
+
+
+def listing_document(report: ListingReport) -> dict[str, Any]:
     return {
-        "target": name,
-        "search": search,
+        "target": report.target,
+        "search": report.search,
         "groups": [
             {
                 "concern": c,
                 "title": data.CONCERNS[c],
                 "keys": [k.to_json() for k in ks],
             }
-            for c, ks in groups.items()
+            for c, ks in report.groups.items()
         ],
-        "count": sum(len(ks) for ks in groups.values()),
+        "count": sum(len(ks) for ks in report.groups.values()),
     }
 
 
@@ -118,20 +189,13 @@ def markdown() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-@dataclass(frozen=True)
-class BindingReport:
-    host: Host
-    explanation: BindingExplanation
-    target_reason: str
-
-
 def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) -> BindingReport:
     """The steps vLLM-Ascend's binding takes for rank on host, under opts (policy ignored)."""
     from ascendtune.app.plan import build_request, resolve_version
     from ascendtune.core.planner import make_plan
     from ascendtune.core.planner.trace import VllmTrace
 
-    req = build_request(host, replace(opts, policy="vllm-ascend"), root)
+    req = build_request(host, opts._replace(policy="vllm-ascend"), root)
     _, reason = resolve_version(host, opts.target, root)
     trace = VllmTrace()
     plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)

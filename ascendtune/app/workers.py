@@ -122,7 +122,6 @@ class WorkersReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "root": self.root,
             "source": self.source,
             "dry_run": self.dry_run,

@@ -3,16 +3,16 @@ every key by concern, or (`explain binding`) the steps of vLLM-Ascend's binding 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     DemoOpt,
     JsonOpt,
     SysrootOpt,
     handle_errors,
-    print_json,
     rank_option,
 )
 from ascendtune.cli.planopts import (
@@ -31,12 +31,13 @@ from ascendtune.cli.planopts import (
     plan_options,
 )
 
-HELP = """Explain a vLLM-Ascend --additional-config KEY (dotted for nested keys): host or device
-side, when it acts, its type and default on every known version, what it interacts with (the
-rules check-config applies), how to see that it took effect, and how it fails. Without KEY: every
-key of --target grouped by concern (--search WORD filters; --markdown prints the reference page).
-`explain binding [--rank R]` walks through the steps vLLM-Ascend's CPU binding takes for rank R on
-this host (or --demo / --sysroot), each with its input and result, then where numa-local departs."""
+if TYPE_CHECKING:
+    from ascendtune.app.explain import ExplainReport
+
+HELP = """Without KEY: every key of --target grouped by concern (--search WORD filters;
+--markdown prints the reference page). `explain binding [--rank R]` walks through the steps
+vLLM-Ascend's CPU binding takes for rank R on this host (or --demo / --sysroot), each with its
+input and result, then where numa-local departs."""
 
 
 def _render_key(doc: dict[str, Any], target: str | None) -> None:
@@ -155,7 +156,7 @@ def _render_binding(doc: dict[str, Any]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("explain", help=HELP)
+    @app.command("explain", help=describe("explain", HELP, paragraph=False))
     @handle_errors
     def explain_cmd(
         key: Annotated[
@@ -192,31 +193,29 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import explain as app_explain
+        from ascendtune.cli.common import host_source, respond
 
         if markdown:
             print(app_explain.markdown(), end="")
             return
-        if key == app_explain.BINDING:
-            from ascendtune.cli.common import load_host
+        from ascendtune.app.source import HostSource
 
-            got = load_host(sysroot, demo)
-            opts = plan_options(**locals())
-            report = app_explain.binding(got.host, opts, rank, got.root)
-            doc = app_explain.binding_document(report, got.identity)
-            if json_out:
-                print_json(doc)
-            else:
+        binding = key == app_explain.BINDING
+        opts = app_explain.ExplainOptions(
+            key=key,
+            search=search,
+            rank=rank,
+            source=host_source(sysroot, demo) if binding else HostSource(sysroot, demo),
+            plan=plan_options(**locals()),
+        )
+
+        def shown(report: ExplainReport) -> None:
+            doc = app_explain.document(report)
+            if isinstance(report, app_explain.BindingReport):
                 _render_binding(doc)
-            return
-        if key is None:
-            listing = app_explain.listing_document(target, search)
-            if json_out:
-                print_json(listing)
+            elif isinstance(report, app_explain.ListingReport):
+                _render_listing(doc)
             else:
-                _render_listing(listing)
-            return
-        one = app_explain.key_document(key)
-        if json_out:
-            print_json(one)
-        else:
-            _render_key(one, None if target == "auto" else app_explain.resolve_target(target))
+                _render_key(doc, None if target == "auto" else app_explain.resolve_target(target))
+
+        respond(app_explain.run(opts), json_out, app_explain.document, shown)

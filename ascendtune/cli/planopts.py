@@ -4,7 +4,6 @@ PlanOptions value the application layer takes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
 from typing import Annotated, Any
 
 import typer
@@ -202,7 +201,7 @@ CmdlineOpt = Annotated[
 ]
 
 
-_PLAN_FIELDS = frozenset(f.name for f in fields(PlanOptions)) - {"env"}
+_PLAN_FIELDS = frozenset(PlanOptions._fields) - {"env"}
 
 
 def plan_options(**given: Any) -> PlanOptions:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, ParseError
+from ascendtune.core.jsondoc import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from ascendtune.core.planner.model import RankPlan
@@ -114,9 +115,9 @@ def target_from_plan(doc: Any, rank: int, *, source: str) -> BindTarget:
     if not isinstance(doc, dict):
         raise ParseError("a plan is a JSON object", source=source)
     version = doc.get("schema_version")
-    if version is not None and version != 1:
+    if version is not None and version != SCHEMA_VERSION:
         raise ParseError(
-            f"schema_version {version!r} is not supported (expected 1)",
+            f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})",
             source=source,
             hint="write the plan with this version of `ascendtune plan --json`",
         )

@@ -9,9 +9,7 @@ from enum import Enum
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core import vendors
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from ascendtune.core.doctor import WorkerFacts
@@ -30,6 +28,7 @@ from ascendtune.host import facts, pci, snapshot
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, command_file
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -355,9 +354,7 @@ def test_a_new_vendor_compares_the_policies_its_profile_names(
     assert compare_policies(acme.vendor) == ("numa-local", "numa-slice")
     assert acme.vendor in POLICIES["numa-local"].vendors
     assert acme.vendor not in POLICIES["vllm-ascend"].vendors
-    res = CliRunner().invoke(
-        app, ["plan", "--sysroot", str(_acme_host(sysroot).root), "--policy", "compare", "--json"]
-    )
+    res = CLI("plan", "--sysroot", str(_acme_host(sysroot).root), "--policy", "compare", "--json")
     assert res.exit_code == 0, res.output
     assert list(json.loads(res.stdout)["policies"]) == ["numa-local", "numa-slice"]
 
@@ -386,7 +383,7 @@ def test_a_vendor_tool_check_is_a_doctor_row(acme: VendorProfile, sysroot: Sysro
     vendors.register(acme._replace(tool_check=ToolCheck("install acme-tools", "nothing binds")))
     ids = [r.id for r in host_rules()]
     assert ids.index("acme_smi") == ids.index("npu_smi") + 1  # the vendor rows, in order
-    res = CliRunner().invoke(app, ["doctor", "--sysroot", str(_acme_host(sysroot).root), "--json"])
+    res = CLI("doctor", "--sysroot", str(_acme_host(sysroot).root), "--json")
     rows = {c["id"]: c for c in json.loads(res.stdout)["checks"]}
     assert (rows["acme_smi"]["status"], rows["acme_smi"]["value"]) == ("ok", "acme-smi found")
     assert rows["npu_smi"]["detail"] == "no Ascend NPU on this host"

@@ -425,7 +425,9 @@ def test_safe_literal() -> None:
     }
     assert safe_literal("__import__('os').system('true')") is None
     assert safe_literal("{'a': " * 100 + "1" + "}" * 100) is None  # too deep
-    assert safe_literal("[" + "1," * (vllm_log.model.MAX_LITERAL_CHARS // 2) + "]") is None  # too big
+    assert (
+        safe_literal("[" + "1," * (vllm_log.model.MAX_LITERAL_CHARS // 2) + "]") is None
+    )  # too big
     assert safe_literal("{'a': 1") is None  # cut short
 
 

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from ascendtune.cli.app import app
 from ascendtune.core.doctor import HOST_CHECK_IDS
 from ascendtune.core.model import Vendor
 from ascendtune.host import snapshot
@@ -27,6 +25,7 @@ from ascendtune.synth.render import render
 from ascendtune.synth.standard import DEMO_SPECS
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI
 from tests.support.irqhosts import write_npu_irqs
 
 # the checks whose every reading comes from a knob set below: none may skip on the original
@@ -82,9 +81,7 @@ def untuned(b: SysrootBuilder, meta: dict[str, Any], *, debugfs: bool) -> None:
 
 
 def doctor_checks(root: Path) -> list[dict[str, Any]]:
-    res = CliRunner().invoke(
-        app, ["doctor", "--sysroot", str(root), "--json"], env={"NO_COLOR": "1"}
-    )
+    res = CLI("doctor", "--sysroot", str(root), "--json")
     assert res.exit_code in (0, 1), res.output
     return schemas.loads("doctor", res.stdout)["checks"]  # type: ignore[no-any-return]
 

@@ -115,8 +115,7 @@ def test_doctor_reads_a_process_that_holds_no_device_once(
 ) -> None:
     # the scan is shared by the host section (irqbalance) and the workers section: a process
     # that holds no accelerator (12) is listed once by read_children and never read again
-    from ascendtune.app.doctor import doctor
-    from ascendtune.app.options import DoctorOptions
+    from ascendtune.app.doctor import DoctorOptions, doctor
 
     tree.file("meta.json", '{"proc_scanned": true}')
     seen: list[str] = []
