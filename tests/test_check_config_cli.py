@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ascendtune.cli.app import app
+from ascendtune.core import vllm_ascend
 from tests import schemas
 from tests.builder import SysrootBuilder
 
@@ -61,7 +62,7 @@ def test_json_output() -> None:
     assert r.exit_code == 0
     doc = schemas.loads("check-config", r.stdout)
     assert doc["schema_version"] == 1
-    assert doc["target"] == "main-2026-09"
+    assert doc["target"] == vllm_ascend.NEWEST.name
     f = next(f for f in doc["findings"] if f["code"] == "fused-mc2-disables-overlap")
     assert f["severity"] == "warning"
     assert f["keys"] == ["multistream_overlap_shared_expert", "enable_fused_mc2"]
@@ -278,7 +279,7 @@ def test_unknown_target() -> None:
     r = run("{}", "--target", "v0.99.0")
     assert r.exit_code == 2
     line = one_line(r.stderr)
-    assert "unknown --target 'v0.99.0'" in line and "main-2026-09" in line
+    assert "unknown --target 'v0.99.0'" in line and "explain versions" in line
     assert r.stdout == ""
 
 

@@ -740,6 +740,48 @@ class ExplainListingDocument(TypedDict):
     count: Annotated[int, "keys listed"]
 
 
+class VersionFact(TypedDict):
+    what: Annotated[str, "the fact"]
+    evidence: Annotated[
+        Literal["git", "PR", "inferred"],
+        "how it is known: read in the source, read in a PR or issue thread, or inferred",
+    ]
+    note: Annotated[str, "why it is believed, for an inferred fact (empty: nothing to add)"]
+
+
+class VersionEntry(TypedDict):
+    name: Annotated[str, "the name --target takes"]
+    package_versions: Annotated[
+        list[str], "vllm_ascend's `Version:` values (empty: a main snapshot)"
+    ]
+    released: Annotated[str | None, "the upload date of the release, or the snapshot's commit date"]
+    vllm: Annotated[str, "the vLLM it pairs with"]
+    source: Annotated[str, "what the entry was read from"]
+    binding_impl: Annotated[
+        str | None, "git blob prefix of its `cpu_binding.py` (null: it ships no CPU binding)"
+    ]
+    binding_call: Annotated[str, "how its worker calls the binding (empty: no binding)"]
+    binding_default: Annotated[bool, "`enable_cpu_binding`'s default"]
+    npu_of_rank: Annotated[
+        Literal["visible-index", "sorted-busy", "device-id"] | None,
+        "how a rank finds the NPU it binds (null: no binding)",
+    ]
+    data_parallel: Annotated[
+        Literal["narrowed", "restart"],
+        "what data parallel does: each engine sees its own devices, or its local ranks restart "
+        "at 0 over the whole list",
+    ]
+    config_schema: Annotated[str, "where its additional-config schema comes from"]
+    facts: Annotated[list[VersionFact], "what ascendtune models about it, and how it is known"]
+
+
+class ExplainVersionsDocument(TypedDict):
+    """`ascendtune explain versions --json`: every vLLM-Ascend version --target takes."""
+
+    newest: Annotated[str, "the newest entry (what `--target auto` falls back to)"]
+    versions: Annotated[list[VersionEntry], "every version, oldest first"]
+
+
 class BindingStep(TypedDict):
     name: Annotated[
         str,
@@ -987,7 +1029,12 @@ DOCUMENTS: dict[str, Any] = {
     "snapshot": SnapshotDocument,
     "log": LogDocument,
     "watch": WatchDocument,
-    "explain": (ExplainKeyDocument, ExplainListingDocument, ExplainBindingDocument),
+    "explain": (
+        ExplainKeyDocument,
+        ExplainListingDocument,
+        ExplainBindingDocument,
+        ExplainVersionsDocument,
+    ),
     "bind-workers": BindWorkersDocument,
     "bind-show": BindShowDocument,
     "fleet": (FleetCompareDocument, FleetRayDocument),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.planopts import complete_target
 
 if TYPE_CHECKING:
     from ascendtune.app.log import CheckedConfig, Comparison
@@ -30,8 +31,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--target",
                 help="vLLM-Ascend version whose rules check the logged additional-config "
-                "(default: the version the log names).",
+                "(default: the version the log names); `ascendtune explain versions` lists them.",
                 metavar="VERSION",
+                autocompletion=complete_target,
             ),
         ] = None,
         sysroot: SysrootOpt = None,

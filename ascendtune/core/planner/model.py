@@ -11,12 +11,13 @@ from typing import NamedTuple
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Soc
-from ascendtune.core.versions import VllmAscendVersion
+from ascendtune.core.vllm_ascend.registry import VllmAscendVersion
 
 # The rules vLLM-Ascend's binding applies (its own names), and the better policies' modes
 TOPO_AFFINITY = "topo_affinity"
 GLOBAL_SLICE = "global_slice"
 A5_CLUSTERS = "a5_clusters"  # Ascend 950: one 8-core cluster per NPU, no role split
+NO_BINDING = "no_binding"  # the vLLM-Ascend version ships no CPU binding
 NUMA_LOCAL = "numa_local"
 NUMA_SLICE = "numa_slice"
 
@@ -41,7 +42,10 @@ class PlanRequest(NamedTuple):
     # NPUs with a process in npu-smi's table when binding runs; None: the host's process table
     # (when it lists any) plus the job's own NPUs, which show up after warm-up
     busy: tuple[int, ...] | None = None
-    target: VllmAscendVersion | None = None  # None: versions.PLANNER_DEFAULT
+    target: VllmAscendVersion | None = None  # None: vllm_ascend.PLANNER_DEFAULT
+    # the target only stands in for the version found (nearest release below, newer than all):
+    # the inference in words, which the plan reports as a finding
+    target_inferred: str = ""
 
 
 class Roles(NamedTuple):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.findings import Finding
@@ -233,14 +233,16 @@ def _ids(xs: list[int] | tuple[int, ...]) -> str:
     return ",".join(map(str, xs))
 
 
-def _fixed_lines() -> list[str]:
-    return [
-        v.name for v in versions.VERSIONS.values() if v.binding.npu_of_rank == versions.DEVICE_ID
-    ]
+def _fixed_lines() -> str:
+    """The versions that carry the binding fix, in words: the first release, and main."""
+    fixed = [v for v in va.ENTRIES if v.binding.npu_of_rank == va.DEVICE_ID]
+    first = next(v.name for v in fixed if v.is_release)
+    mains = [v.name for v in fixed if not v.is_release]
+    return f"{first} or later" + (f" ({' or '.join(mains)} on main)" if mains else "")
 
 
 def version_findings(
-    target: versions.VllmAscendVersion,
+    target: va.VllmAscendVersion,
     ranks: list[RankPlan],
     jobs: list[int],
     env: tuple[int, ...] | None,
@@ -251,12 +253,12 @@ def version_findings(
     """The rank/NPU mismatches, DP overlaps, skipped bindings and CANN's ordering rule."""
     out: list[Finding] = []
     upgrade = (
-        f"upgrade to {' or '.join(_fixed_lines())}, or start vLLM with "
+        f"upgrade to {_fixed_lines()}, or start vLLM with "
         '"enable_cpu_binding": false and bind with `ascendtune bind --workers`'
     )
     fix = (
-        f"fixed by {versions.BINDING_FIX}: upgrade to a line that carries it "
-        f"({', '.join(_fixed_lines())}), or start vLLM with "
+        f"fixed by {va.BINDING_FIX}: upgrade to a line that carries it "
+        f"({_fixed_lines()}), or start vLLM with "
         "--additional-config '{\"enable_cpu_binding\": false}' and bind with "
         "`ascendtune bind --workers`"
     )
