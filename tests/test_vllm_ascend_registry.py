@@ -41,6 +41,12 @@ SECTION_0: dict[str | None, tuple[str, ...]] = {
 }
 OFF_BY_DEFAULT_UP_TO = "0.14.0rc1"
 FIXED = pep440.parse("0.26.0rc1") or pep440.parse("x")  # the first with npu_id=
+# the releases' source distributions, as the registry names them (a shared download cache)
+RUNS_IN = {
+    va.RUNS_AT_START: "__init__",
+    va.RUNS_AT_DEVICE: "_init_device",
+    va.RUNS_AFTER_WARMUP: "compile_or_warm_up_model",
+}
 SDISTS = Path(os.environ.get("ASCENDTUNE_SDISTS", "/root/.cache/ascendtune/sdists"))
 
 
@@ -256,8 +262,21 @@ def _blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's object id
 
 
+# one release per cpu_binding.py (each tarball costs about a second); every release with
+# ASCENDTUNE_ALL_RELEASES=1
+CHECKED = [
+    e
+    for e in va.ENTRIES
+    if e.is_release
+    and (
+        os.environ.get("ASCENDTUNE_ALL_RELEASES") == "1"
+        or e is next(x for x in va.ENTRIES if x.binding.impl == e.binding.impl and x.is_release)
+    )
+]
+
+
 @pytest.mark.skipif(not SDISTS.is_dir(), reason=f"no source distributions in {SDISTS}")
-@pytest.mark.parametrize("entry", [e for e in va.ENTRIES if e.is_release], ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", CHECKED, ids=lambda e: e.name)
 def test_the_release_source_has_the_recorded_binding(entry: va.VllmAscendVersion) -> None:
     pkg = entry.package_versions[0]
     path = SDISTS / f"vllm_ascend-{pkg}.tar.gz"
@@ -281,7 +300,48 @@ def test_the_release_source_has_the_recorded_binding(entry: va.VllmAscendVersion
     [worker] = [v for k, v in files.items() if "/worker/" in k and b"bind_cpus(" in v]
     for arg in ("ratio=1.0", "npu_id=", "migrate_memory="):
         assert (arg.encode() in worker) is (arg in entry.binding.call), arg
+    # the method that calls it: the last `def` before the call
+    call = re.search(rb"bind_cpus\(\s*self\.local_rank", worker)
+    assert call is not None
+    before = worker[: call.start()]
+    method = re.findall(rb"\n    def (\w+)", before)[-1].decode()
+    assert method == RUNS_IN[entry.binding.runs]
     default = re.search(
         rb"enable_cpu_binding\W+(?:bool\s*=\s*)?(True|False)", files["vllm_ascend/ascend_config.py"]
     )
     assert default is not None and (default.group(1) == b"True") is entry.binding.on_by_default
+
+
+@pytest.mark.parametrize(
+    "installed, target, inferred",
+    [("0.24.0", "v0.24.0rc1", True), ("0.18.0", "v0.18.0", False), ("0.31.0", "v0.30.0rc2", True)],
+)
+def test_auto_on_a_host_says_what_it_inferred(
+    tmp_path: Path, installed: str, target: str, inferred: bool
+) -> None:
+    from tests.fleethosts import demo_copy
+
+    root = demo_copy(tmp_path / "host", "h", demo="container-a2-half")
+    meta = root / f"usr/local/lib/python3.11/site-packages/vllm_ascend-{installed}.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text(f"Name: vllm_ascend\nVersion: {installed}\n")
+    code, out, err = run("plan", "--sysroot", str(root), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"] == target and f"vllm_ascend {installed} found" in doc["target_reason"]
+    [*found] = [f for f in doc["findings"] if f["code"] == "target_inferred"]
+    assert bool(found) is inferred
+    if inferred:
+        assert found[0]["message"].endswith(target) and "release" in doc["target_reason"]
+
+
+def test_readme_version_list_is_current() -> None:
+    from scripts import gen_versions
+
+    assert gen_versions.main(["--check"]) == 0, "run python scripts/gen_versions.py"
+    assert "| v0.11.0rc1 … v0.13.0 | `280e516e` | off | worker start |" in gen_versions.section()
+
+
+def test_explain_binding_of_a_release_without_binding_says_so() -> None:
+    code, _, err = run("explain", "binding", "--demo", "atlas-800i-a2", "--target", "v0.11.0rc0")
+    assert code == 2 and "ships no CPU binding" in err

@@ -760,8 +760,16 @@ class VersionEntry(TypedDict):
     binding_impl: Annotated[
         str | None, "git blob prefix of its `cpu_binding.py` (null: it ships no CPU binding)"
     ]
+    binding_impl_evidence: Annotated[
+        Literal["git", "PR", "inferred"],
+        "how binding_impl is known (`inferred`: the file was not read; it names its twin)",
+    ]
     binding_call: Annotated[str, "how its worker calls the binding (empty: no binding)"]
     binding_default: Annotated[bool, "`enable_cpu_binding`'s default"]
+    binding_runs: Annotated[
+        Literal["worker start", "device set-up", "after warm-up"] | None,
+        "when the worker calls it (null: no binding)",
+    ]
     npu_of_rank: Annotated[
         Literal["visible-index", "sorted-busy", "device-id"] | None,
         "how a rank finds the NPU it binds (null: no binding)",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ascendtune.app.options import PlanOptions
 from ascendtune.core import explain as core_explain
 from ascendtune.core import vllm_ascend
-from ascendtune.core.errors import AscendtuneError
+from ascendtune.core.errors import AscendtuneError, UsageError
 from ascendtune.core.explain_binding import BindingExplanation, explain_binding
 from ascendtune.core.vllm_config import explain_data as data
 
@@ -43,8 +43,10 @@ def versions_document() -> dict[str, Any]:
                 "vllm": e.vllm,
                 "source": e.source,
                 "binding_impl": e.binding.impl,
+                "binding_impl_evidence": e.binding.impl_evidence,
                 "binding_call": e.binding.call,
                 "binding_default": e.binding.on_by_default,
+                "binding_runs": e.binding.runs or None,
                 "npu_of_rank": e.binding.npu_of_rank if e.binding.ships else None,
                 "data_parallel": e.binding.dp,
                 "config_schema": schema_source(e),
@@ -173,6 +175,11 @@ def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) 
 
     req = build_request(host, replace(opts, policy="vllm-ascend"), root)
     reason = resolve_version(host, opts.target, root).reason
+    if req.target is not None and not req.target.binding.ships:
+        raise UsageError(
+            f"vLLM-Ascend {req.target.name} ships no CPU binding: there are no steps to explain",
+            "`ascendtune explain versions` shows which releases bind (v0.9.1rc2 on, with gaps)",
+        )
     trace = VllmTrace()
     plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)
     better: Any

@@ -181,10 +181,13 @@ def _render_versions(doc: dict[str, Any]) -> None:
             binding, default = "none", "-"
         else:
             binding, default = v["binding_impl"], "on" if v["binding_default"] else "off"
+            if v["binding_impl_evidence"] == "inferred":
+                binding += " (inferred)"
         npu = v["npu_of_rank"] or "-"
-        rows.append([v["name"], v["released"] or "", v["vllm"], binding, default, npu])
+        runs = v["binding_runs"] or "-"
+        rows.append([v["name"], v["released"] or "", v["vllm"], binding, default, runs, npu])
     con = stdout_console()
-    head = ("version", "released", "vLLM", "cpu_binding.py", "default", "rank -> NPU")
+    head = ("version", "released", "vLLM", "cpu_binding.py", "default", "runs", "rank -> NPU")
     show(con, fitted_table(con, "vLLM-Ascend versions", head, rows))
     _out(
         con, f"newest: {doc['newest']}; `--target NAME` takes a name or a package version (0.18.0)"

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core import vllm_ascend as va
 from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metadata
 from ascendtune.host.sysroot import Root
+
+if TYPE_CHECKING:
+    from ascendtune.core.vllm_ascend.resolve import Resolved
 
 PROJECT = "vllm_ascend"
 OMNI = "vllm_omni"
@@ -31,7 +34,7 @@ class Detected(NamedTuple):
     pid: int | None = None
 
     @property
-    def resolved(self) -> va.Resolved | None:
+    def resolved(self) -> Resolved | None:
         """The registry entry this version is, or stands nearest to (None: not a version)."""
         return va.package_version(self.version)
 

@@ -8,6 +8,8 @@ of an entry's `config`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ascendtune.core.vllm_ascend.registry import (
     BINDING_FIX,
     DEVICE_ID,
@@ -16,6 +18,9 @@ from ascendtune.core.vllm_ascend.registry import (
     ENTRIES,
     NEWEST,
     PLANNER_DEFAULT,
+    RUNS_AFTER_WARMUP,
+    RUNS_AT_DEVICE,
+    RUNS_AT_START,
     SORTED_BUSY,
     VERSIONS,
     VISIBLE_INDEX,
@@ -24,7 +29,9 @@ from ascendtune.core.vllm_ascend.registry import (
     VllmAscendVersion,
     spans,
 )
-from ascendtune.core.vllm_ascend.resolve import Resolved, package_version, target
+
+if TYPE_CHECKING:
+    from ascendtune.core.vllm_ascend.resolve import Resolved
 
 __all__ = [
     "BINDING_FIX",
@@ -34,12 +41,14 @@ __all__ = [
     "ENTRIES",
     "NEWEST",
     "PLANNER_DEFAULT",
+    "RUNS_AFTER_WARMUP",
+    "RUNS_AT_DEVICE",
+    "RUNS_AT_START",
     "SORTED_BUSY",
     "VERSIONS",
     "VISIBLE_INDEX",
     "Binding",
     "Fact",
-    "Resolved",
     "VllmAscendVersion",
     "get",
     "names",
@@ -56,4 +65,20 @@ def names() -> list[str]:
 
 def get(name: str) -> VllmAscendVersion:
     """The entry `--target name` means (a registry name or a release's package version)."""
-    return target(name)
+    entry = VERSIONS.get(name.strip()) or VERSIONS.get(f"v{name.strip()}")
+    return entry if entry is not None else target(name)
+
+
+def target(name: str) -> VllmAscendVersion:
+    """`--target NAME` (ascendtune.core.vllm_ascend.resolve.target)."""
+    from ascendtune.core.vllm_ascend import resolve
+
+    return resolve.target(name)
+
+
+def package_version(text: str) -> Resolved | None:
+    """The entry a vllm_ascend `Version:` resolves to (ascendtune.core.vllm_ascend.resolve),
+    loaded on first use: `plan --target NAME` needs no version ordering."""
+    from ascendtune.core.vllm_ascend import resolve
+
+    return resolve.package_version(text)

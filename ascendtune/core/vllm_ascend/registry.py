@@ -32,6 +32,11 @@ DEVICE_ID = "device-id"  # bind_cpus(local_rank, npu_id=device_id_to_physical_de
 DP_NARROWED = "narrowed"  # vLLM <= 0.23: the launcher narrows ASCEND_RT_VISIBLE_DEVICES per engine
 DP_RESTART = "restart"  # vLLM >= 0.24: list not narrowed, each engine's local ranks restart at 0
 
+# when the worker calls the binding
+RUNS_AT_START = "worker start"  # NPUWorker.__init__; a failure is logged at info level
+RUNS_AT_DEVICE = "device set-up"  # _init_device, before the model loads
+RUNS_AFTER_WARMUP = "after warm-up"  # end of compile_or_warm_up_model
+
 # the fix of the DP/rank mapping, and the lines that carry it
 BINDING_FIX = "PR 15517 (main), 15518 (releases/v0.26.0rc), 15596 (releases/v0.27.1rc)"
 
@@ -53,7 +58,9 @@ class Binding(NamedTuple):
     dp: str  # DP_NARROWED or DP_RESTART
     device_ids_flag: bool  # vLLM's --device-ids exists (vLLM >= 0.24, upstream PR #45026)
     on_by_default: bool  # `enable_cpu_binding`'s default
+    runs: str  # RUNS_AT_START, RUNS_AT_DEVICE or RUNS_AFTER_WARMUP ("" without a binding)
     migrate_memory: bool = True  # memory follows the pool (0.30: off when Engram offloads to CPU)
+    impl_evidence: Evidence = "git"  # "inferred": the file was not read, impl names its twin
 
     @property
     def dp_overlap(self) -> bool:
@@ -151,19 +158,24 @@ _MIGRATE_CALL = (
 )
 
 
+_OLD = ("2cb1e84a", "280e516e")  # 0.9.1 and 0.11-0.13: whole process, ratio=1.0
+_AT_DEVICE = ("062ff4f9", "c09e740a", "abb80aa1", "10967e04")  # 0.14.0rc1 to 0.18.0
+
+
 def _binding(impl: str | None, vllm: str, *, on: bool = True) -> Binding:
     """The binding of a version whose cpu_binding.py has blob `impl`, paired with vLLM `vllm`."""
     new_vllm = _vllm_at_least(vllm, 24)
     dp = DP_RESTART if new_vllm else DP_NARROWED
     if impl is None:
-        return Binding(None, "", VISIBLE_INDEX, dp, new_vllm, False)
-    if impl in ("2cb1e84a", "280e516e"):
-        return Binding(impl, _OLD_CALL, VISIBLE_INDEX, dp, new_vllm, False)
+        return Binding(None, "", VISIBLE_INDEX, dp, new_vllm, False, "")
+    if impl in _OLD:
+        return Binding(impl, _OLD_CALL, VISIBLE_INDEX, dp, new_vllm, on, RUNS_AT_START)
+    runs = RUNS_AT_DEVICE if impl in _AT_DEVICE else RUNS_AFTER_WARMUP
     if impl in ("cc55125b", "daab93aa"):
-        return Binding(impl, _NPU_CALL, DEVICE_ID, dp, new_vllm, on)
+        return Binding(impl, _NPU_CALL, DEVICE_ID, dp, new_vllm, on, runs)
     if impl == "7ed2022f":
-        return Binding(impl, _MIGRATE_CALL, DEVICE_ID, dp, new_vllm, on, migrate_memory=False)
-    return Binding(impl, _CALL, SORTED_BUSY, dp, new_vllm, on)
+        return Binding(impl, _MIGRATE_CALL, DEVICE_ID, dp, new_vllm, on, runs, migrate_memory=False)
+    return Binding(impl, _CALL, SORTED_BUSY, dp, new_vllm, on, runs)
 
 
 def _vllm_at_least(vllm: str, minor: int) -> bool:
@@ -187,6 +199,19 @@ _NARROWED_DP = Fact(
 _NARROWED_DP_23 = Fact("vLLM 0.23 narrows ASCEND_RT_VISIBLE_DEVICES per DP engine", "PR")
 _RESTART_DP = Fact("DP engines' local ranks restart at 0 over the unnarrowed list", "git")
 _COMMON = Fact("binding runs after warm-up; any failure is the warning 'Skip binding cpu.'", "git")
+_RUNS = {
+    RUNS_AT_START: Fact(
+        "binding runs in NPUWorker.__init__; any failure is logged at info level "
+        "('Skip binding cpu.')",
+        "git",
+    ),
+    RUNS_AT_DEVICE: Fact(
+        "binding runs when the worker sets up its device (_init_device), before the model "
+        "loads; any failure is the warning 'Skip binding cpu.'",
+        "git",
+    ),
+    RUNS_AFTER_WARMUP: _COMMON,
+}
 
 
 def _borrowed(table: str, why: str) -> str:
@@ -209,10 +234,10 @@ def _release(
     """A published release `pkg`, read from its source distribution."""
     binding = _binding(impl, vllm, on=on)
     known = [_NO_BINDING] if impl is None else []
-    if impl in ("2cb1e84a", "280e516e"):
+    if impl in _OLD:
         known.append(_OLD_ALLOC)
     if impl is not None:
-        known += [_ON if binding.on_by_default else _OFF, _COMMON]
+        known += [_ON if binding.on_by_default else _OFF, _RUNS[binding.runs]]
         if binding.dp == DP_RESTART:
             known.append(_RESTART_DP)
         else:
@@ -230,8 +255,11 @@ def _release(
     )
 
 
-def _old(pkg: str, released: str, vllm: str, impl: str | None, **kw: bool) -> VllmAscendVersion:
-    return _release(pkg, released, vllm, impl, _v0_23_0, _borrowed("v0.23.0", _BELOW_OLDEST), **kw)
+def _old(
+    pkg: str, released: str, vllm: str, impl: str | None, *, on: bool = True
+) -> VllmAscendVersion:
+    table_note = _borrowed("v0.23.0", _BELOW_OLDEST)
+    return _release(pkg, released, vllm, impl, _v0_23_0, table_note, on=on)
 
 
 def _after_main_09(pkg: str, released: str, vllm: str, impl: str) -> VllmAscendVersion:
@@ -245,28 +273,26 @@ def _after_main_09(pkg: str, released: str, vllm: str, impl: str) -> VllmAscendV
     )
 
 
-_OFF_KW = {"on": False}
-
 ENTRIES: tuple[VllmAscendVersion, ...] = (
     _old("0.9.1rc1", "2025-06-22", "v0.9.1", None),
-    _old("0.9.1rc2", "2025-08-06", "v0.9.1", "2cb1e84a", **_OFF_KW),
-    _old("0.9.1rc3", "2025-08-22", "v0.9.1", "2cb1e84a", **_OFF_KW),
-    _old("0.9.1", "2025-09-03", "v0.9.1", "2cb1e84a", **_OFF_KW),
+    _old("0.9.1rc2", "2025-08-06", "v0.9.1", "2cb1e84a", on=False),
+    _old("0.9.1rc3", "2025-08-22", "v0.9.1", "2cb1e84a", on=False),
+    _old("0.9.1", "2025-09-03", "v0.9.1", "2cb1e84a", on=False),
     _old("0.9.2rc1", "2025-07-11", "v0.9.2", None),
     _old("0.10.0rc1", "2025-08-07", "v0.10.0", None),
     _old("0.10.1rc1", "2025-09-04", "v0.10.1.1", None),
     _old("0.10.2rc1", "2025-09-15", "v0.10.2", None),
     _old("0.11.0rc0", "2025-09-29", "v0.11.0rc3", None),
-    _old("0.11.0rc1", "2025-11-10", "v0.11.0", "280e516e", **_OFF_KW),
-    _old("0.11.0rc2", "2025-11-21", "v0.11.0", "280e516e", **_OFF_KW),
-    _old("0.11.0rc3", "2025-12-03", "v0.11.0", "280e516e", **_OFF_KW),
-    _old("0.11.0", "2025-12-16", "v0.11.0", "280e516e", **_OFF_KW),
-    _old("0.12.0rc1", "2025-12-13", "v0.12.0", "280e516e", **_OFF_KW),
-    _old("0.13.0rc1", "2025-12-27", "v0.13.0", "280e516e", **_OFF_KW),
-    _old("0.13.0rc2", "2026-02-01", "v0.13.0", "280e516e", **_OFF_KW),
-    _old("0.13.0rc3", "2026-04-24", "v0.13.0", "280e516e", **_OFF_KW),
-    _old("0.13.0", "2026-02-05", "v0.13.0", "280e516e", **_OFF_KW),
-    _old("0.14.0rc1", "2026-02-01", "v0.14.1", "062ff4f9", **_OFF_KW),
+    _old("0.11.0rc1", "2025-11-10", "v0.11.0", "280e516e", on=False),
+    _old("0.11.0rc2", "2025-11-21", "v0.11.0", "280e516e", on=False),
+    _old("0.11.0rc3", "2025-12-03", "v0.11.0", "280e516e", on=False),
+    _old("0.11.0", "2025-12-16", "v0.11.0", "280e516e", on=False),
+    _old("0.12.0rc1", "2025-12-13", "v0.12.0", "280e516e", on=False),
+    _old("0.13.0rc1", "2025-12-27", "v0.13.0", "280e516e", on=False),
+    _old("0.13.0rc2", "2026-02-01", "v0.13.0", "280e516e", on=False),
+    _old("0.13.0rc3", "2026-04-24", "v0.13.0", "280e516e", on=False),
+    _old("0.13.0", "2026-02-05", "v0.13.0", "280e516e", on=False),
+    _old("0.14.0rc1", "2026-02-01", "v0.14.1", "062ff4f9", on=False),
     _old("0.15.0rc1", "2026-02-27", "v0.15.0", "c09e740a"),
     _old("0.16.0rc1", "2026-03-10", "v0.16.0", "abb80aa1"),
     _old("0.17.0rc1", "2026-03-15", "v0.17.0", "abb80aa1"),
@@ -354,7 +380,7 @@ ENTRIES: tuple[VllmAscendVersion, ...] = (
         name="main-2026-09",
         vllm="main (0.27.1)",
         source="main a71b766ce (2026-09-23)",
-        binding=_binding("cc55125b", "v0.27.1"),
+        binding=_binding("cc55125b", "v0.27.1")._replace(impl_evidence="inferred"),
         table=_main_2026_09,
         facts=(
             Fact("bind_cpus(local_rank, npu_id=device_id_to_physical_device_id(...))", "git"),

@@ -9,6 +9,7 @@ snapshot. Nothing resolves silently to the newest.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 from ascendtune.core.errors import UsageError
@@ -25,7 +26,9 @@ class Resolved(NamedTuple):
     # the version is the entry's own
 
 
+@functools.cache
 def _releases() -> list[tuple[tuple[Any, ...], VllmAscendVersion]]:
+    """Every release's PEP 440 key and entry, in PEP 440 order."""
     out = []
     for e in ENTRIES:
         for pv in e.package_versions:
