@@ -208,7 +208,11 @@ class PlanBody(TypedDict):
         str | None, "the vLLM-Ascend version whose binding was modelled (`vllm-ascend`)"
     ]
     target_reason: Annotated[str | None, "why that version (given, detected, or the newest)"]
-    mode: Annotated[str, "the rule used (`topo_affinity`, `global_slice`, `numa_local`, ...)"]
+    mode: Annotated[
+        str,
+        "the rule used (`topo_affinity`, `global_slice`, `numa_local`, ...; `no_binding`: the "
+        "vLLM-Ascend version ships no CPU binding)",
+    ]
     soc: Annotated[str, "the SoC family planned for"]
     vendor: Annotated[str, "`huawei` or `nvidia`"]
     visible_devices: Annotated[list[int], "the devices the job sees, in the order given"]

@@ -163,6 +163,8 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
         from ascendtune.core.planner.trace import PoolTrace, RankTrace
     host = ctx.host
     target = req.target or va.PLANNER_DEFAULT
+    # the version's binding; its allocator is named by b.impl (cpu_binding.py's blob), the seam
+    # where each implementation's own pools plug in (today every one gets the model below)
     b = target.binding
     if not b.ships:
         return _no_binding(ctx, req, target)
