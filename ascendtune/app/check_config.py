@@ -71,12 +71,12 @@ class CheckConfigReport:
 
 def run(opts: CheckConfigOptions) -> CheckConfigReport:
     """`check-config`: the config opts names, checked against its version's rules."""
-    from ascendtune.core import versions
+    from ascendtune.core import vllm_ascend
     from ascendtune.core.vllm_config import checker, inputs
     from ascendtune.core.vllm_config.model import KV_ROLES
 
     if opts.target not in (None, "auto"):
-        versions.get(opts.target)  # an unknown --target fails before anything is read
+        vllm_ascend.get(opts.target)  # an unknown --target fails before anything is read
     given = [
         n
         for n, v in (
@@ -98,7 +98,7 @@ def run(opts: CheckConfigOptions) -> CheckConfigReport:
 
     root = _root(opts.sysroot) if (opts.sysroot is not None or opts.pid is not None) else None
     entry, reason, detected = _resolve(opts, root)
-    ver = checker.version(entry.name)
+    ver = entry.config
     env: dict[str, str] | None = None
     env_source = "environment"
     parsed: Cmdline | None = None
@@ -208,15 +208,17 @@ def _process_binding(facts: Facts, root: Root, pid: int) -> Facts:
 def _resolve(opts: CheckConfigOptions, root: Root | None) -> tuple[Any, str, Any]:
     """The version whose rules apply: given, else the one the PID (or the captured host) runs,
     else the newest known."""
-    from ascendtune.core import versions
+    from ascendtune.core import vllm_ascend
 
     if opts.target not in (None, "auto"):
-        return versions.get(opts.target), "given with --target", None
+        return vllm_ascend.get(opts.target), "given with --target", None
     if root is None:
-        return versions.newest(), "newest known (give --target, --pid or --sysroot to detect)", None
+        why = "newest known (give --target, --pid or --sysroot to detect)"
+        return vllm_ascend.NEWEST, why, None
     from ascendtune.host.vllm_detect import resolve_target
 
-    return resolve_target(root, "auto", [opts.pid] if opts.pid is not None else [])
+    got = resolve_target(root, "auto", [opts.pid] if opts.pid is not None else [])
+    return got.entry, got.reason, got.detected
 
 
 def document(result: CheckConfigReport) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     if host is not None:
         from ascendtune.app.plan import resolve_version
 
-        reason = resolve_version(host, opts.plan.target, root)[1]
+        reason = resolve_version(host, opts.plan.target, root).reason
     # one pass over proc/ for both sections: every process's comm (irqbalance) and open files
     scan = scan_processes(root, devices="workers" in opts.sections)
     inp = DoctorInput(gather_host_facts(root, scan), host, host_error, plan)

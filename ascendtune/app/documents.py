@@ -231,7 +231,11 @@ class PlanBody(TypedDict):
         str | None, "the vLLM-Ascend version whose binding was modelled (`vllm-ascend`)"
     ]
     target_reason: Annotated[str | None, "why that version (given, detected, or the newest)"]
-    mode: Annotated[str, "the rule used (`topo_affinity`, `global_slice`, `numa_local`, ...)"]
+    mode: Annotated[
+        str,
+        "the rule used (`topo_affinity`, `global_slice`, `numa_local`, ...; `no_binding`: the "
+        "vLLM-Ascend version ships no CPU binding)",
+    ]
     soc: Annotated[str, "the SoC family planned for"]
     vendor: Annotated[str, "`huawei` or `nvidia`"]
     visible_devices: Annotated[list[int], "the devices the job sees, in the order given"]
@@ -762,6 +766,56 @@ class ExplainListingDocument(TypedDict):
     count: Annotated[int, "keys listed"]
 
 
+class VersionFact(TypedDict):
+    what: Annotated[str, "the fact"]
+    evidence: Annotated[
+        Literal["git", "PR", "inferred"],
+        "how it is known: read in the source, read in a PR or issue thread, or inferred",
+    ]
+    note: Annotated[str, "why it is believed, for an inferred fact (empty: nothing to add)"]
+
+
+class VersionEntry(TypedDict):
+    name: Annotated[str, "the name --target takes"]
+    package_versions: Annotated[
+        list[str], "vllm_ascend's `Version:` values (empty: a main snapshot)"
+    ]
+    released: Annotated[str | None, "the upload date of the release, or the snapshot's commit date"]
+    vllm: Annotated[str, "the vLLM it pairs with"]
+    source: Annotated[str, "what the entry was read from"]
+    binding_impl: Annotated[
+        str | None, "git blob prefix of its `cpu_binding.py` (null: it ships no CPU binding)"
+    ]
+    binding_impl_evidence: Annotated[
+        Literal["git", "PR", "inferred"],
+        "how binding_impl is known (`inferred`: the file was not read; it names its twin)",
+    ]
+    binding_call: Annotated[str, "how its worker calls the binding (empty: no binding)"]
+    binding_default: Annotated[bool, "`enable_cpu_binding`'s default"]
+    binding_runs: Annotated[
+        Literal["worker start", "device set-up", "after warm-up"] | None,
+        "when the worker calls it (null: no binding)",
+    ]
+    npu_of_rank: Annotated[
+        Literal["visible-index", "sorted-busy", "device-id"] | None,
+        "how a rank finds the NPU it binds (null: no binding)",
+    ]
+    data_parallel: Annotated[
+        Literal["narrowed", "restart"],
+        "what data parallel does: each engine sees its own devices, or its local ranks restart "
+        "at 0 over the whole list",
+    ]
+    config_schema: Annotated[str, "where its additional-config schema comes from"]
+    facts: Annotated[list[VersionFact], "what ascendtune models about it, and how it is known"]
+
+
+class ExplainVersionsDocument(TypedDict):
+    """`ascendtune explain versions --json`: every vLLM-Ascend version --target takes."""
+
+    newest: Annotated[str, "the newest entry (what `--target auto` falls back to)"]
+    versions: Annotated[list[VersionEntry], "every version, oldest first"]
+
+
 class BindingStep(TypedDict):
     name: Annotated[
         str,
@@ -1009,7 +1063,12 @@ DOCUMENTS: dict[str, Any] = {
     "snapshot": SnapshotDocument,
     "log": LogDocument,
     "watch": WatchDocument,
-    "explain": (ExplainKeyDocument, ExplainListingDocument, ExplainBindingDocument),
+    "explain": (
+        ExplainKeyDocument,
+        ExplainListingDocument,
+        ExplainBindingDocument,
+        ExplainVersionsDocument,
+    ),
     "bind-workers": BindWorkersDocument,
     "bind-show": BindShowDocument,
     "fleet": (FleetCompareDocument, FleetRayDocument),

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.core import explain as core_explain
-from ascendtune.core import versions
-from ascendtune.core.errors import AscendtuneError
+from ascendtune.core import vllm_ascend
+from ascendtune.core.errors import AscendtuneError, UsageError
 from ascendtune.core.explain_binding import BindingExplanation, explain_binding
 from ascendtune.core.vllm_config import explain_data as data
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ascendtune.host.sysroot import Root
 
 BINDING = "binding"  # `explain binding`: the binding steps, not a key
+VERSIONS = "versions"  # `explain versions`: every version --target takes, not a key
 
 
 class ExplainOptions(NamedTuple):
@@ -36,8 +37,38 @@ class ExplainOptions(NamedTuple):
 def resolve_target(target: str | None) -> str:
     """A listing needs one version: the one named, else the newest (no host is read)."""
     if target is None or target == "auto":
-        return versions.NEWEST
-    return versions.get(target).name
+        return vllm_ascend.NEWEST.name
+    return vllm_ascend.get(target).name
+
+
+def versions_document() -> dict[str, Any]:
+    """Every registry entry with its binding and where its schema comes from (ExplainVersions)."""
+    from ascendtune.core.vllm_ascend.schemas import schema_source
+
+    return {
+        "newest": vllm_ascend.NEWEST.name,
+        "versions": [
+            {
+                "name": e.name,
+                "package_versions": list(e.package_versions),
+                "released": e.released,
+                "vllm": e.vllm,
+                "source": e.source,
+                "binding_impl": e.binding.impl,
+                "binding_impl_evidence": e.binding.impl_evidence,
+                "binding_call": e.binding.call,
+                "binding_default": e.binding.on_by_default,
+                "binding_runs": e.binding.runs or None,
+                "npu_of_rank": e.binding.npu_of_rank if e.binding.ships else None,
+                "data_parallel": e.binding.dp,
+                "config_schema": schema_source(e),
+                "facts": [
+                    {"what": f.what, "evidence": f.evidence, "note": f.note} for f in e.facts
+                ],
+            }
+            for e in vllm_ascend.ENTRIES
+        ],
+    }
 
 
 class _Ends:
@@ -136,8 +167,19 @@ def _cell(row: dict[str, Any]) -> str:
 
 def markdown() -> str:
     """docs/config-reference.md: every key of every known version, by concern."""
-    names = list(versions.VERSIONS)
     docs = data.DOCS
+    every = {d.path: core_explain.explain_key(d.path).to_json() for d in docs}
+    # one column per run of consecutive versions that agree on every key
+    columns: list[list[str]] = []
+    for n in vllm_ascend.VERSIONS:
+        if columns and all(
+            _cell(e["versions"][n]) == _cell(e["versions"][columns[-1][0]]) for e in every.values()
+        ):
+            columns[-1].append(n)
+        else:
+            columns.append([n])
+    names = [c[0] for c in columns]
+    heads = [c[0] if len(c) == 1 else f"{c[0]} … {c[-1]}" for c in columns]
     out = [
         "# vLLM-Ascend additional-config reference",
         "",
@@ -155,10 +197,10 @@ def markdown() -> str:
         if not mine:
             continue
         out += [f"## {title}", ""]
-        out.append("| key | side | when | " + " | ".join(names) + " | what it does |")
+        out.append("| key | side | when | " + " | ".join(heads) + " | what it does |")
         out.append("|---|---|---|" + "---|" * len(names) + "---|")
         for d in mine:
-            e = core_explain.explain_key(d.path).to_json()
+            e = every[d.path]
             cells = [_cell(e["versions"][n]) for n in names]
             out.append(
                 f"| `{d.path}` | {d.side} | {d.when} | "
@@ -167,7 +209,7 @@ def markdown() -> str:
             )
         out.append("")
         for d in mine:
-            e = core_explain.explain_key(d.path).to_json()
+            e = every[d.path]
             if not (d.detail or e["interactions"] or d.failure):
                 continue
             out += [f"### `{d.path}`", ""]
@@ -196,7 +238,12 @@ def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) 
     from ascendtune.core.planner.trace import VllmTrace
 
     req = build_request(host, opts._replace(policy="vllm-ascend"), root)
-    _, reason = resolve_version(host, opts.target, root)
+    reason = resolve_version(host, opts.target, root).reason
+    if req.target is not None and not req.target.binding.ships:
+        raise UsageError(
+            f"vLLM-Ascend {req.target.name} ships no CPU binding: there are no steps to explain",
+            "`ascendtune explain versions` shows which releases bind (v0.9.1rc2 on, with gaps)",
+        )
     trace = VllmTrace()
     plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)
     better: Any

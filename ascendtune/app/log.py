@@ -104,7 +104,8 @@ def _bool(v: Any) -> bool | None:
 def check_logged_config(report: LogReport, target: str | None = None) -> CheckedConfig | None:
     """Check the logged additional-config against `target`, else the version the log names
     (else check-config's default); None when the log prints no additional-config."""
-    from ascendtune.core.vllm_config import DEFAULT_TARGET, Facts, check
+    from ascendtune.core.vllm_ascend import NEWEST
+    from ascendtune.core.vllm_config import Facts, check
     from ascendtune.core.vllm_log import check_target
 
     if report.additional_config is None:
@@ -114,7 +115,7 @@ def check_logged_config(report: LogReport, target: str | None = None) -> Checked
     else:
         target, reason = check_target(report)
         if target is None:
-            target, reason = DEFAULT_TARGET, reason + f"; {DEFAULT_TARGET} assumed"
+            target, reason = NEWEST.name, reason + f"; {NEWEST.name} assumed"
     args = report.args or {}
     facts = Facts(
         tp=_int(args.get("tensor_parallel_size")),

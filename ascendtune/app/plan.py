@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from ascendtune.app.hosts import Loaded
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
-    from ascendtune.core.versions import VllmAscendVersion
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.host.sysroot import Root
+    from ascendtune.host.vllm_detect import TargetChoice
 
 
 class PlanCommandOptions(NamedTuple):
@@ -59,20 +59,18 @@ def resolve_policy(host: Host, policy: str) -> str:
     return vendors.vendor_of(host).default_policy
 
 
-def resolve_version(host: Host, target: str, root: Root | None) -> tuple[VllmAscendVersion, str]:
+def resolve_version(host: Host, target: str, root: Root | None) -> TargetChoice:
     """`--target VERSION|auto`: the version entry and why (JSON `target_reason`). auto: the
     vllm_ascend a worker on the host imports, else the default python's, else the newest."""
-    from ascendtune.core import versions
+    from ascendtune.host.vllm_detect import TargetChoice, resolve_target
 
     if root is None:
-        if target != AUTO:
-            return versions.get(target), "given with --target"
-        return versions.newest(), "newest known (no host to look for vllm_ascend on)"
-    from ascendtune.host.vllm_detect import resolve_target
+        from ascendtune.core import vllm_ascend
 
-    pids = sorted({p.pid for p in host.processes})
-    entry, reason, _ = resolve_target(root, target, pids)
-    return entry, reason
+        if target != AUTO:
+            return TargetChoice(vllm_ascend.get(target), "given with --target")
+        return TargetChoice(vllm_ascend.NEWEST, "newest known (no host to look for vllm_ascend on)")
+    return resolve_target(root, target, sorted({p.pid for p in host.processes}))
 
 
 def _cmdline_facts(text: str | None) -> Cmdline | None:
@@ -95,7 +93,7 @@ def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> Pl
     from ascendtune.core.model import Soc
     from ascendtune.core.planner import PlanRequest
 
-    entry, _ = resolve_version(host, opts.target, root)
+    choice = resolve_version(host, opts.target, root)
     cmd = _cmdline_facts(opts.cmdline)
     dp = _size(opts.dp, "--data-parallel-size") or (cmd.dp if cmd and cmd.dp > 1 else None)
     tp = _size(opts.tp, "--tensor-parallel-size") or (cmd.tp if cmd and cmd.tp > 1 else None)
@@ -141,7 +139,8 @@ def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> Pl
         pp=pp,
         device_ids=device_ids,
         busy=busy,
-        target=entry,
+        target=choice.entry,
+        target_inferred=choice.inferred,
     )
 
 
@@ -176,7 +175,7 @@ def plan(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanReport:
     """One policy's plan of host; raises the planner's errors."""
     check_policy(opts.policy)
     req = build_request(host, opts, root)
-    _, reason = resolve_version(host, opts.target, root)
+    reason = resolve_version(host, opts.target, root).reason
     p = make_plan(host, req)
     better = None
     if p.policy == "vllm-ascend":
@@ -244,7 +243,7 @@ def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareR
     """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
     # options are checked once: a bad device list is the user's error, not a policy's
     base = build_request(host, opts._replace(policy=POLICY_NAMES[0]), root)
-    _, reason = resolve_version(host, opts.target, root)
+    reason = resolve_version(host, opts.target, root).reason
     from ascendtune.core import vendors
 
     vendor = vendors.vendor_of(host).vendor if host.accelerators else None
@@ -306,7 +305,7 @@ def plan_document(
                 "binding_skipped": r.skipped,
                 **(
                     {"vllm_log_line": r.vllm_log_line(plan.mode)}
-                    if plan.policy == "vllm-ascend"
+                    if plan.policy == "vllm-ascend" and plan.mode != "no_binding"
                     else {}
                 ),
             }

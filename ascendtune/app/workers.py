@@ -168,7 +168,7 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
 
     version = None
     try:
-        version = resolve_version(host, opts.plan.target, root)[0].name
+        version = resolve_version(host, opts.plan.target, root).entry.name
     except AscendtuneError:
         version = None
     if opts.plan_file is not None:

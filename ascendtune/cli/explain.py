@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 HELP = """Without KEY: every key of --target grouped by concern (--search WORD filters;
 --markdown prints the reference page). `explain binding [--rank R]` walks through the steps
 vLLM-Ascend's CPU binding takes for rank R on this host (or --demo / --sysroot), each with its
-input and result, then where numa-local departs."""
+input and result, then where numa-local departs. `explain versions` lists every version --target
+takes, with its binding and its default."""
 
 
 def _render_key(doc: dict[str, Any], target: str | None) -> None:
@@ -54,21 +55,19 @@ def _render_key(doc: dict[str, Any], target: str | None) -> None:
         _out(con, doc["detail"])
     _out(con)
     _out(con, "versions:")
+    # consecutive versions that treat the key alike share a line
+    groups: list[tuple[list[str], str]] = []
     for name, row in doc["versions"].items():
-        mark = "*" if name == target else " "
-        if row["present"] or row["status"] == "elsewhere":
-            text = f"{row['status']}, {row.get('type', '?')}, default {_show(row['default'])}"
-            if row.get("choices") is not None:
-                text += f", one of {_show(row['choices'])}"
-            if row.get("env"):
-                text += f", else ${row['env']}"
-            if row.get("default_from"):
-                text += f" (defaults to {row['default_from']})"
+        text = _row_text(row)
+        if groups and groups[-1][1] == text:
+            groups[-1][0].append(name)
         else:
-            text = row["status"]
-        if row.get("note"):
-            text += f": {row['note']}"
-        _out(con, f" {mark} {name:14} {text}")
+            groups.append(([name], text))
+    labels = [g[0] if len(g) == 1 else f"{g[0]} … {g[-1]}" for g, _ in groups]
+    width = max(map(len, labels), default=0)
+    for (names, text), label in zip(groups, labels, strict=True):
+        mark = "*" if target in names else " "
+        _out(con, f" {mark} {label:{width}}  {text}")
     if doc["interactions"]:
         _out(con)
         _out(con, "interactions:")
@@ -92,13 +91,31 @@ def _render_key(doc: dict[str, Any], target: str | None) -> None:
             _out(con, f"  - {f}")
 
 
+def _row_text(row: dict[str, Any]) -> str:
+    if row["present"] or row["status"] == "elsewhere":
+        text = f"{row['status']}, {row.get('type', '?')}, default {_show(row['default'])}"
+        if row.get("choices") is not None:
+            text += f", one of {_show(row['choices'])}"
+        if row.get("env"):
+            text += f", else ${row['env']}"
+        if row.get("default_from"):
+            text += f" (defaults to {row['default_from']})"
+    else:
+        text = row["status"]
+    if row.get("note"):
+        text += f": {row['note']}"
+    return str(text)
+
+
 def _out(con: Any, text: str = "") -> None:
     # log lines and rule codes are in brackets: print them as text, not as Rich markup
     con.print(text, markup=False, soft_wrap=True)
 
 
 def _where(versions: list[str], every: list[str]) -> str:
-    return "" if versions == every else f" (on {', '.join(versions)})"
+    from ascendtune.core.vllm_ascend import spans
+
+    return "" if versions == every else f" (on {spans(versions)})"
 
 
 def _show(v: Any) -> str:
@@ -155,6 +172,30 @@ def _render_binding(doc: dict[str, Any]) -> None:
             _out(con, f"- {d}")
 
 
+def _render_versions(doc: dict[str, Any]) -> None:
+    from ascendtune.cli.cells import fitted_table, show
+    from ascendtune.cli.common import stdout_console
+
+    rows = []
+    for v in doc["versions"]:
+        if v["binding_impl"] is None:
+            binding, default = "none", "-"
+        else:
+            binding, default = v["binding_impl"], "on" if v["binding_default"] else "off"
+            if v["binding_impl_evidence"] == "inferred":
+                binding += " (inferred)"
+        npu = v["npu_of_rank"] or "-"
+        runs = v["binding_runs"] or "-"
+        rows.append([v["name"], v["released"] or "", v["vllm"], binding, default, runs, npu])
+    con = stdout_console()
+    head = ("version", "released", "vLLM", "cpu_binding.py", "default", "runs", "rank -> NPU")
+    show(con, fitted_table(con, "vLLM-Ascend versions", head, rows))
+    _out(
+        con, f"newest: {doc['newest']}; `--target NAME` takes a name or a package version (0.18.0)"
+    )
+    _out(con, "cpu_binding.py: git blob of the release's file (none: it ships no CPU binding)")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("explain", help=describe("explain", HELP, paragraph=False))
     @handle_errors
@@ -162,7 +203,7 @@ def register(app: typer.Typer) -> None:
         key: Annotated[
             str | None,
             typer.Argument(
-                help="An additional-config key (dotted for nested keys), or `binding`.",
+                help="An additional-config key (dotted for nested keys), `binding` or `versions`.",
                 metavar="KEY",
                 show_default=False,
             ),
@@ -197,6 +238,15 @@ def register(app: typer.Typer) -> None:
 
         if markdown:
             print(app_explain.markdown(), end="")
+            return
+        if key == app_explain.VERSIONS:
+            from ascendtune.cli.common import print_json
+
+            doc = app_explain.versions_document()
+            if json_out:
+                print_json(doc)
+            else:
+                _render_versions(doc)
             return
         from ascendtune.app.source import HostSource
 

@@ -8,6 +8,7 @@ import typer
 
 from ascendtune.cli.commands import describe
 from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
+from ascendtune.cli.planopts import complete_target
 
 if TYPE_CHECKING:
     from ascendtune.app.log import ServerLogReport
@@ -37,8 +38,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--target",
                 help="vLLM-Ascend version whose rules check the logged additional-config "
-                "(default: the version the log names).",
+                "(default: the version the log names); `ascendtune explain versions` lists them.",
                 metavar="VERSION",
+                autocompletion=complete_target,
             ),
         ] = None,
         sysroot: SysrootOpt = None,

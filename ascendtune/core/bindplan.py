@@ -134,7 +134,9 @@ def target_from_plan(doc: Any, rank: int, *, source: str) -> BindTarget:
         where = f"{source} rank {rank}"
         cpus = _cpus_field(entry.get("cpus"), f"{where} cpus")
         if not cpus:
-            raise InvalidInput(f"{where}: the plan gives this rank no CPU")
+            skipped = entry.get("binding_skipped")
+            why = f" ({skipped})" if isinstance(skipped, str) and skipped else ""
+            raise InvalidInput(f"{where}: the plan gives this rank no CPU{why}")
         roles_raw = entry.get("roles") or {}
         if not isinstance(roles_raw, dict):
             raise ParseError("`roles` is not an object", source=where)

@@ -451,12 +451,17 @@ def test_non_default_args_cut_or_hostile() -> None:
     ("versions", "target"),
     [
         ({"vllm": "0.23.0"}, "v0.23.0"),
-        ({"vllm": "0.9.1"}, "v0.23.0"),
-        # the release line paired with that vLLM (core/versions.py)
+        ({"vllm": "0.9.1"}, "v0.9.1"),
+        ({"vllm": "0.9.2"}, "v0.9.2rc1"),
+        ({"vllm": "0.8.5"}, "v0.9.1rc1"),
+        ({"vllm": "0.22.1"}, "v0.22.1rc1"),
+        # the release paired with that vLLM (core/vllm_ascend)
         ({"vllm": "0.25.1"}, "v0.25.1rc1"),
         ({"vllm": "0.26.0"}, "v0.26.0rc1"),
         ({"vllm": "0.27.1.dev3+gabc"}, "v0.27.1rc1"),
         ({"vllm_ascend": "0.25.1rc1"}, "v0.25.1rc1"),
+        ({"vllm_ascend": "0.26.0rc2"}, "v0.26.0rc1"),
+        ({"vllm_ascend": "0.18.0"}, "v0.18.0"),
         ({"vllm": "0.99.0"}, None),
         ({"vllm": "0.27.1", "vllm_ascend": "0.23.0"}, "v0.23.0"),
         ({}, None),
