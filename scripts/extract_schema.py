@@ -719,14 +719,26 @@ class Extractor:
         where = self.where(func, node)
         if where not in info.sources:
             info.sources.append(where)
+        none_default = has_default and (default is None or literal(default) is None)
         if wrap and info.cast is None and not info.section:
             info.cast = wrap
-            info.type = info.type or wrap
+            # bool(cfg.get("path")) of a key that defaults to None tests presence: no type
+            if not info.optional and not none_default:
+                info.type = info.type or wrap
         if not has_default and not info.has_default:
             # a helper reading a key it was given by name, with its fallback as another
             # argument (`_get_config_value(cfg, "k", "ENV", envs.ENV)`)
             fallback = next(
                 (v.node for v in env.values() if isinstance(v, Expr_) and _env_name(v.node)),
+                None,
+            ) or next(
+                (
+                    v.node
+                    for k, v in env.items()
+                    if isinstance(v, Expr_)
+                    and k.startswith("default")
+                    and literal(v.node) is not _NO
+                ),
                 None,
             )
             if fallback is not None and any(isinstance(v, Str_) for v in env.values()):
