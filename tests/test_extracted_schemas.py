@@ -370,3 +370,54 @@ def test_fused_mc2_still_turns_shared_expert_overlap_off() -> None:
     for release in ("0.23.0", "0.26.0rc1", "0.30.0rc2"):
         report = check(release, cfg)
         assert report.effective["multistream_overlap_shared_expert"] is False, release
+
+
+# --- explain KEY: the key's life ----------------------------------------------------------------
+
+
+def events(key: str) -> list[tuple[str, str, Any]]:
+    return [(e.release, e.what, e.default) for e in extracted.history(key)]
+
+
+def test_history_of_enable_cpu_binding() -> None:
+    # off on the oldest lines, gone between 0.9.2rc1 and 0.11.0rc0, on from 0.15.0rc1
+    assert events("enable_cpu_binding") == [
+        ("0.9.1rc2", "added", False),
+        ("0.9.2rc1", "removed", None),
+        ("0.11.0rc1", "added", False),
+        ("0.15.0rc1", "default", True),
+    ]
+
+
+def test_history_of_keys_that_went_and_came_back() -> None:
+    assert events("c8_enable_reshape_optim") == [
+        ("0.21.0rc1", "added", False),
+        ("0.28.0rc1", "removed", None),
+        ("0.29.0rc1", "added", True),
+    ]
+    assert events("enable_reduce_sample")[-1] == ("0.30.0rc1", "removed", None)
+
+
+def test_history_says_when_a_default_cannot_be_read() -> None:
+    (added,) = extracted.history("multistream_engram_overlap")
+    assert added.release == "0.30.0rc1" and not added.known
+    assert added.to_json() == {
+        "release": "v0.30.0rc1",
+        "event": "added",
+        "default": None,
+        "default_unknown": True,
+        "type": "bool",
+    }
+
+
+def test_explain_shows_the_life_of_an_undocumented_key() -> None:
+    from typer.testing import CliRunner
+
+    from ascendtune.cli.app import app
+
+    res = CliRunner().invoke(app, ["explain", "multistream_engram_overlap"])
+    assert res.exit_code == 0, res.output
+    assert "v0.30.0rc1     appears, bool, default unknown" in res.output
+    res = CliRunner().invoke(app, ["explain", "--json", "enable_cpu_binding"])
+    hist = __import__("json").loads(res.output)["history"]
+    assert {"release": "v0.15.0rc1", "event": "default", "default": True, "before": False} in hist

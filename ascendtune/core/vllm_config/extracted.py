@@ -308,3 +308,64 @@ def nearest_base(release: str, hand: Mapping[str, Version]) -> Base:
     if best is None:
         return Base(None, "no cross-key rules are modelled before v0.23.0: key table only")
     return Base(best[1], "the nearest release below with a hand table")
+
+
+# --- a key's life across releases (explain KEY) -------------------------------------------------
+
+
+class Event(NamedTuple):
+    """One change of a key between consecutive releases that have data files."""
+
+    release: str
+    what: str  # added, default, type, removed
+    default: Any = None  # added / default: the new default (None also when unknown)
+    before: Any = None  # default / type: the old value
+    type: str | None = None
+    known: bool = True  # False: the source does not let the default be read
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"release": f"v{self.release}", "event": self.what}
+        if self.what == "default" or (self.what == "added" and self.type != "section"):
+            out["default"] = self.default if self.known else None
+            if not self.known:
+                out["default_unknown"] = True
+        if self.what in ("default", "type"):
+            out["before"] = self.before
+        if self.type is not None:
+            out["type"] = self.type
+        return out
+
+
+def _state(entry: Mapping[str, Any] | None) -> tuple[bool, str, Any, bool]:
+    if entry is None:
+        return False, "", None, True
+    kind = entry.get("type", "any")
+    if kind == "section":
+        return True, kind, None, True
+    return True, kind, entry.get("default"), "default" in entry
+
+
+def history(path: str) -> tuple[Event, ...]:
+    """When the key appeared in the releases' own source, how its default or type changed, and
+    when it went (and came back), oldest release first."""
+    out: list[Event] = []
+    prev = (False, "", None, True)
+    for release in available():
+        cur = _state(paths(release).get(path))
+        present, kind, default, known = cur
+        was, pkind, pdefault, pknown = prev
+        if present and not was:
+            out.append(Event(release, "added", default, None, kind, known))
+        elif was and not present:
+            out.append(Event(release, "removed"))
+        elif present:
+            if kind != pkind and "any" not in (kind, pkind):
+                out.append(Event(release, "type", None, pkind, kind))
+            if kind != "section" and (default, known) != (pdefault, pknown):
+                out.append(Event(release, "default", default, pdefault, None, known))
+        prev = cur
+    return tuple(out)
+
+
+def releases_with(path: str) -> tuple[str, ...]:
+    return tuple(r for r in available() if path in paths(r))
