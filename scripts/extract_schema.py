@@ -344,6 +344,8 @@ class Extractor:
         self.keys: dict[Path_, KeyInfo] = {}
         self.seen: set[tuple[int, tuple[tuple[str, Any], ...]]] = set()
         self.typed_done: set[tuple[str, Path_]] = set()
+        self.fields: set[Path_] = set()  # keys that are fields of a typed config class
+        self.stripped: set[str] = set()  # top-level names the typed factory takes out
         self.top_policy: str | None = None
         self.top_why: str | None = None
         self.omni = False
@@ -904,6 +906,8 @@ class Extractor:
         if target is None and cls is not None:
             # a typed class built from the dict: its fields are the keys
             if splat is not None:
+                if splat.path == ROOT:
+                    self.stripped |= set(splat.excluded) | set(kws)
                 self.typed(cls, splat.path, splat.excluded, set(kws))
             return
         if target is None:
@@ -1039,6 +1043,7 @@ class Extractor:
                 if isinstance(init, ast.Constant) and init.value is False:
                     continue
             kpath = (*path, name)
+            self.fields.add(kpath)
             info = self.key(kpath)
             if name in excluded:
                 info.stripped = True
@@ -1347,6 +1352,15 @@ def extract(files: Mapping[str, bytes]) -> dict[str, Any]:
         for path, info in list(ex.keys.items()):
             if len(path) == 1 and info.stripped and not info.section:
                 info.derived = True
+    refused_reads: list[str] = []
+    if style == "typed" and ex.stripped:
+        # read with .get() somewhere, yet neither a field nor taken out before validation: the
+        # typed config refuses it before that code ever runs
+        for path in [p for p in ex.keys if len(p) == 1]:
+            if path not in ex.fields and path[0] not in ex.stripped:
+                refused_reads.append(path[0])
+                for sub in [p for p in ex.keys if p[:1] == path]:
+                    del ex.keys[sub]
     keys = ex.tree()
     if style == "typed":
         for name, entry in keys.items():
@@ -1363,6 +1377,8 @@ def extract(files: Mapping[str, bytes]) -> dict[str, Any]:
     if ex.omni:
         doc["unknown_keys_exception"] = "vllm_omni"
     doc["keys"] = keys
+    if refused_reads:
+        doc["read_but_refused"] = sorted(refused_reads)
     if program.errors:
         doc["parse_errors"] = program.errors
     return doc

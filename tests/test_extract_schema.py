@@ -212,6 +212,9 @@ TYPED = """
         if unknown and importlib.util.find_spec("vllm_omni") is not None:
             kwargs = {k: v for k, v in kwargs.items() if k not in unknown}
         return AscendConfig(**kwargs)
+
+    def elsewhere(vllm_config):
+        return vllm_config.additional_config.get("stray_key", 1)
 """
 
 
@@ -255,6 +258,12 @@ def test_typed_keys_stripped_before_validation(typed: dict[str, Any]) -> None:
     # a field the factory strips: accepted, then dropped (derived)
     assert keys["pd_ratio"]["stripped"] is True
     assert keys["pd_ratio"]["read"] == "derived"
+
+
+def test_typed_read_elsewhere_but_refused_first(typed: dict[str, Any]) -> None:
+    # read with .get() by other code, but neither a field nor stripped: validation refuses it
+    assert "stray_key" not in typed["keys"]
+    assert typed["read_but_refused"] == ["stray_key"]
 
 
 def test_vllm_decorator_outside_the_package_is_said_to_forbid() -> None:

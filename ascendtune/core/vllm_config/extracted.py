@@ -82,6 +82,7 @@ def entries(keys: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Ma
             yield from entries(entry.get("keys", {}), path + ".")
 
 
+@functools.cache
 def paths(release: str) -> dict[str, Mapping[str, Any]]:
     return dict(entries(load(release)["keys"]))
 
