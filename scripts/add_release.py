@@ -5,7 +5,7 @@ the release before, identify its CPU binding, and print the draft of its registr
     python -m scripts.add_release 0.30.0rc2 --dry-run  # writes nothing
 
 Steps: the sdist from pip's index (scripts/releases.py: cached, sha256-checked); its schema
-(scripts/extract_schema.py: ast only, written to ascendtune/core/vllm_ascend/schemas/); the keys
+(scripts/extract_schema.py: ast only, written to ascendtune/core/vllm_ascend/config_schemas/); the keys
 added, removed and whose default or type changed since the newest release below it that has a
 schema file; the git blob id of its vllm_ascend/cpu_binding.py, named as the known implementation
 it equals or flagged as new; the worker's call of bind_cpus; then the differential tier for that
@@ -149,7 +149,7 @@ def draft(
     return [
         f"v{version}:",
         f"  sdist: {sdist.filename} sha256 {sdist.sha256}",
-        f"  config schema: ascendtune/core/vllm_ascend/schemas/{version}.json "
+        f"  config schema: ascendtune/core/vllm_ascend/config_schemas/{version}.json "
         f"({doc['style']} AscendConfig; unknown top-level keys {doc['unknown_keys']}"
         + (
             f", except with {doc['unknown_keys_exception']}"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 TOP = Path(__file__).resolve().parents[1]
-SCHEMA_DIR = TOP / "ascendtune" / "core" / "vllm_ascend" / "schemas"
+SCHEMA_DIR = TOP / "ascendtune" / "core" / "vllm_ascend" / "config_schemas"
 # bump when the output for the same source changes; recorded in every data file
 EXTRACTOR_VERSION = 1
 PACKAGE = "vllm_ascend/"

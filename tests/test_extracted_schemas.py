@@ -1,4 +1,4 @@
-"""The committed per-release schema files (ascendtune/core/vllm_ascend/schemas/) and check-config
+"""The committed per-release schema files (ascendtune/core/vllm_ascend/config_schemas/) and check-config
 run against them: the data decides which keys exist, the hand-written rules keep their version
 ranges, and no rule reads a key that a release in its range does not have.
 

@@ -1,7 +1,7 @@
 """The additional-config of every vLLM-Ascend release, as read from its own source.
 
 `scripts/extract_schema.py` parses each release's sdist with `ast` and writes one JSON data file
-per release (ascendtune/core/vllm_ascend/schemas/RELEASE.json): every key with its type, default
+per release (ascendtune/core/vllm_ascend/config_schemas/RELEASE.json): every key with its type, default
 and nesting, and each level's unknown-key policy. This module turns such a file into the `Version`
 the checker runs. The data decides which keys exist and their defaults; the hand tables
 (ascendtune.core.vllm_config.versions) add what the source's shape cannot give (bounds, how a
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from ascendtune.core.vllm_config.schema import Key, Removed, Version
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "vllm_ascend" / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "vllm_ascend" / "config_schemas"
 
 _RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:rc(\d+))?(?:\.post(\d+))?(?:\.dev(\d+))?$")
 
