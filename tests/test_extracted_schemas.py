@@ -421,3 +421,9 @@ def test_explain_shows_the_life_of_an_undocumented_key() -> None:
     res = CliRunner().invoke(app, ["explain", "--json", "enable_cpu_binding"])
     hist = __import__("json").loads(res.output)["history"]
     assert {"release": "v0.15.0rc1", "event": "default", "default": True, "before": False} in hist
+
+
+def test_spans_name_the_releases_that_read_a_key() -> None:
+    assert extracted.spans("c8_enable_reshape_optim") == "v0.21.0rc1 to v0.27.1rc1, v0.29.0rc1 on"
+    assert extracted.spans("torchair_graph_config") == "v0.9.1rc1 to v0.11.0"
+    assert extracted.spans("no_such_key") == ""

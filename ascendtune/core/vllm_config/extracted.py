@@ -370,3 +370,28 @@ def history(path: str) -> tuple[Event, ...]:
 
 def releases_with(path: str) -> tuple[str, ...]:
     return tuple(r for r in available() if path in paths(r))
+
+
+def spans(path: str) -> str:
+    """The releases that read `path`, as runs: "v0.21.0rc1 to v0.27.1rc1, v0.29.0rc1 on"."""
+    every = available()
+    have = set(releases_with(path))
+    runs: list[tuple[str, str]] = []
+    start: str | None = None
+    last: str | None = None
+    for r in every:
+        if r in have:
+            start = start or r
+            last = r
+        elif start is not None and last is not None:
+            runs.append((start, last))
+            start = last = None
+    if start is not None and last is not None:
+        runs.append((start, last))
+    out = []
+    for a, b in runs:
+        if b == every[-1] and a != b:
+            out.append(f"v{a} on")
+        else:
+            out.append(f"v{a}" if a == b else f"v{a} to v{b}")
+    return ", ".join(out)
