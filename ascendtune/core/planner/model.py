@@ -17,6 +17,8 @@ from ascendtune.core.versions import VllmAscendVersion
 TOPO_AFFINITY = "topo_affinity"
 GLOBAL_SLICE = "global_slice"
 A5_CLUSTERS = "a5_clusters"  # Ascend 950: one 8-core cluster per NPU, no role split
+NUMA_BALANCED = "numa_balanced"  # 0.14-0.15: the busy NPUs dealt to nodes, each node split
+NUMA_SPLIT = "numa_split"  # 0.9.1-0.13.0: each NPU's node (from PCI) split among its NPUs
 NUMA_LOCAL = "numa_local"
 NUMA_SLICE = "numa_slice"
 
@@ -42,6 +44,8 @@ class PlanRequest(NamedTuple):
     # (when it lists any) plus the job's own NPUs, which show up after warm-up
     busy: tuple[int, ...] | None = None
     target: VllmAscendVersion | None = None  # None: versions.PLANNER_DEFAULT
+    # the server runs Engram with CPU offload (0.30 on: the worker then skips page migration)
+    engram_offload: bool = False
 
 
 class Roles(NamedTuple):
@@ -72,6 +76,8 @@ class RankPlan:  # a dataclass: cpuset is a cached_property
     dp_rank: int = 0
     local_rank: int | None = None  # the rank inside its DP engine (None: same as rank)
     skipped: str | None = None  # vLLM-Ascend skips binding this rank, and why (then no CPUs)
+    # vllm-ascend: the NUMA nodes migratepages moves the worker's memory to (None: not moved)
+    memory_nodes: tuple[int, ...] | None = None
 
     @property
     def local(self) -> int:
