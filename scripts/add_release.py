@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -45,8 +46,8 @@ KNOWN_BINDINGS: dict[str, str] = {
     "daab93aa": "0.27.1rc1-0.29.0rc1 (hardware_profile.py)",
     "7ed2022f": "0.30.0rc1-0.30.0rc2 (migrate_memory optional)",
 }
-# where helper "diff" puts the differential tier (the first that exists is used)
-DIFFERENTIAL = ("tests/reference", "tests/differential", "tests/test_reference.py")
+# the differential (reference) tier: each distinct cpu_binding.py is one Impl in its harness
+REFERENCE = TOP / "tests" / "reference"
 
 
 def known_binding(blob: str) -> str | None:
@@ -115,16 +116,34 @@ def previous_release(version: str) -> str | None:
     return below[-1] if below else None
 
 
-def differential(version: str) -> tuple[str, list[str] | None]:
-    for rel in DIFFERENTIAL:
-        if (TOP / rel).exists():
-            cmd = [sys.executable, "-m", "pytest", "-q", rel, "-k", version]
-            return " ".join(["python3", *cmd[1:]]), cmd
-    return (
-        f"python3 -m pytest -q tests/reference -k {version}  (no differential tier in this "
-        "checkout yet: run it once there is one)",
-        None,
-    )
+def differential(blob: str | None) -> tuple[str, list[str] | None]:
+    """The reference-tier run for this release's implementation (shown, and the command to run,
+    None when there is nothing to run yet)."""
+    if blob is None:
+        return "nothing to run: the release ships no cpu_binding.py", None
+    harness = REFERENCE / "harness.py"
+    if not harness.is_file():
+        return "no reference tier in this checkout (tests/reference)", None
+    modelled = set(re.findall(r'Impl\(\s*"([0-9a-f]{8})"', harness.read_text()))
+    if blob[:8] not in modelled:
+        return (
+            f"implementation {blob[:8]} is not in tests/reference/harness.py IMPLS yet: add it "
+            f"(with how the worker calls bind_cpus), model it in the planner, then run "
+            f"python3 -m pytest -m reference tests/reference -k {blob[:8]}",
+            None,
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-m",
+        "reference",
+        "tests/reference",
+        "-k",
+        blob[:8],
+    ]
+    return "python3 " + " ".join(cmd[1:]), cmd
 
 
 def draft(
@@ -206,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {what}: {line}")
         if not any(changes.values()):
             print("  no change")
-    shown, cmd = differential(version)
+    shown, cmd = differential(blob)
     print()
     print(f"differential tier: {shown}")
     if cmd is not None and not args.no_tests:

@@ -205,8 +205,15 @@ def _download(url: str) -> bytes:
     return r.content
 
 
+_LISTING: list[Sdist] = []
+
+
 def fetch_version(version: str) -> tuple[Sdist, Path]:
-    sdist = find(version)
+    """The sdist of one version, from the cache or the index (the listing is asked once per
+    process)."""
+    if not _LISTING:
+        _LISTING.extend(list_sdists())
+    sdist = find(version, _LISTING)
     return sdist, fetch(sdist)
 
 

@@ -86,3 +86,12 @@ def test_previous_release_is_the_newest_schema_below() -> None:
     assert add_release.previous_release("0.31.0rc1") == "0.30.0rc2"
     assert add_release.previous_release("0.18.0") == "0.18.0rc1"
     assert add_release.previous_release("0.9.1rc1") is None
+
+
+def test_differential_tier_per_implementation() -> None:
+    shown, cmd = add_release.differential("7ed2022f" + "0" * 32)
+    assert cmd is not None and cmd[-2:] == ["-k", "7ed2022f"]
+    assert "-m reference tests/reference" in shown
+    shown, cmd = add_release.differential(releases.blob_id(b"new code\n"))
+    assert cmd is None and "not in tests/reference/harness.py IMPLS" in shown
+    assert add_release.differential(None)[1] is None
