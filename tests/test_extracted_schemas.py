@@ -427,3 +427,16 @@ def test_spans_name_the_releases_that_read_a_key() -> None:
     assert extracted.spans("c8_enable_reshape_optim") == "v0.21.0rc1 to v0.27.1rc1, v0.29.0rc1 on"
     assert extracted.spans("torchair_graph_config") == "v0.9.1rc1 to v0.11.0"
     assert extracted.spans("no_such_key") == ""
+
+
+def test_registry_seam_for_entry() -> None:
+    own = extracted.for_entry("v0.26.0rc1", VERSIONS["v0.26.0rc1"])
+    assert own is not None and own.name == "v0.26.0rc1" and "its own table" in own.source
+    # a later release borrowing an older table keeps its rules, minus the ranges that ended
+    later = extracted.for_entry("v0.30.0rc2", VERSIONS["v0.27.1rc1"], "borrowed from v0.27.1rc1")
+    assert later is not None and "borrowed from v0.27.1rc1" in later.source
+    assert "reduce-sample-experimental" not in later.rules
+    # an older release never borrows a newer release's rules
+    old = extracted.for_entry("v0.18.0", VERSIONS["v0.23.0"], "borrowed")
+    assert old is not None and old.rules == ()
+    assert extracted.for_entry("main-2026-09", VERSIONS["main-2026-09"]) is None

@@ -292,6 +292,27 @@ def version(release: str, base: Base) -> Version:
     return Version(**fields)
 
 
+def for_entry(name: str, table: Version, note: str = "") -> Version | None:
+    """The schema of version-registry entry `name` when its release has a data file (None when
+    not: a main snapshot, or a release not extracted yet). `table` is the hand table the registry
+    gives the entry (its own, or one it borrows, said in `note`); it lends rules and validation
+    unless it was written for a newer release than this one."""
+    release = release_name(name)
+    if release not in available():
+        return None
+    if table.name == name:
+        return version(release, Base(table, "its own table"))
+    try:
+        newer = release_key(table.name) > release_key(release)
+    except ValueError:
+        newer = False  # a main snapshot's table, chosen by the registry on purpose
+    if newer:
+        return version(
+            release, Base(None, "no cross-key rules are modelled before v0.23.0: key table only")
+        )
+    return version(release, Base(table, note or "the nearest table the registry gives"))
+
+
 def nearest_base(release: str, hand: Mapping[str, Version]) -> Base:
     """The hand table of the release itself, else of the newest release below it."""
     name = release_name(release)
