@@ -36,7 +36,7 @@ from typing import Any
 TOP = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = TOP / "ascendtune" / "core" / "vllm_ascend" / "config_schemas"
 # bump when the output for the same source changes; recorded in every data file
-EXTRACTOR_VERSION = 1
+EXTRACTOR_VERSION = 2
 PACKAGE = "vllm_ascend/"
 
 Path_ = tuple[str, ...]
@@ -1021,6 +1021,12 @@ class Extractor:
         if tag in self.typed_done:
             return
         self.typed_done.add(tag)
+        try:
+            self._typed_fields(cls, path, excluded)
+        finally:
+            self._constraints(cls, path)
+
+    def _typed_fields(self, cls: Klass, path: Path_, excluded: frozenset[str]) -> None:
         extra = self.p.decorator_extra(cls)
         where = f"{cls.module.rel}:{cls.node.lineno}"
         if extra in ("forbid", "forbid-init", "forbid-vllm"):
@@ -1096,6 +1102,82 @@ class Extractor:
                     elif not info.has_default:
                         info.has_default, info.default = True, _NO
                         info.expr = ast.unparse(factory)[:200]
+
+    def _constraints(self, cls: Klass, path: Path_) -> None:
+        """Choices and bounds a typed class's validators enforce on one field: a statement
+        `if self.f not in (0, 1): raise ...` or `if self.f <= 0: raise ...` directly in the
+        body of an after-validator or a `_validate*` method (nothing conditional is read)."""
+        for name, method in cls.methods.items():
+            after = any(
+                isinstance(d, ast.Call)
+                and _name(d.func) == "model_validator"
+                and _const_str(_kw(d, "mode")) == "after"
+                for d in method.node.decorator_list
+            )
+            if not (after or name.startswith("_validate")):
+                continue
+            for stmt in method.node.body:
+                if not (
+                    isinstance(stmt, ast.If)
+                    and stmt.body
+                    and isinstance(stmt.body[-1], ast.Raise)
+                    and not stmt.orelse
+                ):
+                    continue
+                tests = (
+                    stmt.test.values
+                    if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.Or)
+                    else [stmt.test]
+                )
+                for test in tests:
+                    self._constraint(test, path, f"{cls.module.rel}:{stmt.lineno}")
+
+    def _constraint(self, test: ast.expr, path: Path_, where: str) -> None:
+        if (
+            isinstance(test, ast.UnaryOp)
+            and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, ast.Compare)
+            and len(test.operand.ops) == 2
+        ):
+            # `not (0 < self.f <= 1)`: the range that is accepted
+            c = test.operand
+            low, high = literal(c.left), literal(c.comparators[1])
+            field_name = _self_field(c.comparators[0])
+            info = self.keys.get((*path, field_name or ""))
+            if field_name is None or info is None or (*path, field_name) not in self.fields:
+                return
+            lo = {ast.Lt: "gt", ast.LtE: "ge"}.get(type(c.ops[0]))
+            if lo and isinstance(low, (int, float)) and not isinstance(low, bool):
+                info.bounds.setdefault(lo, low)
+            if isinstance(c.ops[1], ast.LtE) and isinstance(high, (int, float)):
+                info.bounds.setdefault("le", high)
+            if where not in info.sources:
+                info.sources.append(where)
+            return
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            return
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        flipped = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+        if not _self_field(left) and _self_field(right) and type(op) in flipped:
+            left, right, op = right, left, flipped[type(op)]()
+        field_name = _self_field(left)
+        if field_name is None or (*path, field_name) not in self.fields:
+            return
+        info = self.keys.get((*path, field_name))
+        value = literal(right)
+        if info is None or value is _NO or info.section:
+            return
+        if isinstance(op, ast.NotIn) and isinstance(value, list) and info.choices is None:
+            info.choices = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            # the test says what is refused: `f < 0` refuses below 0, so f >= 0 is required
+            bound = {ast.Lt: "ge", ast.LtE: "gt", ast.Gt: "le"}.get(type(op))
+            if bound is not None:
+                info.bounds.setdefault(bound, value)
+        else:
+            return
+        if where not in info.sources:
+            info.sources.append(where)
 
     def _typed_class(self, ann: ast.expr, near: Module) -> Klass | None:
         for n in ast.walk(ann):
@@ -1193,6 +1275,16 @@ class Extractor:
             e["unknown"] = unknown
         e["source"] = sorted(info.sources)[:4]
         return e
+
+
+def _self_field(node: ast.expr) -> str | None:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
 
 
 def _hashable(v: Value) -> Any:

@@ -322,3 +322,41 @@ def test_annotation_types(src: str, want: tuple[Any, ...]) -> None:
     import ast
 
     assert ex.annotation_type(ast.parse(src, mode="eval").body) == want
+
+
+def test_typed_validator_choices_and_bounds() -> None:
+    doc = run(
+        config_utils=TYPED_DECORATOR,
+        ascend_config="""
+        from pydantic import model_validator
+        from vllm_ascend.config_utils import config
+
+        @config
+        class AscendConfig:
+            mode: int = 1
+            ratio: float = 0.5
+            steps: int = 8
+            cap: int = 4
+
+            @model_validator(mode="after")
+            def _check(self):
+                if self.mode not in (0, 1, 2):
+                    raise ValueError("mode")
+                if not (0 < self.ratio <= 1):
+                    raise ValueError("ratio")
+                if self.steps <= 0 or self.steps > 64:
+                    raise ValueError("steps")
+                if self.mode == 2:
+                    if self.cap < 0:
+                        raise ValueError("only read when mode is 2: not a bound")
+                return self
+
+        def init_ascend_config(vllm_config):
+            return AscendConfig(**vllm_config.additional_config)
+        """,
+    )
+    keys = doc["keys"]
+    assert keys["mode"]["choices"] == [0, 1, 2]
+    assert keys["ratio"]["bounds"] == {"gt": 0, "le": 1}
+    assert keys["steps"]["bounds"] == {"gt": 0, "le": 64}
+    assert "bounds" not in keys["cap"]
