@@ -28,7 +28,7 @@ import ast
 import hashlib
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from typing import Any
 TOP = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = TOP / "ascendtune" / "core" / "vllm_ascend" / "config_schemas"
 # bump when the output for the same source changes; recorded in every data file
-EXTRACTOR_VERSION = 2
+EXTRACTOR_VERSION = 3
 PACKAGE = "vllm_ascend/"
 
 Path_ = tuple[str, ...]
@@ -346,6 +346,9 @@ class Extractor:
         self.typed_done: set[tuple[str, Path_]] = set()
         self.fields: set[Path_] = set()  # keys that are fields of a typed config class
         self.stripped: set[str] = set()  # top-level names the typed factory takes out
+        # `.get()` style: `self.f = cfg.get("k", ...)` in a class: (class, f) -> the key
+        self.attrs: dict[tuple[int, str], Path_] = {}
+        self.attr_classes: dict[int, Klass] = {}
         self.top_policy: str | None = None
         self.top_why: str | None = None
         self.omni = False
@@ -373,6 +376,8 @@ class Extractor:
                     and _const_str(node.args[0]) == "vllm_omni"
                 ):
                     self.omni = True
+        for cid, cls in self.attr_classes.items():
+            self._constraints(cls, lambda f, cid=cid: self.attrs.get((cid, f)), init=True)  # type: ignore[misc]
 
     def _functions(self, mod: Module) -> Iterator[Func]:
         for fs in list(self.p.functions.values()):
@@ -426,10 +431,14 @@ class Extractor:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 v = self.value_of(func, value, env, lits)
                 ann = stmt.annotation if isinstance(stmt, ast.AnnAssign) else None
+                read = self._read_path(func, value, env, lits)
                 for t in targets:
                     name = _target(t)
                     if name is None:
                         continue
+                    if read is not None and func.cls is not None and name.startswith("self."):
+                        self.attrs.setdefault((id(func.cls.node), name[5:]), read)
+                        self.attr_classes[id(func.cls.node)] = func.cls
                     if isinstance(v, (Dict_, Str_)):
                         env[name] = v
                     if isinstance(value, (ast.Dict, ast.Set, ast.List, ast.Tuple, ast.Call)):
@@ -530,6 +539,24 @@ class Extractor:
             base = self.value_of(func, node.values[0], env, lits)
             return base if isinstance(base, Dict_) else None
         return None
+
+    def _read_path(
+        self, func: Func, node: ast.expr, env: dict[str, Value], lits: dict[str, ast.expr]
+    ) -> Path_ | None:
+        """The key a value reads: `cfg.get("k", d)`, `cfg["k"]`, either inside int()/float()."""
+        if (
+            isinstance(node, ast.Call)
+            and _name(node.func) in ("int", "float", "bool")
+            and len(node.args) == 1
+        ):
+            node = node.args[0]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr != "get" or not node.args:
+                return None
+        elif not isinstance(node, ast.Subscript):
+            return None
+        got = self.value_of(func, node, env, lits)
+        return got.path if isinstance(got, Dict_) and got.path else None
 
     def _returned(
         self, func: Func, call: ast.Call, env: dict[str, Value], lits: dict[str, ast.expr]
@@ -1024,7 +1051,7 @@ class Extractor:
         try:
             self._typed_fields(cls, path, excluded)
         finally:
-            self._constraints(cls, path)
+            self._constraints(cls, lambda f: (*path, f) if (*path, f) in self.fields else None)
 
     def _typed_fields(self, cls: Klass, path: Path_, excluded: frozenset[str]) -> None:
         extra = self.p.decorator_extra(cls)
@@ -1103,10 +1130,13 @@ class Extractor:
                         info.has_default, info.default = True, _NO
                         info.expr = ast.unparse(factory)[:200]
 
-    def _constraints(self, cls: Klass, path: Path_) -> None:
-        """Choices and bounds a typed class's validators enforce on one field: a statement
+    def _constraints(
+        self, cls: Klass, resolve: Callable[[str], Path_ | None], init: bool = False
+    ) -> None:
+        """Choices and bounds a class's validators enforce on one key: a statement
         `if self.f not in (0, 1): raise ...` or `if self.f <= 0: raise ...` directly in the
-        body of an after-validator or a `_validate*` method (nothing conditional is read)."""
+        body of an after-validator or a `_validate*` method (or `__init__`, for the `.get()`
+        style), nothing conditional; `resolve` names the key behind `self.f`."""
         for name, method in cls.methods.items():
             after = any(
                 isinstance(d, ast.Call)
@@ -1114,7 +1144,7 @@ class Extractor:
                 and _const_str(_kw(d, "mode")) == "after"
                 for d in method.node.decorator_list
             )
-            if not (after or name.startswith("_validate")):
+            if not (after or name.startswith("_validate") or (init and name == "__init__")):
                 continue
             for stmt in method.node.body:
                 if not (
@@ -1130,9 +1160,11 @@ class Extractor:
                     else [stmt.test]
                 )
                 for test in tests:
-                    self._constraint(test, path, f"{cls.module.rel}:{stmt.lineno}")
+                    self._constraint(test, resolve, f"{cls.module.rel}:{stmt.lineno}")
 
-    def _constraint(self, test: ast.expr, path: Path_, where: str) -> None:
+    def _constraint(
+        self, test: ast.expr, resolve: Callable[[str], Path_ | None], where: str
+    ) -> None:
         if (
             isinstance(test, ast.UnaryOp)
             and isinstance(test.op, ast.Not)
@@ -1143,8 +1175,9 @@ class Extractor:
             c = test.operand
             low, high = literal(c.left), literal(c.comparators[1])
             field_name = _self_field(c.comparators[0])
-            info = self.keys.get((*path, field_name or ""))
-            if field_name is None or info is None or (*path, field_name) not in self.fields:
+            kpath = resolve(field_name) if field_name else None
+            info = self.keys.get(kpath) if kpath else None
+            if info is None or info.section:
                 return
             lo = {ast.Lt: "gt", ast.LtE: "ge"}.get(type(c.ops[0]))
             if lo and isinstance(low, (int, float)) and not isinstance(low, bool):
@@ -1161,9 +1194,10 @@ class Extractor:
         if not _self_field(left) and _self_field(right) and type(op) in flipped:
             left, right, op = right, left, flipped[type(op)]()
         field_name = _self_field(left)
-        if field_name is None or (*path, field_name) not in self.fields:
+        kpath = resolve(field_name) if field_name else None
+        if kpath is None:
             return
-        info = self.keys.get((*path, field_name))
+        info = self.keys.get(kpath)
         value = literal(right)
         if info is None or value is _NO or info.section:
             return

@@ -360,3 +360,34 @@ def test_typed_validator_choices_and_bounds() -> None:
     assert keys["ratio"]["bounds"] == {"gt": 0, "le": 1}
     assert keys["steps"]["bounds"] == {"gt": 0, "le": 64}
     assert "bounds" not in keys["cap"]
+
+
+def test_get_style_checks_in_init_and_validate() -> None:
+    doc = run(
+        ascend_config="""
+        class AscendConfig:
+            def __init__(self, vllm_config):
+                cfg = vllm_config.additional_config
+                self.tokens = cfg.get("max_tokens", 65536)
+                if self.tokens <= 0:
+                    raise ValueError("positive")
+                self.chunk = ChunkConfig(cfg.get("chunk_config", {}))
+
+        class ChunkConfig:
+            def __init__(self, config):
+                self.smooth = float(config.get("smooth", 1.0))
+                self.stage = config.get("stage", "all")
+                self._validate()
+
+            def _validate(self):
+                if not 0 < self.smooth <= 1:
+                    raise ValueError("smooth")
+                if self.stage not in ["all", "prefill"]:
+                    raise ValueError("stage")
+        """
+    )
+    keys = doc["keys"]
+    assert keys["max_tokens"]["bounds"] == {"gt": 0}
+    chunk = keys["chunk_config"]["keys"]
+    assert chunk["smooth"]["bounds"] == {"gt": 0, "le": 1}
+    assert chunk["stage"]["choices"] == ["all", "prefill"]
