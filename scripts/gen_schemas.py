@@ -3,6 +3,8 @@
     python scripts/gen_schemas.py           # write them
     python scripts/gen_schemas.py --check   # exit 1 when a committed file is stale
 
+(`python -m scripts.regen` makes these and every other generated file.)
+
 Each document type (a TypedDict) becomes a JSON Schema (draft 2020-12): its keys with their
 descriptions, required keys as `required`, `total=False` keys optional, no other keys allowed;
 a nested TypedDict is a `$defs` entry. Every document also gets `schema_version`.
