@@ -69,9 +69,8 @@ def once(argv: list[str], env: dict[str, str]) -> float:
 
 def in_process(path: str) -> float:
     """Seconds of app.doctor.doctor (what `doctor --json` runs between start-up and printing)."""
-    from ascendtune.app.doctor import doctor
-    from ascendtune.app.options import DoctorOptions
-    from ascendtune.host.sysroot import open_root
+    from ascendtune.app.doctor import DoctorOptions, doctor
+    from ascendtune.host.roots import open_root
 
     t0 = time.perf_counter()
     doctor(open_root(path), DoctorOptions())

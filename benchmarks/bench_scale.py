@@ -106,7 +106,7 @@ def peak_mib(argv: list[str], env: dict[str, str]) -> float:
 
 def in_process_s(path: str) -> float:
     from ascendtune.host.reader import read_host
-    from ascendtune.host.sysroot import open_root
+    from ascendtune.host.roots import open_root
 
     t0 = time.perf_counter()
     read_host(open_root(path))

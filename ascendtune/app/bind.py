@@ -1,11 +1,13 @@
-"""`bind`: what to bind to (a rank of a plan, a plan file, or CPUs), binding every thread of a
-running process, verified, or preparing a command to start already bound."""
+"""`bind`: which way of running it the options ask for (the mode rules), what to bind to (a rank
+of a plan, a plan file, or CPUs), binding every thread of a running process, verified, or
+preparing a command to start already bound."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ascendtune.app.options import HostSource, PlanOptions
 from ascendtune.core.bindplan import BindReport, BindTarget, target_from_cpus, target_from_plan
@@ -17,10 +19,74 @@ from ascendtune.core.errors import (
     ProblemsFound,
     UsageError,
 )
+from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import BindLaunchDocument
     from ascendtune.host.affinity import MigrateResult, ProcessIdentity
+
+
+# ---- which options go with which mode ---------------------------------------------------------
+
+Mode = Literal["workers", "watch", "show", "pid", "launch"]
+# the options --workers does without: it finds the processes and their ranks itself
+NOT_WITH_WORKERS = (
+    "--pid", "--rank", "--cpus", "-- CMD", "--show", "--membind", "--migrate-memory",
+    "--keep-partial",
+)  # fmt: skip
+# the options that say or shape the mode; `given` maps each to whether the command line has it
+MODE_OPTIONS = (*NOT_WITH_WORKERS, "--workers", "--watch", "--for", "--dry-run")
+
+
+def bind_mode(given: Mapping[str, bool], foreign: str | None = None) -> Mode:
+    """The way of running `bind` the options ask for, or the UsageError of the first rule they
+    break. foreign: `--sysroot DIR` or `--demo NAME` when the plan is another host's (then only a
+    dry run may touch a process of this one)."""
+    if given["--watch"] and not given["--workers"]:
+        raise UsageError("--watch keeps --workers bound: give --workers --watch")
+    if given["--workers"]:
+        conflicts = [o for o in NOT_WITH_WORKERS if given[o]]
+        if conflicts:
+            raise UsageError(
+                f"--workers finds the processes itself: {', '.join(conflicts)} do not go with it"
+            )
+        if given["--watch"]:
+            return "watch"
+        if given["--for"]:
+            raise UsageError("--for bounds --watch: give --workers --watch --for DURATION")
+        return "workers"
+    process = given["--pid"] or given["-- CMD"]
+    if foreign is not None and not given["--dry-run"] and not given["--show"] and process:
+        raise UsageError(
+            f"bind changes processes of this host, and {foreign} plans another host: "
+            "only --dry-run is allowed with it",
+            "add --dry-run, or write the plan of this host "
+            "(`ascendtune plan --json > plan.json`) and give --plan",
+        )
+    if given["--show"]:
+        if not given["--pid"]:
+            raise UsageError("--show reads a running process: give --pid PID")
+        return "show"
+    if given["--pid"] and given["-- CMD"]:
+        raise UsageError("give --pid PID or -- CMD ARGS..., not both")
+    if given["--pid"]:
+        if given["--membind"]:
+            raise UsageError(
+                "--membind applies to a command being started; "
+                "for a running process use --migrate-memory"
+            )
+        return "pid"
+    if given["-- CMD"]:
+        if given["--migrate-memory"]:
+            raise UsageError(
+                "--migrate-memory moves a running process's pages; "
+                "for a command being started use --membind"
+            )
+        return "launch"
+    raise UsageError("say what to bind: --pid PID, or -- CMD ARGS... to start a command")
+
+
+# ---- what to bind to --------------------------------------------------------------------------
 
 
 def resolve_target(
@@ -62,10 +128,7 @@ def resolve_target(
     from ascendtune.app.hosts import load
 
     got = load(source)
-    doc = {
-        "schema_version": 1,
-        **app_plan.plan_document(app_plan.plan(got.host, plan, got.root).plan),
-    }
+    doc = versioned(app_plan.plan_document(app_plan.plan(got.host, plan, got.root).plan))
     return target_from_plan(doc, rank, source=f"{plan.policy} plan of {source.describe()}")
 
 

@@ -1,16 +1,15 @@
 """`bind --workers`: find every accelerator worker of a running server, match each to its rank
-by the device it drives, bind every thread of every worker to one plan, verified; `--watch`
-keeps the plan applied (new threads, restarted workers); `--show` reads a process's masks back.
+by the device it drives, bind every thread of every worker to one plan, verified (`--watch`,
+which keeps it applied, is app.keep_bound).
 
-Discovery goes through a Root (npu-smi's process table and /proc/*/fd, ascendtune.host.facts),
+Discovery goes through a Root (the vendor tool's process table and /proc/*/fd, host.workers),
 binding through ascendtune.host.affinity (its Tasks seam), so tests can point both at processes
 of their own."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,7 +122,6 @@ class WorkersReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "root": self.root,
             "source": self.source,
             "dry_run": self.dry_run,
@@ -170,7 +168,7 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
 
     version = None
     try:
-        version = resolve_version(host, opts.plan.target, root)[0].name
+        version = resolve_version(host, opts.plan.target, root).entry.name
     except AscendtuneError:
         version = None
     if opts.plan_file is not None:
@@ -387,8 +385,8 @@ def bind_worker(
 
 
 def discover(root: Root) -> tuple[Host, list[WorkerFacts]]:
-    from ascendtune.host.facts import find_workers
     from ascendtune.host.reader import read_host
+    from ascendtune.host.workers import find_workers
 
     host = read_host(root)
     return host, find_workers(root, host)
@@ -415,12 +413,11 @@ def bind_workers(
     require_live(root, opts.dry_run)
     host, workers = discover(root)
     if not workers:
-        from ascendtune.host.facts import scanned_note
+        from ascendtune.host.workers import scanned_note
 
         raise MissingError(
             f"no accelerator worker found on {root.describe()} ({scanned_note(root, host)})",
-            "start the server first; workers are found by npu-smi's process table and by "
-            "their open /dev/davinciN or /dev/nvidiaN files",
+            f"start the server first; workers are found by {_where_found()}",
         )
     targets = resolve_targets(opts, root, host)
     outcomes = tuple(
@@ -444,6 +441,17 @@ def bind_workers(
     )
 
 
+def _where_found() -> str:
+    """Where worker discovery looks, in words: "npu-smi's process table and by their open
+    /dev/davinciN or /dev/nvidiaN files"."""
+    from ascendtune.core import vendors
+
+    profiles = vendors.profiles()
+    tables = [f"{p.tool}'s process table" for p in profiles if p.processes_from == p.tool]
+    files = " or ".join(f"/dev/{p.device_file}N" for p in profiles)
+    return " and by ".join([*tables, f"their open {files} files"])
+
+
 def check_workers(report: WorkersReport) -> None:
     from ascendtune.core.errors import ProblemsFound
 
@@ -454,296 +462,3 @@ def check_workers(report: WorkersReport) -> None:
             + "; ".join(f"PID {w.pid}: {w.error}" for w in bad[:3]),
             "see workers[].error in --json; the other workers are bound",
         )
-
-
-# ---- keeping it applied -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    at: float  # wall-clock time (time.time())
-    kind: str  # "bound", "threads", "restarted", "gone", "failed", "stopped"
-    pid: int | None
-    device: int | None
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.at))
-            + f".{int(self.at * 1000) % 1000:03d}",
-            "kind": self.kind,
-            "pid": self.pid,
-            "device": self.device,
-            "message": self.message,
-        }
-
-    def line(self) -> str:
-        return f"{self.to_json()['time']} {self.message}"
-
-
-@dataclass
-class WatchSummary:
-    """Counters only, so a watch running for days holds no history."""
-
-    ticks: int = 0
-    threads_bound: int = 0  # threads moved onto the plan after the first tick
-    restarts: int = 0
-    failures: int = 0
-    workers: dict[int, int] = field(default_factory=dict)  # device -> current pid
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ticks": self.ticks,
-            "threads_bound": self.threads_bound,
-            "restarts": self.restarts,
-            "failures": self.failures,
-            "workers": {str(d): p for d, p in sorted(self.workers.items())},
-        }
-
-
-def parse_duration(text: str) -> float:
-    """`--for 90`, `30s`, `10m`, `2h`, `1d` -> seconds."""
-    t = text.strip().lower()
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-    scale = 1.0
-    if t and t[-1] in units:
-        scale, t = units[t[-1]], t[:-1]
-    try:
-        value = float(t)
-    except ValueError:
-        raise UsageError(f"--for {text}: expected a duration such as 90, 30s, 10m, 2h") from None
-    if value <= 0:
-        raise UsageError(f"--for {text}: a duration is more than 0")
-    return value * scale
-
-
-@contextmanager
-def _stop_on_signals(flag: list[bool]) -> Iterator[None]:
-    """SIGINT/SIGTERM set the flag; the loop stops between workers, never inside one."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(_sig: int, _frame: object) -> None:
-        flag[0] = True
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def watch_workers(
-    opts: WorkersOptions,
-    *,
-    interval_s: float = 2.0,
-    duration_s: float | None = None,
-    on_event: Callable[[WatchEvent], None] = lambda e: None,
-    root: Root | None = None,
-    tasks: Tasks | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    wall: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    should_stop: Callable[[], bool] = lambda: False,
-    handle_signals: bool = True,
-) -> WatchSummary:
-    """Every interval: find the workers, bind threads that appeared, rebind a worker restarted
-    under a new PID on the same device; until duration_s has passed, should_stop() or a signal.
-    The plan is computed once, at the start, for the devices as they are then."""
-    from ascendtune.app.hosts import open_root
-
-    if opts.dry_run:
-        raise UsageError("--watch keeps binding: it does not go with --dry-run")
-    if interval_s <= 0:
-        raise UsageError(f"--interval {interval_s}: expected more than 0 seconds")
-    if root is None:
-        root = open_root(opts.source)
-    require_live(root, False)
-    host, _ = discover(root)
-    targets = resolve_targets(opts, root, host)
-    deadline = None if duration_s is None else clock() + duration_s
-    summary = WatchSummary()
-    flag = [False]
-
-    def stopping() -> bool:
-        return flag[0] or should_stop() or (deadline is not None and clock() >= deadline)
-
-    def emit(kind: str, w: WorkerOutcome | None, message: str) -> None:
-        on_event(WatchEvent(wall(), kind, w.pid if w else None, w.device if w else None, message))
-
-    guard = _stop_on_signals(flag) if handle_signals else _nothing()
-    with guard:
-        while True:
-            summary.ticks += 1
-            _, workers = discover(root)
-            seen: dict[int, int] = {}
-            for wf in workers:
-                if flag[0] or should_stop():
-                    break  # between workers: none is left half-bound
-                o = bind_worker(
-                    wf,
-                    targets,
-                    root=root,
-                    dry_run=False,
-                    use_roles=opts.use_roles,
-                    max_passes=opts.max_passes,
-                    tasks=tasks,
-                )
-                dev = o.device
-                word = f"device {dev}" if dev is not None else f"PID {o.pid}"
-                if dev is not None:
-                    seen[dev] = o.pid
-                old = summary.workers.get(dev) if dev is not None else None
-                if not o.ok:
-                    summary.failures += 1
-                    emit("failed", o, f"PID {o.pid} ({word}): not bound: {o.error}")
-                elif dev is not None and old is not None and old != o.pid:
-                    summary.restarts += 1
-                    emit(
-                        "restarted",
-                        o,
-                        f"{word}: worker restarted, PID {old} -> {o.pid}, "
-                        f"{o.threads_bound} threads bound to CPUs {_cpus(o)}",
-                    )
-                elif old is None:
-                    emit(
-                        "bound",
-                        o,
-                        f"PID {o.pid} ({word}, rank {o.rank}): {o.threads_bound}/"
-                        f"{o.threads_total} threads on CPUs {_cpus(o)}, {o.threads_changed} "
-                        "moved",
-                    )
-                elif o.changed:
-                    summary.threads_bound += o.threads_changed
-                    emit(
-                        "threads",
-                        o,
-                        f"PID {o.pid} ({word}): {o.threads_changed} new or "
-                        f"moved thread(s) put back on CPUs {_cpus(o)}",
-                    )
-            for dev, pid in summary.workers.items():
-                if dev not in seen and not flag[0]:
-                    on_event(
-                        WatchEvent(
-                            wall(),
-                            "gone",
-                            pid,
-                            dev,
-                            f"device {dev}: PID {pid} is gone; waiting for its restart",
-                        )
-                    )
-            summary.workers = seen if not flag[0] else {**summary.workers, **seen}
-            if stopping():
-                break
-            left = interval_s if deadline is None else min(interval_s, deadline - clock())
-            if left > 0 and sleep is time.sleep:
-                # in slices: a signal handler that returns does not cut time.sleep short
-                end = clock() + left
-                while not flag[0] and not should_stop() and clock() < end:
-                    time.sleep(min(0.2, max(0.0, end - clock())))
-            elif left > 0:
-                sleep(left)
-            if stopping():
-                break
-    on_event(
-        WatchEvent(
-            wall(),
-            "stopped",
-            None,
-            None,
-            f"watch stopped after {summary.ticks} "
-            f"pass(es): {summary.threads_bound} threads rebound, {summary.restarts} "
-            "restart(s)",
-        )
-    )
-    return summary
-
-
-def _cpus(o: WorkerOutcome) -> str:
-    return format_cpulist(o.target.cpus) if o.target is not None else "?"
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-# ---- reading masks back -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MaskGroup:
-    cpus: CpuSet
-    tids: tuple[int, ...]
-    role_threads: tuple[str, ...]  # "acl_thread 123", "release_thread 124"
-    expected: CpuSet | None = None  # what the plan wants for these threads (None: no plan)
-
-    @property
-    def matches(self) -> bool | None:
-        return None if self.expected is None else self.expected == self.cpus
-
-
-@dataclass(frozen=True)
-class ShowReport:
-    pid: int
-    name: str | None
-    groups: tuple[MaskGroup, ...]
-    target: BindTarget | None
-    off_target: int  # threads whose mask differs from the plan's (0 without a plan)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": 1,
-            "pid": self.pid,
-            "name": self.name,
-            "threads_total": sum(len(g.tids) for g in self.groups),
-            "target": format_cpulist(self.target.cpus) if self.target is not None else None,
-            "source": self.target.source if self.target is not None else None,
-            "off_target": self.off_target,
-            "masks": [
-                {
-                    "cpus": format_cpulist(g.cpus),
-                    "threads": len(g.tids),
-                    "tids": list(g.tids),
-                    "role_threads": list(g.role_threads),
-                    "expected": format_cpulist(g.expected) if g.expected is not None else None,
-                    "matches": g.matches,
-                }
-                for g in self.groups
-            ],
-        }
-
-
-def show_process(
-    pid: int, target: BindTarget | None, *, use_roles: bool = True, tasks: Tasks | None = None
-) -> ShowReport:
-    """Every thread's mask, grouped by (mask, what the plan wants for it)."""
-    from ascendtune.core.bindplan import ROLE_THREADS
-    from ascendtune.host import affinity as aff
-
-    aff.require_process(pid, tasks)
-    ident = aff.process_identity(pid)
-    rows = aff.thread_names_and_masks(pid, tasks)
-    groups: dict[tuple[CpuSet, CpuSet | None], tuple[list[int], list[str]]] = {}
-    off = 0
-    for tid, name, cpus in rows:
-        want = target.thread_target(name, use_roles=use_roles)[1] if target is not None else None
-        if want is not None and want != cpus:
-            off += 1
-        tids, roles = groups.setdefault((cpus, want), ([], []))
-        tids.append(tid)
-        if name.strip() in ROLE_THREADS:
-            roles.append(f"{name.strip()} {tid}")
-    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1][0]), min(kv[0][0], default=-1)))
-    return ShowReport(
-        pid,
-        ident.name if ident is not None else None,
-        tuple(MaskGroup(c, tuple(t), tuple(r), w) for (c, w), (t, r) in ordered),
-        target,
-        off,
-    )

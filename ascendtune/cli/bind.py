@@ -4,11 +4,14 @@ start a command already bound."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     DemoOpt,
     JsonOpt,
@@ -33,10 +36,12 @@ from ascendtune.cli.planopts import (
     plan_options,
 )
 from ascendtune.core.cpulist import format_cpulist
-from ascendtune.core.errors import UsageError
+from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
-    from ascendtune.core.bindplan import BindReport
+    from ascendtune.app.options import HostSource, PlanOptions
+    from ascendtune.app.workers import WorkersOptions
+    from ascendtune.core.bindplan import BindReport, BindTarget
     from ascendtune.host.affinity import ProcessIdentity
 
 DEFAULT_POLICY = "auto"
@@ -45,6 +50,7 @@ DEFAULT_POLICY = "auto"
 def register(app: typer.Typer) -> None:
     @app.command(
         "bind",
+        help=describe("bind"),
         context_settings={"allow_interspersed_args": False},
         epilog=(
             "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
@@ -172,151 +178,221 @@ def register(app: typer.Typer) -> None:
         spill: SpillOpt = False,
         version: TargetOpt = "auto",
     ) -> None:
-        """Bind every thread of a running process (--pid) to one rank's CPUs, verified, or
-        start a command already bound (`ascendtune bind --rank 0 -- vllm serve ...`)."""
-        plan_opts_given = [
-            name
-            for name, given in (
-                ("--sysroot", sysroot is not None),
-                ("--demo", demo is not None),
-                ("--policy", policy != DEFAULT_POLICY),
-                ("--visible-devices", visible_devices is not None),
-                ("--ranks", ranks is not None),
-                ("--soc", soc is not None),
-                ("--reserve", reserve is not None),
-                ("--no-irq-reserve", no_irq_reserve),
-                ("--spill", spill),
-                ("--target", version != "auto"),
-            )
-            if given
-        ]
         from ascendtune.app import bind as app_bind
         from ascendtune.app.options import HostSource
 
-        popts = plan_options(**locals(), target=version)
-        if watch and not workers:
-            raise UsageError("--watch keeps --workers bound: give --workers --watch")
-        if workers:
-            _workers(
-                conflicts=[
-                    n
-                    for n, given in (
-                        ("--pid", pid is not None),
-                        ("--rank", rank is not None),
-                        ("--cpus", cpus is not None),
-                        ("-- CMD", bool(command)),
-                        ("--show", show),
-                        ("--membind", membind),
-                        ("--migrate-memory", migrate_memory),
-                        ("--keep-partial", keep_partial),
-                    )
-                    if given
-                ],
-                source=HostSource(sysroot=sysroot, demo=demo),
-                plan=popts,
-                plan_file=plan,
-                force=force,
-                dry_run=dry_run,
-                use_roles=not no_roles,
-                max_passes=max_passes,
-                watch=watch,
-                interval=interval,
-                duration=for_,
-                json_out=json_out,
-                quiet=quiet,
-            )
-            return
-        foreign = sysroot is not None or demo is not None
-        if foreign and not dry_run and not show and (pid is not None or command):
-            what = f"--demo {demo}" if demo is not None else f"--sysroot {sysroot}"
-            raise UsageError(
-                f"bind changes processes of this host, and {what} plans another host: "
-                "only --dry-run is allowed with it",
-                "add --dry-run, or write the plan of this host "
-                "(`ascendtune plan --json > plan.json`) and give --plan",
-            )
-        if show:
-            if pid is None:
-                raise UsageError("--show reads a running process: give --pid PID")
-            from ascendtune.app import workers as app_workers
-
-            shown = app_workers.show_process(
-                pid,
-                app_bind.resolve_target(
-                    cpus=cpus,
-                    rank=rank,
-                    plan_file=plan,
-                    source=HostSource(sysroot=sysroot, demo=demo),
-                    plan=popts,
-                    plan_opts_given=plan_opts_given,
-                    dry_run=True,
-                )
-                if (cpus is not None or rank is not None)
-                else None,
-                use_roles=not no_roles,
-            )
-            if json_out:
-                print_json(shown.to_json())
-            elif not quiet:
-                _render_show(shown)
-            return
-
-        target = app_bind.resolve_target(
-            cpus=cpus,
+        args = BindArgs(
+            command=list(command or []),
             rank=rank,
             plan_file=plan,
-            source=HostSource(sysroot=sysroot, demo=demo),
-            plan=popts,
-            plan_opts_given=plan_opts_given,
+            cpus=cpus,
+            pid=pid,
+            use_roles=not no_roles,
+            keep_partial=keep_partial,
             dry_run=dry_run,
+            migrate_memory=migrate_memory,
+            membind=membind,
+            interval=interval,
+            duration=for_,
             force=force,
+            max_passes=max_passes,
+            quiet=quiet,
+            json_out=json_out,
+            source=HostSource(sysroot=sysroot, demo=demo),
+            plan=plan_options(**locals(), target=version),
+            plan_opts_given=tuple(
+                name
+                for name, given in (
+                    ("--sysroot", sysroot is not None),
+                    ("--demo", demo is not None),
+                    ("--policy", policy != DEFAULT_POLICY),
+                    ("--visible-devices", visible_devices is not None),
+                    ("--ranks", ranks is not None),
+                    ("--soc", soc is not None),
+                    ("--reserve", reserve is not None),
+                    ("--no-irq-reserve", no_irq_reserve),
+                    ("--spill", spill),
+                    ("--target", version != "auto"),
+                )
+                if given
+            ),
+        )
+        given = {
+            "--workers": workers,
+            "--watch": watch,
+            "--show": show,
+            "--pid": pid is not None,
+            "-- CMD": bool(command),
+            "--rank": rank is not None,
+            "--cpus": cpus is not None,
+            "--membind": membind,
+            "--migrate-memory": migrate_memory,
+            "--keep-partial": keep_partial,
+            "--for": for_ is not None,
+            "--dry-run": dry_run,
+        }
+        foreign = f"--demo {demo}" if demo is not None else None
+        if foreign is None and sysroot is not None:
+            foreign = f"--sysroot {sysroot}"
+        HANDLERS[app_bind.bind_mode(given, foreign)](args)
+
+
+@dataclass(frozen=True)
+class BindArgs:
+    """What the command line asked of `bind`, for the handler of its mode."""
+
+    command: list[str]
+    rank: int | None
+    plan_file: Path | None
+    cpus: str | None
+    pid: int | None
+    use_roles: bool
+    keep_partial: bool
+    dry_run: bool
+    migrate_memory: bool
+    membind: bool
+    interval: float
+    duration: str | None
+    force: bool
+    max_passes: int
+    quiet: bool
+    json_out: bool
+    source: HostSource
+    plan: PlanOptions
+    plan_opts_given: tuple[str, ...]
+
+    def target(self, *, dry_run: bool) -> BindTarget:
+        from ascendtune.app.bind import resolve_target
+
+        return resolve_target(
+            cpus=self.cpus,
+            rank=self.rank,
+            plan_file=self.plan_file,
+            source=self.source,
+            plan=self.plan,
+            plan_opts_given=list(self.plan_opts_given),
+            dry_run=dry_run,
+            force=self.force,
         )
 
-        if pid is not None and command:
-            raise UsageError("give --pid PID or -- CMD ARGS..., not both")
-        if pid is not None:
-            if membind:
-                raise UsageError(
-                    "--membind applies to a command being started; "
-                    "for a running process use --migrate-memory"
-                )
-            outcome = app_bind.bind_pid(
-                pid,
-                target,
-                use_roles=not no_roles,
-                keep_partial=keep_partial,
-                dry_run=dry_run,
-                migrate_memory=migrate_memory,
-                max_passes=max_passes,
-            )
-            if json_out:
-                print_json(app_bind.pid_document(outcome))
-            elif not quiet:
-                _render(outcome.report, outcome.migrate_doc, outcome.ident)
-            app_bind.check_outcome(outcome)
-        elif command:
-            if migrate_memory:
-                raise UsageError(
-                    "--migrate-memory moves a running process's pages; "
-                    "for a command being started use --membind"
-                )
-            launch = app_bind.prepare_launch(
-                list(command), target, membind=membind, dry_run=dry_run
-            )
-            if json_out:
-                print_json(launch.doc)
-            if dry_run:
-                if not json_out and not quiet:
-                    sys.stdout.write(plain(launch.line) + "\n")
-                return
-            app_bind.check_launch(launch)
-            if not quiet:
-                sys.stderr.write(plain(launch.line) + "\n")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            app_bind.start(launch)
-        else:
-            raise UsageError("say what to bind: --pid PID, or -- CMD ARGS... to start a command")
+    def workers_options(self) -> WorkersOptions:
+        from ascendtune.app.workers import WorkersOptions
+
+        return WorkersOptions(
+            source=self.source,
+            plan=self.plan,
+            plan_file=self.plan_file,
+            force=self.force,
+            dry_run=self.dry_run,
+            use_roles=self.use_roles,
+            max_passes=self.max_passes,
+        )
+
+
+def _bind_pid(args: BindArgs) -> None:
+    """--pid P: every thread of a running process, verified."""
+    from ascendtune.app import bind as app_bind
+
+    assert args.pid is not None
+    outcome = app_bind.bind_pid(
+        args.pid,
+        args.target(dry_run=args.dry_run),
+        use_roles=args.use_roles,
+        keep_partial=args.keep_partial,
+        dry_run=args.dry_run,
+        migrate_memory=args.migrate_memory,
+        max_passes=args.max_passes,
+    )
+    if args.json_out:
+        print_json(app_bind.pid_document(outcome))
+    elif not args.quiet:
+        _render(outcome.report, outcome.migrate_doc, outcome.ident)
+    app_bind.check_outcome(outcome)
+
+
+def _launch(args: BindArgs) -> None:
+    """-- CMD ARGS: this process takes the mask, then becomes the command."""
+    from ascendtune.app import bind as app_bind
+
+    launch = app_bind.prepare_launch(
+        args.command, args.target(dry_run=args.dry_run), membind=args.membind, dry_run=args.dry_run
+    )
+    if args.json_out:
+        print_json(launch.doc)
+    if args.dry_run:
+        if not args.json_out and not args.quiet:
+            sys.stdout.write(plain(launch.line) + "\n")
+        return
+    app_bind.check_launch(launch)
+    if not args.quiet:
+        sys.stderr.write(plain(launch.line) + "\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    app_bind.start(launch)
+
+
+def _show(args: BindArgs) -> None:
+    """--pid P --show: every thread's mask read back (against --rank/--plan or --cpus)."""
+    from ascendtune.app.show import show_process
+
+    assert args.pid is not None
+    given = args.cpus is not None or args.rank is not None
+    shown = show_process(
+        args.pid, args.target(dry_run=True) if given else None, use_roles=args.use_roles
+    )
+    if args.json_out:
+        print_json(shown.to_json())
+    elif not args.quiet:
+        _render_show(shown)
+
+
+def _bind_workers(args: BindArgs) -> None:
+    """--workers: every worker of the running server, each to its device's rank."""
+    from ascendtune.app import workers as app_workers
+
+    report = app_workers.bind_workers(args.workers_options())
+    if args.json_out:
+        print_json(report.to_json())
+    elif not args.quiet:
+        _render_workers(report)
+    app_workers.check_workers(report)
+
+
+def _watch_workers(args: BindArgs) -> None:
+    """--workers --watch: keep the plan applied, one event line per change."""
+    import json
+
+    from ascendtune.app import keep_bound
+
+    def on_event(e: keep_bound.WatchEvent) -> None:
+        if args.json_out:
+            sys.stdout.write(json.dumps(e.to_json()) + "\n")
+        elif not args.quiet or e.kind in ("failed", "restarted"):
+            sys.stdout.write(plain(e.line()) + "\n")
+        sys.stdout.flush()
+
+    duration = args.duration
+    summary = keep_bound.watch_workers(
+        args.workers_options(),
+        interval_s=args.interval,
+        duration_s=keep_bound.parse_duration(duration) if duration is not None else None,
+        on_event=on_event,
+    )
+    if args.json_out:
+        sys.stdout.write(json.dumps(versioned({"watch": summary.to_json()})) + "\n")
+    if summary.failures:
+        from ascendtune.core.errors import ProblemsFound
+
+        raise ProblemsFound(f"{summary.failures} worker binding(s) failed while watching")
+
+
+HANDLERS: dict[str, Callable[[BindArgs], None]] = {
+    "pid": _bind_pid,
+    "launch": _launch,
+    "show": _show,
+    "workers": _bind_workers,
+    "watch": _watch_workers,
+}
 
 
 def plain(s: object) -> str:
@@ -324,70 +400,6 @@ def plain(s: object) -> str:
     from ascendtune.cli.common import plain as _plain
 
     return _plain(s)
-
-
-def _workers(
-    *,
-    conflicts: list[str],
-    source: Any,
-    plan: Any,
-    plan_file: Path | None,
-    force: bool,
-    dry_run: bool,
-    use_roles: bool,
-    max_passes: int,
-    watch: bool,
-    interval: float,
-    duration: str | None,
-    json_out: bool,
-    quiet: bool,
-) -> None:
-    from ascendtune.app import workers as app_workers
-
-    if conflicts:
-        raise UsageError(
-            f"--workers finds the processes itself: {', '.join(conflicts)} do not go with it"
-        )
-    opts = app_workers.WorkersOptions(
-        source=source,
-        plan=plan,
-        plan_file=plan_file,
-        force=force,
-        dry_run=dry_run,
-        use_roles=use_roles,
-        max_passes=max_passes,
-    )
-    if watch:
-        import json as _json
-
-        def on_event(e: app_workers.WatchEvent) -> None:
-            if json_out:
-                sys.stdout.write(_json.dumps(e.to_json()) + "\n")
-            elif not quiet or e.kind in ("failed", "restarted"):
-                sys.stdout.write(plain(e.line()) + "\n")
-            sys.stdout.flush()
-
-        summary = app_workers.watch_workers(
-            opts,
-            interval_s=interval,
-            duration_s=app_workers.parse_duration(duration) if duration is not None else None,
-            on_event=on_event,
-        )
-        if json_out:
-            sys.stdout.write(_json.dumps({"schema_version": 1, "watch": summary.to_json()}) + "\n")
-        if summary.failures:
-            from ascendtune.core.errors import ProblemsFound
-
-            raise ProblemsFound(f"{summary.failures} worker binding(s) failed while watching")
-        return
-    if duration is not None:
-        raise UsageError("--for bounds --watch: give --workers --watch --for DURATION")
-    report = app_workers.bind_workers(opts)
-    if json_out:
-        print_json(report.to_json())
-    elif not quiet:
-        _render_workers(report)
-    app_workers.check_workers(report)
 
 
 def _render_workers(report: Any) -> None:

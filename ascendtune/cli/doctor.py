@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ascendtune.app.doctor import SECTION_NAMES
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
 from ascendtune.cli.planopts import (
     NoIrqReserveOpt,
     PolicyOpt,
@@ -25,17 +26,17 @@ if TYPE_CHECKING:
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
-def _both_ids(text: str, smi: dict[int, str]) -> str:
+def _both_ids(text: str, smi: dict[int, str], word: str, tool: str) -> str:
     """`NPU 0` -> `NPU 0 (npu-smi 4)` where the two numberings differ (the checks name the
-    logical id; an operator reading npu-smi beside this report needs its id too)."""
+    logical id; an operator reading the vendor tool beside this report needs its id too)."""
     import re
 
     if not smi or not text:
         return text
     return re.sub(
-        r"\bNPU (\d+)\b(?![,\d]| \(npu-smi)",
+        rf"\b{re.escape(word)} (\d+)\b(?![,\d]| \({re.escape(tool)})",
         lambda m: (
-            f"{m.group(0)} (npu-smi {smi[int(m.group(1))]})"
+            f"{m.group(0)} ({tool} {smi[int(m.group(1))]})"
             if int(m.group(1)) in smi
             else m.group(0)
         ),
@@ -48,12 +49,14 @@ def render(report: DoctorReport) -> None:
 
     from ascendtune.cli.cells import Wrapped, fitted_table, show
     from ascendtune.cli.common import host_line, plain, stdout_console
-    from ascendtune.cli.plan import npu_smi_ids
+    from ascendtune.cli.plan import card_ids
+    from ascendtune.core import vendors
     from ascendtune.core.doctor import summary
 
     checks, root, host, plan = report.checks, report.root, report.host, report.plan
     con = stdout_console()
-    smi = npu_smi_ids(host) if host is not None else {}
+    smi = card_ids(host) if host is not None else {}
+    home = vendors.vendor_of(host)
     con.print(Text(f"doctor for {host_line(report.identity)}"))
     for section in SECTION_NAMES:
         rows = [c for c in checks if c.section == section]
@@ -69,8 +72,8 @@ def render(report: DoctorReport) -> None:
             [
                 Text(c.status, style=_STYLE[c.status]),
                 Wrapped(plain(c.id), ",:"),
-                Text(_both_ids(plain(c.value or "-"), smi)),
-                Text(_both_ids(plain(c.expected or ""), smi)),
+                Text(_both_ids(plain(c.value or "-"), smi, home.word, home.tool)),
+                Text(_both_ids(plain(c.expected or ""), smi, home.word, home.tool)),
             ]
             for c in rows
         ]
@@ -79,10 +82,17 @@ def render(report: DoctorReport) -> None:
             if c.status in ("ok", "skip") and not c.detail:
                 continue
             if c.status == "skip" or (c.status == "ok" and c.detail):
-                con.print(Text(plain(f"  {c.id}: {_both_ids(c.detail or '', smi)}"), style="dim"))
+                con.print(
+                    Text(
+                        plain(f"  {c.id}: {_both_ids(c.detail or '', smi, home.word, home.tool)}"),
+                        style="dim",
+                    )
+                )
                 continue
             line = Text(plain(f"  {c.id}: "), style=_STYLE[c.status])
-            line.append(_both_ids(plain(c.detail or c.value or ""), smi), style="")
+            line.append(
+                _both_ids(plain(c.detail or c.value or ""), smi, home.word, home.tool), style=""
+            )
             con.print(line)
             if c.fix:
                 con.print(Text(plain(f"    fix: {c.fix}")))
@@ -109,6 +119,7 @@ def render(report: DoctorReport) -> None:
 def register(app: typer.Typer) -> None:
     @app.command(
         "doctor",
+        help=describe("doctor", "Read-only.", paragraph=False),
         epilog="Exit status: 0 nothing failed; 1 a check failed; 2 usage; 3 sysroot missing.",
     )
     @handle_errors
@@ -132,23 +143,12 @@ def register(app: typer.Typer) -> None:
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
     ) -> None:
-        """Check this host for inference (governor, NUMA balancing, swap, THP, irqbalance,
-        cpuset, capabilities, tools) and audit how running NPU workers are bound. Read-only."""
-        from ascendtune.app.doctor import doctor, doctor_document, sections_of
-        from ascendtune.app.options import DoctorOptions
-        from ascendtune.cli.common import open_root
+        from ascendtune.app import doctor
+        from ascendtune.cli.common import host_source, respond
 
-        opts = DoctorOptions(
-            sections=sections_of(section),
+        opts = doctor.DoctorOptions(
+            sections=doctor.sections_of(section),
             plan=plan_options(**locals()),
+            source=host_source(sysroot, demo),
         )
-        from ascendtune.app.plan import check_policy
-
-        check_policy(policy)
-        report = doctor(open_root(sysroot, demo), opts)
-        if json_out:
-            print_json(doctor_document(report))
-        else:
-            render(report)
-        if report.exit_code:
-            raise typer.Exit(report.exit_code)
+        respond(doctor.run(opts), json_out, doctor.document, render)

@@ -6,52 +6,18 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ascendtune.app.topo import topo_document, topo_warnings
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.app.topo import topo_warnings
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rich.console import Console
 
+    from ascendtune.app.topo import TopoReport
     from ascendtune.core.model import Host
-
-
-# what each link code in a topology matrix means (npu-smi info -t topo, nvidia-smi topo -m)
-LINK_CODES = {
-    "HCCS": "Huawei Cache Coherence System, the NPU-to-NPU link",
-    "HCCS_SW": "HCCS through the HCCS switch",
-    "SIO": "the die-to-die link between the two chips of one card",
-    "UB": "the unified bus",
-    "PIX": "at most one PCIe bridge",
-    "PXB": "several PCIe bridges, no host bridge",
-    "PHB": "a PCIe host bridge (the CPU)",
-    "NODE": "PCIe host bridges within one NUMA node",
-    "SYS": "the CPU interconnect between NUMA nodes",
-    "NV#": "a bond of # NVLinks",
-}
-# two-letter forms for a matrix too wide for the terminal with the whole codes
-SHORT_CODES = {
-    "HCCS": "HC",
-    "HCCS_SW": "HW",
-    "SIO": "SI",
-    "UB": "UB",
-    "PIX": "PX",
-    "PXB": "PB",
-    "PHB": "PH",
-    "NODE": "ND",
-    "SYS": "SY",
-}
-
-
-def _link_key(code: str) -> str:
-    return "NV#" if code.startswith("NV") and code[2:].isdigit() else code
-
-
-def _short(code: str) -> str:
-    if _link_key(code) == "NV#":
-        return "N" + code[2:]
-    return SHORT_CODES.get(code, code)
+    from ascendtune.core.vendors import VendorProfile
 
 
 def grid_lines(rows: list[list[str]]) -> list[str]:
@@ -69,9 +35,10 @@ def grid_lines(rows: list[list[str]]) -> list[str]:
     return out
 
 
-def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
-    """The link matrix as a grid (like nvidia-smi topo -m), codes whole or two-letter forms
-    when whole codes would not fit, and a legend for every code it shows."""
+def render_links(con: Console, links: Mapping[int, Mapping[int, str]], prof: VendorProfile) -> None:
+    """The link matrix as a grid (as the vendor's tool prints it), codes whole or two-letter
+    forms when whole codes would not fit, and a legend (the vendor profile's) for every code it
+    shows."""
     from ascendtune.cli.common import plain, shown
 
     ids = sorted(links)
@@ -83,7 +50,7 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
         return (cell + 1) * (len(ids) + 1) - 1
 
     short = width(codes) > con.width
-    show = _short if short else (lambda c: c)
+    show = prof.link_short if short else (lambda c: c)
     rows = [["", *map(str, ids)]]
     for a_id in ids:
         rows.append(
@@ -95,13 +62,14 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]]) -> None:
     con.print("links")
     for line in grid_lines(rows):
         con.print(line, markup=False, highlight=False, soft_wrap=True)
-    seen = {_link_key(c): c for c in codes}
+    seen = {prof.link_key(c): c for c in codes}
     legend = []
-    for key, about in LINK_CODES.items():
+    for key, link in prof.links.items():
         if key in seen:
-            name = "NV#" if key == "NV#" else key
-            legend.append(f"{_short(seen[key]) + ' = ' if short else ''}{name}: {about}")
-    legend += [c for c in codes if _link_key(c) not in LINK_CODES]
+            legend.append(
+                f"{prof.link_short(seen[key]) + ' = ' if short else ''}{key}: {link.about}"
+            )
+    legend += [c for c in codes if prof.link_key(c) is None]
     if legend:
         con.print("  " + shown("; ".join(legend)))
 
@@ -129,23 +97,21 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
     prof = vendors.vendor_of(host)
     if host.accelerators and prof.soc_of(host).value != "gpu":
         doc_head.append(f"SoC {prof.soc_of(host).value}")
-    if host.npu_smi_found:
-        doc_head.append(f"npu-smi {host.npu_smi_version or '?'}")
-    if host.gpus:
-        doc_head.append("nvidia-smi" if host.nvidia_smi_found else "no nvidia-smi")
+    doc_head += [h for p in vendors.profiles() if (h := p.topo_header(host)) is not None]
     con.print(shown(", ".join(doc_head)))
     con.print(
         f"cpuset (Cpus_allowed_list): {f(host.cpus_allowed)}"
         + ("" if host.allowed_from_status else " (no proc/self/status: every online CPU assumed)")
     )
     if host.accelerators:
-        # a GPU's index is its id: the npu-smi and chip columns only mean something for NPUs
+        # a GPU's index is its id: the tool's card id and chip columns only mean something
+        # where a card holds several devices (NPUs)
         npu_cols = prof.card_columns
         sources = {a.affinity_source.value if a.affinity_source else "-" for a in host.accelerators}
         one_source = len(sources) == 1
         head: list[Any] = [prof.word]
         if npu_cols:
-            head += ["npu-smi", "chip"]
+            head += [prof.tool, "chip"]
         head += ["name", "bus id", "NUMA", "CPU affinity"]
         if not one_source:
             head.append("from")
@@ -179,10 +145,12 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
         )
         show(con, fitted_table(con, title, head, rows))
         if host.links:
-            render_links(con, host.links)
+            render_links(con, host.links, prof)
     else:
+        every = vendors.profiles()
         con.print(
-            "no accelerator found (no npu-smi or nvidia-smi output, no Huawei or NVIDIA PCI device); "
+            f"no accelerator found (no {' or '.join(p.tool for p in every)} output, "
+            f"no {' or '.join(p.maker for p in every)} PCI device); "
             "try `ascendtune topo --demo` to see an Atlas 800I A2"
         )
     nrows: list[list[Any]] = []
@@ -222,23 +190,24 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
                     "" if p.mem_mib is None else f"{p.mem_mib:.0f}",
                 ]
             )
-        head = [prof.word, "npu-smi", "chip", "pid", "name", "memory MiB"]
+        head = [prof.word, prof.tool, "chip", "pid", "name", "memory MiB"]
         show(con, fitted_table(con, "processes on accelerators", head, prows))
     for w in topo_warnings(host):
         con.print(f"[yellow]![/yellow] {shown(w)}")
 
 
+def _render(report: TopoReport) -> None:
+    render_topo(report.host, report.identity)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("topo")
+    @app.command("topo", help=describe("topo"))
     @handle_errors
     def topo_cmd(
         json_out: JsonOpt = False, sysroot: SysrootOpt = None, demo: DemoOpt = None
     ) -> None:
-        """Show accelerators, links, NUMA nodes, and the cpuset beside each device's CPU affinity."""
-        from ascendtune.cli.common import load_host
+        from ascendtune.app import topo
+        from ascendtune.cli.common import host_source, respond
 
-        got = load_host(sysroot, demo)
-        if json_out:
-            print_json(topo_document(got.host, got.identity))
-        else:
-            render_topo(got.host, got.identity)
+        report = topo.run(topo.TopoOptions(host_source(sysroot, demo)))
+        respond(report, json_out, topo.document, _render)

@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ascendtune.core import vendors
+
 VIEWS = ("snapshot", "topo", "doctor", "plan")
 OK, DIFFERS, FAILED, NO_ANSWER = "ok", "differs", "failed", "no answer"
 STATUSES = (OK, DIFFERS, FAILED, NO_ANSWER)
@@ -134,7 +136,7 @@ def facts_of(view: str, docs: dict[str, dict[str, Any]]) -> dict[str, str]:
         "cpuset": f"{topo.get('cpus_allowed')} mems {topo.get('mems_allowed')}",
         "cpus_offline": str(topo.get("cpus_offline") or "-"),
     }
-    for tool in ("npu_smi", "nvidia_smi"):
+    for tool in (p.tool_key for p in vendors.profiles()):
         info = topo.get(tool) or {}
         if info.get("found"):
             out[tool] = str(info.get("version") or "found")

@@ -172,10 +172,7 @@ class Host(NamedTuple):
     processes: tuple[AccelProcess, ...] = ()
     cpus_present: CpuSet = frozenset()  # every CPU the kernel knows (online or not)
     allowed_from_status: bool = True  # False: no proc/self/status, every online CPU assumed
-    npu_smi_found: bool = False
-    npu_smi_version: str | None = None
-    nvidia_smi_found: bool = False
-    topo_supported: bool | None = None  # npu-smi could (True) or could not (False) report topo
+    topo_supported: bool | None = None  # the vendor tool could (True) or not (False) report topo
     arch: str | None = None
     hostname: str | None = None
     notes: tuple[str, ...] = ()  # facts an operator must know that arose while reading
@@ -185,9 +182,9 @@ class Host(NamedTuple):
     # is already narrowed to it
     cgroup_cpuset: CpuSet | None = None
     cgroup_cpuset_file: str | None = None
-    # every vendor tool that ran (or replayed), in registry order; npu_smi_found and
-    # nvidia_smi_found are the same fact for the two tools the JSON has always named
-    tools_found: tuple[str, ...] = ()
+    # every vendor tool that ran (or replayed), in registry order, with the version it printed
+    # (None: it printed none); a tool absent here was not found
+    tools: Mapping[str, str | None] = MappingProxyType({})
 
     @property
     def cpus_offline(self) -> CpuSet:

@@ -24,7 +24,7 @@ from ascendtune.core.cgroup import (
 )
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.errors import ParseError
-from ascendtune.host.sysroot import Root
+from ascendtune.host.roots import Root
 
 Pid = int | str  # a number, or "self"
 

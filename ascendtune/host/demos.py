@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from ascendtune.host.sysroot import Root, open_archive
+from ascendtune.host.roots import Root, open_archive
 
 DEFAULT_DEMO = "atlas-800i-a2"
 

@@ -29,7 +29,7 @@ def read_user_file(
 
     `what` names the file in errors ("--file", "--plan", "--env-file").
     """
-    from ascendtune.host.sysroot import _mib, read_capped
+    from ascendtune.host.roots.base import mib, read_capped
 
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it
@@ -70,7 +70,7 @@ def read_user_file(
         os.close(fd)
     if binary:
         return data
-    return decode_text(data, f"{what} {path}", cap_text=_mib(cap))
+    return decode_text(data, f"{what} {path}", cap_text=mib(cap))
 
 
 def decode_text(data: bytes, label: str, *, cap_text: str = "") -> str:
@@ -101,7 +101,7 @@ def read_stdin_text(what: str, cap: int = MAX_USER_FILE_BYTES) -> str:
     """Standard input (`--file -`, a config piped in) as text, at most cap bytes."""
     import sys
 
-    from ascendtune.host.sysroot import read_capped
+    from ascendtune.host.roots import read_capped
 
     try:
         data = read_capped(sys.stdin.buffer.fileno(), cap, f"{what} (standard input)")

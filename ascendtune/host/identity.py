@@ -18,7 +18,7 @@ else:  # the built-in SHA-256: hashlib would load OpenSSL (~2 ms) for a digest o
         except ImportError:  # a Python built without it
             from hashlib import sha256
 
-from ascendtune.host.sysroot import Root
+from ascendtune.host.roots import Root
 
 MACHINE_ID = "etc/machine-id"
 BOOT_ID = "proc/sys/kernel/random/boot_id"

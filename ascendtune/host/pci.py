@@ -12,7 +12,7 @@ from ascendtune.core import vendors
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import ParseError
 from ascendtune.core.model import PciDevice
-from ascendtune.host.sysroot import Root
+from ascendtune.host.roots import Root
 
 PCI_DIR = "sys/bus/pci/devices"
 

@@ -131,7 +131,7 @@ def capture_here() -> dict[str, Any]:
     """The task body, run on a node: capture it (or its test source) and return the archive."""
     t0 = time.monotonic()
     from ascendtune.host import snapshot
-    from ascendtune.host.sysroot import open_root
+    from ascendtune.host.roots import open_root
 
     src = os.environ.get(SOURCE_ENV) or None
     if src is not None and src.startswith("demo:"):

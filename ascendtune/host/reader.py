@@ -25,7 +25,7 @@ from ascendtune.core.vendors import (
 from ascendtune.core.vendors import links_json as links_json  # cli/topo.py imports it from here
 from ascendtune.core.vendors.nvidia import NVML_FILE
 from ascendtune.host import pci
-from ascendtune.host.sysroot import Folder, Root
+from ascendtune.host.roots import Folder, Root
 
 if TYPE_CHECKING:
     from ascendtune.core.cgroup import Cpuset
@@ -435,7 +435,6 @@ def read_host(root: Root) -> Host:
         readings[p.vendor] = reading
     # links come from the host's vendor: the first (registry order) that found devices
     home = next((r for r in readings.values() if r.accelerators), None)
-    ascend = readings.get(Vendor.HUAWEI, VendorReading())
 
     arch = meta.get("arch")
     if arch is None and root.live:
@@ -458,11 +457,9 @@ def read_host(root: Root) -> Host:
         processes=tuple(pr for r in readings.values() for pr in r.processes),
         cpus_present=present,
         allowed_from_status=from_status,
-        # the Host's tool fields are named for the two tools they have always described
-        npu_smi_found="npu-smi" in tools.found,
-        npu_smi_version=ascend.tool_version or _str(meta.get("npu_smi_version")),
-        nvidia_smi_found="nvidia-smi" in tools.found,
-        topo_supported=ascend.topo_supported,
+        topo_supported=next(
+            (r.topo_supported for r in readings.values() if r.topo_supported is not None), None
+        ),
         arch=_str(arch),
         hostname=_str(hostname),
         notes=tuple(notes),
@@ -470,7 +467,13 @@ def read_host(root: Root) -> Host:
         tool_errors=tuple(tools.errors),
         cgroup_cpuset=cgroup.cpus if cgroup is not None else None,
         cgroup_cpuset_file=cgroup.file if cgroup is not None else None,
-        tools_found=tuple(t for p in profiles() for t in p.tools if t in tools.found),
+        tools={
+            t: (readings[p.vendor].tool_version if t == p.tool else None)
+            or _str(meta.get(f"{t.replace('-', '_')}_version"))
+            for p in profiles()
+            for t in p.tools
+            if t in tools.found
+        },
     )
 
 

@@ -23,7 +23,7 @@ from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.model import Soc
 from ascendtune.core.redact import redact_args, redact_environ
 from ascendtune.host import pci, reader
-from ascendtune.host.sysroot import MemRoot, Root, command_file, error_file
+from ascendtune.host.roots import MemRoot, Root, command_file, error_file
 
 TOOLS = (
     *(t for p in vendors.profiles() for t in p.tools),
@@ -126,7 +126,7 @@ def capture(root: Root) -> Capture:
     from ascendtune.host import facts
 
     try:
-        # read what was just captured: on a live host this does not run npu-smi again
+        # read what was just captured: on a live host this does not run the vendor tools again
         host = reader.read_host(MemRoot(dict(cap.files), dict(cap.links)))
     except Exception:  # a host the reader refuses is still worth capturing for a bug report
         host = None
@@ -277,7 +277,7 @@ def _mkdirs(base: Path, folder: Path) -> None:
 def _read_back(tmp: Path, dest: str) -> None:
     """A snapshot that does not replay is worse than none: read it as the user will."""
     from ascendtune.core.errors import AscendtuneError
-    from ascendtune.host.sysroot import open_root
+    from ascendtune.host.roots import open_root
 
     try:
         reader.read_host(open_root(str(tmp)))

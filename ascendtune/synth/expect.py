@@ -10,8 +10,6 @@ the node of its CPUs, as the reader places it; the reader's note about it is not
 
 from __future__ import annotations
 
-from typing import Any
-
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.model import (
     Accelerator,
@@ -88,10 +86,6 @@ def expected_host(spec: HostSpec) -> Host:
                 soc = by_pci.pop()
             elif soc is Soc.A1 and len({a.npu_id for a in npus}) < len(npus):
                 soc = Soc.A3
-    # the vendor tools the reader ran, on models that record them (Host.tools_found)
-    extra: dict[str, Any] = {}
-    if "tools_found" in Host._fields:
-        extra["tools_found"] = ("npu-smi",) if smi is not None else ()
     host = Host(
         online,
         cpus,
@@ -106,14 +100,12 @@ def expected_host(spec: HostSpec) -> Host:
         ),
         cpus_present=present,
         allowed_from_status=spec.self_proc is not None,
-        npu_smi_found=smi is not None,
-        npu_smi_version=smi.version if smi is not None and smi.info else None,
-        nvidia_smi_found=False,
+        # the vendor tools the reader ran, with the version each printed
+        tools={"npu-smi": smi.version if smi.info else None} if smi is not None else {},
         topo_supported=None if smi is None or not smi.topo_file else smi.topo is None,
         arch=_str(meta.get("arch")),
         hostname=_str(meta.get("hostname")),
         soc_detected=soc,
-        **extra,
     )
     return host
 

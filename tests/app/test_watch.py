@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ascendtune.app.watch import targets_for, watch_document, watch_once
+from ascendtune.app.watch import document, targets_for, watch_once
 from ascendtune.core.errors import InvalidInput, ParseError, UsageError
+from ascendtune.core.jsondoc import versioned
 from ascendtune.core.parsers.procfs import (
     parse_numa_maps,
     parse_sched_migrations,
@@ -218,7 +219,7 @@ def once(tree: ProcTree, **kw: object) -> dict[str, object]:
         **kw,  # type: ignore[arg-type]
     )
     report = watch_once(targets, sampler, interval_s=1.0, sleep=lambda _s: second_sample(tree))
-    return schemas.checked("watch", watch_document(report))
+    return schemas.checked("watch", versioned(document(report)))
 
 
 def test_proc_root_exact_numbers_against_a_plan(tree: ProcTree) -> None:
@@ -563,7 +564,7 @@ def test_zombie_threads_run_nowhere_and_a_zombie_process_has_exited(tmp_path: Pa
     report = watch_once([WatchTarget(pid=100)], sampler, interval_s=1.0, sleep=die)
     (w,) = report.workers
     assert (w.alive, len(w.threads), w.threads_exited) == (False, 0, 2)
-    assert schemas.checked("watch", watch_document(report))["workers"][0]["alive"] is False
+    assert schemas.checked("watch", versioned(document(report)))["workers"][0]["alive"] is False
 
 
 def test_watch_against_a_policy_is_one_plan_source(cli: Cli) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ascendtune.core import vllm_ascend
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import Cli
@@ -49,7 +50,7 @@ def test_json_output(cli: Cli) -> None:
     assert r.exit_code == 0
     doc = schemas.loads("check-config", r.stdout)
     assert doc["schema_version"] == 1
-    assert doc["target"] == "main-2026-09"
+    assert doc["target"] == vllm_ascend.NEWEST.name
     f = next(f for f in doc["findings"] if f["code"] == "fused-mc2-disables-overlap")
     assert f["severity"] == "warning"
     assert f["keys"] == ["multistream_overlap_shared_expert", "enable_fused_mc2"]
@@ -291,7 +292,7 @@ def test_unknown_target(cli: Cli) -> None:
     r = cli("check-config", "{}", "--target", "v0.99.0")
     assert r.exit_code == 2
     line = one_line(r.stderr)
-    assert "unknown --target 'v0.99.0'" in line and "main-2026-09" in line
+    assert "unknown --target 'v0.99.0'" in line and "explain versions" in line
     assert r.stdout == ""
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ascendtune.app.emit import EMITS
 from ascendtune.app.plan import policy_choices
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as versions
 from scripts.gen_completions import OUT, SHELLS, script
 
 TOP = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ascendtune.app.explain import markdown
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as versions
 from ascendtune.core.vllm_config import explain_data
 from ascendtune.core.vllm_config.rules import RULES
 from ascendtune.core.vllm_log import parse_text
@@ -100,7 +100,13 @@ def test_cpu_binding_says_when_and_how_it_fails(cli: Cli) -> None:
     assert "start-up goes on" in r.stdout
     doc = schemas.loads("explain", cli("explain", "enable_cpu_binding", "--json").stdout)
     assert doc["when"] == "warmup" and doc["side"] == "host"
-    assert all(r["default"] is True for r in doc["versions"].values())
+    # the default the registry read in each release: off up to v0.14.0rc1, absent where the
+    # release ships no binding
+    defaults = {n: (r["status"], r["default"]) for n, r in doc["versions"].items()}
+    assert defaults["v0.10.0rc1"] == ("absent", None)
+    assert defaults["v0.13.0"] == defaults["v0.14.0rc1"] == ("present", False)
+    assert defaults["v0.15.0rc1"] == defaults["main-2026-09"] == ("present", True)
+    assert "v0.9.1rc2 … v0.9.1" in r.stdout and "present, bool, default false" in r.stdout
     assert {"cpu-binding-not-arm", "two-cpu-binders"} <= {i["rule"] for i in doc["interactions"]}
 
 
@@ -178,7 +184,9 @@ def test_listing_groups_every_key_of_the_target(cli: Cli) -> None:
 
 def test_listing_default_target_is_the_newest_and_text_output(cli: Cli) -> None:
     r = cli("explain")
-    assert r.exit_code == 0 and versions.NEWEST in r.stdout and "enable_cpu_binding" in r.stdout
+    assert (
+        r.exit_code == 0 and versions.NEWEST.name in r.stdout and "enable_cpu_binding" in r.stdout
+    )
 
 
 def test_search(cli: Cli) -> None:
@@ -192,7 +200,7 @@ def test_search(cli: Cli) -> None:
 
 def test_bad_target_is_a_usage_error(cli: Cli) -> None:
     r = cli("explain", "--target", "v9")
-    assert r.exit_code == 2 and "known targets" in r.stderr
+    assert r.exit_code == 2 and "explain versions" in r.stderr
 
 
 # -- the reference page -------------------------------------------------------------------------

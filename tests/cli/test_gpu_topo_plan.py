@@ -591,7 +591,7 @@ def test_cuda_visible_devices_from_the_environment(gpu_hosts: GpuHosts) -> None:
     env = {"CUDA_VISIBLE_DEVICES": "5,4", "ASCEND_RT_VISIBLE_DEVICES": "0"}
     doc = plan_json(gpu_hosts.root("2-socket-smt"), "--policy", "numa-local", env=env)
     assert doc["visible_devices"] == [5, 4]
-    assert [(r["rank"], r["device"], r["logical_id"], r["cpus"]) for r in doc["ranks"]] == [
+    assert [(r["rank"], r["device"], r["pool_device"], r["cpus"]) for r in doc["ranks"]] == [
         (0, 5, 5, SPLIT_2S[5]),
         (1, 4, 4, SPLIT_2S[4]),
     ]

@@ -188,7 +188,7 @@ def test_visible_devices_from_environment(a2: str) -> None:
     doc = plan_json(
         "--sysroot", a2, "--target", "main-2026-08", env={"ASCEND_RT_VISIBLE_DEVICES": "6,4"}
     )
-    assert [(r["rank"], r["device"], r["logical_id"], r["cpus"]) for r in doc["ranks"]] == [
+    assert [(r["rank"], r["device"], r["pool_device"], r["cpus"]) for r in doc["ranks"]] == [
         (0, 6, 4, "0-23"),
         (1, 4, 6, "48-71"),
     ]

@@ -1,6 +1,8 @@
 """Every key SPEC section 3 names as the stable minimum of a `--json` document is in that
 document's schema, required (so always printed), and in the documents the demos print. The key
-list is written out here, as the SPEC states it; a key the SPEC adds goes here too."""
+list is written out here, as the SPEC states it; a key the SPEC adds goes here too, and so do the
+new names issue 22 gives two of them (`pool_device`, `card_id`; the SPEC's names stay, deprecated,
+for one schema version)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ SPEC_KEYS: dict[str, list[str]] = {
     "topo": [
         "cpus_online", "cpus_allowed",
         "numa_nodes[].id", "numa_nodes[].cpus", "numa_nodes[].mem_mib",
-        "accelerators[].vendor", "accelerators[].logical_id", "accelerators[].npu_id",
+        "accelerators[].vendor", "accelerators[].logical_id", "accelerators[].card_id",
+        "accelerators[].npu_id",
         "accelerators[].chip_id", "accelerators[].name", "accelerators[].bus_id",
         "accelerators[].numa_node", "accelerators[].cpu_affinity",
         "links.*.*",
@@ -38,7 +41,7 @@ SPEC_KEYS: dict[str, list[str]] = {
     "plan": [
         "policy", "target", "target_reason", "mode",
         "ranks[].rank", "ranks[].dp_rank", "ranks[].local_rank", "ranks[].device",
-        "ranks[].logical_id", "ranks[].cpus", "ranks[].numa_nodes",
+        "ranks[].pool_device", "ranks[].logical_id", "ranks[].cpus", "ranks[].numa_nodes",
         "ranks[].roles.irq", "ranks[].roles.main", "ranks[].roles.acl", "ranks[].roles.release",
         *(f"findings[].{k}" for k in FINDING),
         *HOST,

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.modules import modules_after
 
 HEAVY = ("psutil", "pyudev", "torch_npu", "torch", "ray", "rich.table")
@@ -44,3 +46,12 @@ def test_usage_errors_are_one_line() -> None:
         assert (
             len(lines) == 1 and lines[0].startswith("ascendtune: error: ") and "--help" in lines[0]
         )
+
+
+@pytest.mark.parametrize("target", ["auto", "0.18.0"])
+def test_plan_loads_no_config_table(target: str) -> None:
+    """The registry is light; the check-config tables and rules load only for check-config."""
+    mods = set(modules_after(["plan", "--demo", "atlas-800i-a2", "--target", target, "--json"]))
+    assert "ascendtune.core.vllm_ascend.registry" in mods
+    tables = {"ascendtune.core.vllm_ascend.tables", "ascendtune.core.vllm_config.rules"}
+    assert not tables & mods

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as versions
 from tests.support import schemas
 from tests.support.cli import CLI, Cli
 
@@ -68,10 +68,10 @@ def test_dp_from_a_vllm_command_line() -> None:
 
 def test_auto_names_the_version_and_why() -> None:
     doc = run_json("plan", "--demo", "atlas-800i-a2", "--json")
-    assert doc["target"] == versions.NEWEST
+    assert doc["target"] == versions.NEWEST.name
     assert doc["target_reason"].startswith("newest known")
     doc = run_json("doctor", "--demo", "atlas-800i-a2", "--json")
-    assert doc["target"] == versions.NEWEST and doc["target_reason"].startswith("newest known")
+    assert doc["target"] == versions.NEWEST.name and doc["target_reason"].startswith("newest known")
 
 
 def test_unknown_target_is_a_usage_error(cli: Cli) -> None:

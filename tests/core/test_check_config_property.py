@@ -8,8 +8,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ascendtune.core.vllm_config import VERSIONS, Facts, ModelFacts, check
+from ascendtune.core import vllm_ascend
+from ascendtune.core.vllm_config import Facts, ModelFacts, check
 from ascendtune.core.vllm_config.schema import Key
+
+# every registry entry's check-config schema, by name
+VERSIONS = {e.name: e.config for e in vllm_ascend.ENTRIES}
 
 SCALARS = st.one_of(
     st.booleans(),

@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
-from ascendtune.core.vllm_config import VERSIONS, Facts, ModelFacts, check
+from ascendtune.core import vllm_ascend
+from ascendtune.core.vllm_config import Facts, ModelFacts, check
 from ascendtune.core.vllm_config.rules import RULES
+
+# every registry entry's check-config schema, by name
+VERSIONS = {e.name: e.config for e in vllm_ascend.ENTRIES}
 
 M08, M09, V23 = "main-2026-08", "main-2026-09", "v0.23.0"
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ascendtune.core.vllm_config import DEFAULT_TARGET, VERSIONS, Facts, ModelFacts, check
+from ascendtune.core import vllm_ascend
+from ascendtune.core.vllm_config import Facts, ModelFacts, check
 from ascendtune.core.vllm_config.schema import get_path
 
 V23, M08, M09 = "v0.23.0", "main-2026-08", "main-2026-09"
@@ -223,7 +224,7 @@ def test_lax_coercion_shows_in_effective_only_where_types_are_validated() -> Non
 
 
 def test_the_newest_target_is_the_default() -> None:
-    assert DEFAULT_TARGET == M09
-    assert check({}).target == M09
-    # the registry grew (issue 11); the three original names keep their order
-    assert [v for v in VERSIONS if v in (V23, M08, M09)] == [V23, M08, M09]
+    assert check({}).target == vllm_ascend.NEWEST.name == vllm_ascend.ENTRIES[-1].name
+    # the registry grew (issues 11, 23); the three original names keep their order
+    names = vllm_ascend.names()
+    assert [v for v in names if v in (V23, M08, M09)] == [V23, M08, M09]

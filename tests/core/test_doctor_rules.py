@@ -16,7 +16,6 @@ from ascendtune.core.doctor import (
     Ancestor,
     Check,
     DoctorInput,
-    FileValue,
     HostFacts,
     PlanFacts,
     ThreadFacts,
@@ -28,6 +27,7 @@ from ascendtune.core.doctor import (
     summary,
     worker_checks,
 )
+from ascendtune.core.doctor.host_rules import declared_reads
 from ascendtune.host.facts import doctor_paths, find_workers, gather_host_facts
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot
@@ -52,20 +52,23 @@ SPEC_IDS = (
 )
 
 
-def empty_facts(**kw: object) -> HostFacts:
+def empty_facts(
+    governors: dict[int, str] | None = None, cap_eff: int | None = None, **kw: object
+) -> HostFacts:
+    """Facts of a host where no declared file exists (governors and CapEff given as the files
+    that say them)."""
+    files: dict[str, str | None] = {p: None for p in declared_reads() if "[" not in p}
+    for cpu, gov in (governors or {}).items():
+        files[f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"] = gov + "\n"
+    if cap_eff is not None:
+        files["proc/self/status"] = f"CapEff:\t{cap_eff:016x}\n"
     base: dict[str, object] = dict(
         root="/x",
         live=False,
-        governors={},
-        numa_balancing=FileValue("proc/sys/kernel/numa_balancing", None),
-        swappiness=FileValue("proc/sys/vm/swappiness", None),
-        swaps=None,
-        sched_migration_cost=FileValue("proc/sys/kernel/sched_migration_cost_ns", None),
-        thp=FileValue("sys/kernel/mm/transparent_hugepage/enabled", None),
+        files=files,
         irqbalance_pids=None,
         cgroup_version=None,
         cgroup_cpuset=None,
-        cap_eff=None,
         tools=None,
         arch=None,
         env=None,

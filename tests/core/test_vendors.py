@@ -18,6 +18,7 @@ from ascendtune.core.planner import PlanRequest, make_plan
 from ascendtune.core.vendors import ascend
 from ascendtune.core.vendors.base import (
     Command,
+    ToolCheck,
     VendorInput,
     VendorProfile,
     VendorReading,
@@ -27,6 +28,7 @@ from ascendtune.host import facts, pci, snapshot
 from ascendtune.host.reader import read_host
 from ascendtune.host.sysroot import DirRoot, command_file
 from tests.support.builder import SysrootBuilder
+from tests.support.cli import CLI
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -244,13 +246,13 @@ def test_a_registered_vendor_is_read_filtered_found_and_captured(
     )
     assert (a.numa_node, a.numa_source) == (1, Source.SYSFS)
     assert "acme-smi read" in host.notes
-    assert host.tools_found == ("acme-smi",)
+    assert dict(host.tools) == {"acme-smi": None}
     assert vendors.vendor_of(host) is acme
     # worker discovery: /dev/acme0 is a device, /dev/acmectl is not
     (w,) = facts.find_workers(root, host)
     assert (w.pid, w.devices, w.vendor, w.found_by) == (77, (0,), "acme", ("fd",))
     # doctor's word for the worker
-    from ascendtune.core.doctor import _dev_word
+    from ascendtune.core.doctor.workers import _dev_word
 
     assert _dev_word(WorkerFacts(77, (0,), ("fd",), vendor="acme")) == "XPU"
     # snapshot: its command replays, its PCI device's files are captured, its variable recorded
@@ -339,3 +341,49 @@ def test_front_end_fields_match_what_the_app_decides() -> None:
         assert app_plan.resolve_policy(host, "auto") == vendors.vendor_of(host).default_policy
     for p in vendors.profiles():
         assert p.default_policy in POLICIES and p.vendor in POLICIES[p.default_policy].vendors
+
+
+def test_a_new_vendor_compares_the_policies_its_profile_names(
+    acme: VendorProfile, sysroot: SysrootBuilder
+) -> None:
+    """`plan --policy compare` on a vendor the planner never heard of: the profile's families
+    (ascendtune's own by default), no edit of the planner."""
+    from ascendtune.core.planner import POLICIES, compare_policies
+
+    assert acme.compare_families == ("ascendtune",)
+    assert compare_policies(acme.vendor) == ("numa-local", "numa-slice")
+    assert acme.vendor in POLICIES["numa-local"].vendors
+    assert acme.vendor not in POLICIES["vllm-ascend"].vendors
+    res = CLI("plan", "--sysroot", str(_acme_host(sysroot).root), "--policy", "compare", "--json")
+    assert res.exit_code == 0, res.output
+    assert list(json.loads(res.stdout)["policies"]) == ["numa-local", "numa-slice"]
+
+
+def test_link_codes_and_their_legend_are_the_profiles() -> None:
+    nv, npu = vendors.NVIDIA, vendors.ASCEND
+    assert nv.link_key("NV18") == "NV#" and nv.link_short("NV18") == "N18"
+    assert nv.link_key("NVX") is None and nv.link_short("NVX") == "NVX"
+    assert npu.link_short("HCCS") == "HC" and npu.link_key("NV4") is None
+    assert list(npu.links)[:4] == ["HCCS", "HCCS_SW", "SIO", "UB"]
+    assert set(vendors.PCIE_LINKS) <= set(npu.links) & set(nv.links)
+
+
+def test_the_tools_map_and_what_topo_shows_of_it() -> None:
+    host = Host(frozenset({0}), {}, frozenset({0}), None, (), tools={"npu-smi": "24.1"})
+    assert vendors.ASCEND.tool_document(host) == {"found": True, "version": "24.1"}
+    assert vendors.NVIDIA.tool_document(host) == {"found": False}
+    assert vendors.ASCEND.topo_header(host) == "npu-smi 24.1"
+    assert vendors.NVIDIA.topo_header(host) is None  # no GPU: nothing to say of nvidia-smi
+
+
+def test_a_vendor_tool_check_is_a_doctor_row(acme: VendorProfile, sysroot: SysrootBuilder) -> None:
+    from ascendtune.core.doctor.host_rules import host_rules
+
+    assert "acme_smi" not in [r.id for r in host_rules()]  # no check declared: no row
+    vendors.register(acme._replace(tool_check=ToolCheck("install acme-tools", "nothing binds")))
+    ids = [r.id for r in host_rules()]
+    assert ids.index("acme_smi") == ids.index("npu_smi") + 1  # the vendor rows, in order
+    res = CLI("doctor", "--sysroot", str(_acme_host(sysroot).root), "--json")
+    rows = {c["id"]: c for c in json.loads(res.stdout)["checks"]}
+    assert (rows["acme_smi"]["status"], rows["acme_smi"]["value"]) == ("ok", "acme-smi found")
+    assert rows["npu_smi"]["detail"] == "no Ascend NPU on this host"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ascendtune.core import versions as V
+from ascendtune.core import vllm_ascend as V
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import UsageError
 from ascendtune.core.model import Host
@@ -15,7 +15,6 @@ from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metad
 from ascendtune.core.planner.engine import make_plan
 from ascendtune.core.planner.model import Plan, PlanRequest
 from ascendtune.core.vllm_config import Facts, ModelFacts, check
-from ascendtune.core.vllm_config import versions as config_versions
 from ascendtune.host import vllm_detect
 from ascendtune.host.demos import open_demo
 from ascendtune.host.facts import doctor_paths
@@ -26,40 +25,32 @@ from tests.support.builder import SysrootBuilder
 # --- the registry -------------------------------------------------------------------------------
 
 
-def test_registry_names_every_line_and_check_config_uses_the_same_tables() -> None:
-    assert V.names() == [
-        "v0.23.0",
-        "v0.24.0rc1",
-        "v0.25.1rc1",
-        "v0.26.0rc1",
-        "v0.27.1rc1",
-        "main-2026-08",
-        "main-2026-09",
-    ]
-    for name, entry in V.VERSIONS.items():
-        assert entry.config is config_versions.VERSIONS[name]
+def test_registry_holds_the_hand_tables_and_check_config_uses_them() -> None:
+    hand = ["v0.23.0", "v0.24.0rc1", "v0.25.1rc1", "v0.26.0rc1", "main-2026-08", "v0.27.1rc1"]
+    names = V.names()
+    assert [n for n in names if n in (*hand, "main-2026-09")] == [*hand, "main-2026-09"]
+    for name in names:
+        entry = V.get(name)
+        assert entry.config is entry.config  # built once
         assert check({}, entry.config).target == name == check({}, name).target
-    assert V.newest().name == config_versions.DEFAULT_TARGET
+        assert (entry.table_note == "") is (entry.table().name == name)
+    assert V.NEWEST is V.ENTRIES[-1] and check({}).target == V.NEWEST.name
 
 
-def test_unknown_target_is_a_usage_error_naming_the_known_ones() -> None:
+def test_unknown_target_is_a_usage_error_saying_where_the_names_are() -> None:
     with pytest.raises(UsageError) as e:
         V.get("v9")
-    assert "v0.25.1rc1" in str(e.value.hint) and "auto" in str(e.value.hint)
+    assert "explain versions" in str(e.value.hint) and "auto" in str(e.value.hint)
 
 
-@pytest.mark.parametrize(
-    "pkg, name",
-    [("0.25.1rc1", "v0.25.1rc1"), ("0.23.0", "v0.23.0"), ("0.24.0rc1.dev3+gabc", "v0.24.0rc1")],
-)
-def test_package_versions_map_to_entries(pkg: str, name: str) -> None:
-    entry = V.from_package_version(pkg)
-    assert entry is not None and entry.name == name
+@pytest.mark.parametrize("text", ["0.18.0", "v0.18.0", " v0.18.0 "])
+def test_target_takes_names_and_package_versions(text: str) -> None:
+    assert V.get(text).name == "v0.18.0"
 
 
 def test_inferred_facts_are_marked() -> None:
-    assert V.get("v0.27.1rc1").inferred and V.get("v0.26.0rc1").inferred
-    assert not V.get("v0.23.0").inferred
+    assert V.get("main-2026-09").inferred and V.get("v0.13.0").inferred
+    assert not V.get("v0.23.0").inferred and not V.get("v0.27.1rc1").inferred
 
 
 # --- check-config: every difference between two lines has a case where they disagree -----------
@@ -240,7 +231,7 @@ def test_a2_dp_engine_1_overlaps_engine_0_without_the_fix(a2: Host, target: str)
     [f] = [f for f in p.findings if f.code == "dp_overlap"]
     text = f.message + " " + f.hint
     assert target in text and "48-95 stay idle" in text and "enable_cpu_binding" in text
-    assert "main-2026-09" in text and p.target == target
+    assert "v0.26.0rc1 or later" in text and "main-2026-09" in text and p.target == target
 
 
 # v0.26.0rc1's own worker passes npu_id=device_id_to_physical_device_id(local_rank) (its source,
@@ -302,7 +293,7 @@ def test_device_ids_do_not_exist_in_vllm_0_23(a2: Host) -> None:
 
 def test_default_target_keeps_the_old_meaning(a2: Host) -> None:
     p = make_plan(a2, PlanRequest(policy="vllm-ascend", visible=(6, 4)))
-    assert p.target == V.PLANNER_DEFAULT and format_cpulist(p.ranks[0].cpus) == "0-23"
+    assert p.target == V.PLANNER_DEFAULT.name and format_cpulist(p.ranks[0].cpus) == "0-23"
 
 
 def test_dp_larger_than_the_devices_is_invalid_input(a2: Host) -> None:
@@ -360,26 +351,30 @@ def test_detects_the_version_a_worker_imports(sysroot: SysrootBuilder) -> None:
     root = DirRoot(sysroot.root)
     found = vllm_detect.detect_pid(root, 4242)
     assert found is not None and found.version == "0.25.1rc1" and found.with_vllm_omni
-    entry, reason, _ = vllm_detect.resolve_target(root, "auto", [4242])
+    entry, reason, *_ = vllm_detect.resolve_target(root, "auto", [4242])
     assert entry.name == "v0.25.1rc1"
     assert reason == "vllm_ascend 0.25.1rc1 found in PID 4242's environment"
 
 
 def test_auto_falls_back_to_the_newest(sysroot: SysrootBuilder) -> None:
     sysroot.cpus("0-3")
-    entry, reason, found = vllm_detect.resolve_target(DirRoot(sysroot.root), "auto", [999])
-    assert entry.name == V.NEWEST and reason.startswith("newest known") and found is None
+    entry, reason, found, inferred = vllm_detect.resolve_target(
+        DirRoot(sysroot.root), "auto", [999]
+    )
+    assert entry is V.NEWEST and reason.startswith("newest known") and found is None
+    assert not inferred
 
 
-def test_unknown_package_version_says_so(sysroot: SysrootBuilder) -> None:
-    worker(sysroot, version="0.30.0")
-    entry, reason, _ = vllm_detect.resolve_target(DirRoot(sysroot.root), None, [4242])
-    assert entry.name == V.NEWEST and "0.30.0" in reason and "newest known" in reason
+def test_a_version_newer_than_every_release_says_so(sysroot: SysrootBuilder) -> None:
+    worker(sysroot, version="0.31.0")
+    got = vllm_detect.resolve_target(DirRoot(sysroot.root), None, [4242])
+    assert got.entry is V.NEWEST and "0.31.0 is newer than every known release" in got.reason
+    assert got.inferred in got.reason
 
 
 def test_explicit_target_wins(sysroot: SysrootBuilder) -> None:
     worker(sysroot)
-    entry, reason, _ = vllm_detect.resolve_target(DirRoot(sysroot.root), "v0.23.0", [4242])
+    entry, reason, *_ = vllm_detect.resolve_target(DirRoot(sysroot.root), "v0.23.0", [4242])
     assert entry.name == "v0.23.0" and reason == "given with --target"
 
 
@@ -388,7 +383,7 @@ def test_default_python(sysroot: SysrootBuilder) -> None:
         "usr/lib/python3.10/dist-packages/vllm_ascend-0.23.0.dist-info/METADATA",
         "Name: vllm_ascend\nVersion: 0.23.0\n",
     )
-    entry, reason, _ = vllm_detect.resolve_target(DirRoot(sysroot.root), "auto")
+    entry, reason, *_ = vllm_detect.resolve_target(DirRoot(sysroot.root), "auto")
     assert entry.name == "v0.23.0" and "default python" in reason
 
 

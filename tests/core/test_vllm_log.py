@@ -323,19 +323,19 @@ def test_split_lines_caps_length() -> None:
 
 
 def test_long_line_counts_as_cut() -> None:
-    huge = b"INFO 01-01 00:00:00 [x.py:1] " + b"z" * (vllm_log.MAX_LINE_BYTES * 3) + b"\n"
+    huge = b"INFO 01-01 00:00:00 [x.py:1] " + b"z" * (vllm_log.model.MAX_LINE_BYTES * 3) + b"\n"
     r = parse_log(split_lines([huge, b"INFO 01-01 00:00:00 [x.py:1] tail\n"]))
     assert r.lines == 2 and r.lines_cut == 1 and "lines_cut" in codes(r)
 
 
 def test_line_count_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vllm_log, "MAX_LINES", 3)
+    monkeypatch.setattr(vllm_log.model, "MAX_LINES", 3)
     r = parse_log([b"x"] * 10)
     assert r.truncated and r.lines == 3 and "truncated" in codes(r)
 
 
 def test_worker_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vllm_log, "MAX_WORKERS", 2)
+    monkeypatch.setattr(vllm_log.model, "MAX_WORKERS", 2)
     lines = [
         f"(Worker_TP{i} pid={100 + i}) WARNING 01-01 00:00:00 [w.py:1] Bind cpus failed in rank{i}: x".encode()
         for i in range(5)
@@ -348,7 +348,7 @@ def _sound(r: LogReport, lines: int) -> None:
     """What any log gives: every line counted, each worker's facts in range, findings that say
     something, and a report that serialises."""
     assert r.lines == lines and 0 <= r.lines_cut <= r.lines and not r.truncated
-    assert len(r.workers) <= vllm_log.MAX_WORKERS
+    assert len(r.workers) <= vllm_log.model.MAX_WORKERS
     for w in r.workers:
         assert w.binding in ("bound", "failed", "skipped", "not seen")
         assert all(v is None or v >= 0 for v in (w.rank, w.pid, w.dp_rank, w.global_rank))
@@ -356,8 +356,8 @@ def _sound(r: LogReport, lines: int) -> None:
         if w.plan is not None:
             # -1: a legacy "bound" line whose plan line never came (the NPU is unknown)
             assert w.plan.npu >= -1
-            assert all(0 <= c < vllm_log.MAX_CPU for c in w.plan.cpus)
-        assert len(w.irqs) <= vllm_log.MAX_IRQS
+            assert all(0 <= c < vllm_log.model.MAX_CPU for c in w.plan.cpus)
+        assert len(w.irqs) <= vllm_log.model.MAX_IRQS
         assert (w.cause is None) == (w.cause_text is None)
     if any(w.binding != "not seen" for w in r.workers):
         assert r.binding_seen
@@ -425,7 +425,9 @@ def test_safe_literal() -> None:
     }
     assert safe_literal("__import__('os').system('true')") is None
     assert safe_literal("{'a': " * 100 + "1" + "}" * 100) is None  # too deep
-    assert safe_literal("[" + "1," * (vllm_log.MAX_LITERAL_CHARS // 2) + "]") is None  # too big
+    assert (
+        safe_literal("[" + "1," * (vllm_log.model.MAX_LITERAL_CHARS // 2) + "]") is None
+    )  # too big
     assert safe_literal("{'a': 1") is None  # cut short
 
 
@@ -449,12 +451,17 @@ def test_non_default_args_cut_or_hostile() -> None:
     ("versions", "target"),
     [
         ({"vllm": "0.23.0"}, "v0.23.0"),
-        ({"vllm": "0.9.1"}, "v0.23.0"),
-        # the release line paired with that vLLM (core/versions.py)
+        ({"vllm": "0.9.1"}, "v0.9.1"),
+        ({"vllm": "0.9.2"}, "v0.9.2rc1"),
+        ({"vllm": "0.8.5"}, "v0.9.1rc1"),
+        ({"vllm": "0.22.1"}, "v0.22.1rc1"),
+        # the release paired with that vLLM (core/vllm_ascend)
         ({"vllm": "0.25.1"}, "v0.25.1rc1"),
         ({"vllm": "0.26.0"}, "v0.26.0rc1"),
         ({"vllm": "0.27.1.dev3+gabc"}, "v0.27.1rc1"),
         ({"vllm_ascend": "0.25.1rc1"}, "v0.25.1rc1"),
+        ({"vllm_ascend": "0.26.0rc2"}, "v0.26.0rc1"),
+        ({"vllm_ascend": "0.18.0"}, "v0.18.0"),
         ({"vllm": "0.99.0"}, None),
         ({"vllm": "0.27.1", "vllm_ascend": "0.23.0"}, "v0.23.0"),
         ({}, None),

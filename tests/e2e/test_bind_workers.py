@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from ascendtune.app.keep_bound import WatchEvent, watch_workers
 from ascendtune.app.options import HostSource
-from ascendtune.app.workers import WatchEvent, WorkersOptions, watch_workers
+from ascendtune.app.workers import WorkersOptions
 from tests.support import schemas
 from tests.support.cli import CLI, Cli
 from tests.support.workers import BOTH, DEVICES, Server, plan_doc, tids, write_plan

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from ascendtune.app.fleet import FleetOptions, FleetReport, compare, gather
+from ascendtune.app.fleet import FleetOptions, FleetReport, compare, document, gather
+from ascendtune.core.jsondoc import versioned
 from tests.support import schemas
 from tests.support.fleethosts import demo_copy
 
@@ -97,8 +98,13 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     cluster.shutdown()
 
 
+def doc_of(report: FleetReport) -> dict[str, Any]:
+    """The document `fleet ... --json` prints for report."""
+    return versioned(document(report))
+
+
 def rows(report: FleetReport) -> dict[str, dict[str, Any]]:
-    return {n["node"]: n for n in schemas.checked("fleet", report.document)["nodes"]}
+    return {n["node"]: n for n in schemas.checked("fleet", doc_of(report))["nodes"]}
 
 
 def test_every_node_answers_and_only_the_untuned_one_is_flagged(fleet: Fleet) -> None:
@@ -114,7 +120,7 @@ def test_every_node_answers_and_only_the_untuned_one_is_flagged(fleet: Fleet) ->
     assert len({r["node_id"] for r in by.values()}) == 3, "one task pinned to each node"
     assert all(r["replayed"].endswith(n) for n, r in by.items()), "each node replays its host"
     assert report.exit_code == 1  # the demo fails checks (governor) on every node
-    assert report.document["ray"]["driver_ray"] and report.document["mode"] == "ray"
+    assert doc_of(report)["ray"]["driver_ray"] and doc_of(report)["mode"] == "ray"
 
 
 def _raylets(node: Any) -> list[int]:
@@ -179,7 +185,7 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
     bare = gather(
         FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only), ship=False)
     )
-    (row,) = schemas.checked("fleet", bare.document)["nodes"]
+    (row,) = schemas.checked("fleet", doc_of(bare))["nodes"]
     assert row["status"] == "failed" and "ascendtune" in row["reason"], row
     import ray  # a caller that joined the cluster itself: Ray ships folders at job level only
 
@@ -188,9 +194,9 @@ def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path
         joined = gather(FleetOptions(view="topo", ray_address=fleet.address, nodes=tuple(only)))
     finally:
         ray.shutdown()
-    (row,) = schemas.checked("fleet", joined.document)["nodes"]
+    (row,) = schemas.checked("fleet", doc_of(joined))["nodes"]
     assert row["status"] == "failed"
-    assert any("not shipped" in n for n in joined.document["notes"])
+    assert any("not shipped" in n for n in doc_of(joined)["notes"])
     fleet.cluster.remove_node(node)
 
 
@@ -224,7 +230,7 @@ def test_cli_saves_every_snapshot_and_compare_replays_them(fleet: Fleet, tmp_pat
     assert len(list(save.glob("*.tar.gz"))) == 3
     again = compare([str(save)])
     assert {
-        n["node"]: n["status"] for n in schemas.checked("fleet", again.document)["nodes"]
+        n["node"]: n["status"] for n in schemas.checked("fleet", doc_of(again))["nodes"]
     } == live
 
 

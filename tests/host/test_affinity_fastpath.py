@@ -9,12 +9,13 @@ import pytest
 
 from ascendtune.core.bindplan import BindTarget
 from ascendtune.host import affinity
+from ascendtune.host.affinity import masks
 
 
 def test_masks_round_trip() -> None:
     for cpus in (frozenset({0}), frozenset({1, 5, 63, 64, 1023}), frozenset(range(200))):
-        buf = affinity._encode_mask(cpus, 128)
-        assert affinity._decode_mask(buf.raw) == cpus
+        buf = masks._encode_mask(cpus, 128)
+        assert masks._decode_mask(buf.raw) == cpus
 
 
 def _own_tids() -> list[int]:
@@ -22,7 +23,7 @@ def _own_tids() -> list[int]:
 
 
 def test_ctypes_get_and_set_agree_with_os() -> None:
-    if affinity._libc() is None:
+    if masks._libc() is None:
         pytest.skip("no libc through ctypes here")
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)
@@ -50,7 +51,7 @@ def test_ctypes_get_and_set_agree_with_os() -> None:
 
 
 def test_bind_without_libc_falls_back_to_os(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(affinity, "_LIBC", [None])
+    monkeypatch.setattr(masks, "_LIBC", [None])
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)
     t.start()
@@ -70,7 +71,7 @@ def test_bind_without_libc_falls_back_to_os(monkeypatch: pytest.MonkeyPatch) -> 
 def test_small_targets_are_written_with_os_and_large_ones_through_libc(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if affinity._libc() is None:
+    if masks._libc() is None:
         pytest.skip("no libc through ctypes here")
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)

@@ -16,8 +16,9 @@ from collections import Counter
 import pytest
 
 from ascendtune.core.bindplan import BindTarget
-from ascendtune.host import affinity
 from ascendtune.host.affinity import Tasks, bind_process
+from ascendtune.host.affinity import bind as bind_engine
+from ascendtune.host.affinity import masks as mask_io
 from tests.support.children import (  # noqa: F401 (spawn: a fixture)
     BOTH,
     CHILD,
@@ -314,20 +315,20 @@ def test_the_inline_path_is_kept_for_overriding_tasks_only_when_nothing_is_overr
         def get(self, tid: int) -> frozenset[int] | None:
             return super().get(tid)
 
-    assert type(Plain()).get is affinity._STOCK_GET and type(Plain()).set is affinity._STOCK_SET
-    assert type(Overrides()).get is not affinity._STOCK_GET
+    assert type(Plain()).get is mask_io.STOCK_GET and type(Plain()).set is mask_io.STOCK_SET
+    assert type(Overrides()).get is not mask_io.STOCK_GET
 
 
 def test_the_tail_of_the_listing_anchors_on_a_thread_listed_before(spawn: Spawn) -> None:
     pid = spawn(threads=200)
     names = os.listdir(f"/proc/{pid}/task")
-    tail = affinity._list_tail(pid, names, Tasks())
+    tail = bind_engine._list_tail(pid, names, Tasks())
     assert tail is not None
-    margin = affinity.tail_margin(len(names))
+    margin = bind_engine.tail_margin(len(names))
     assert tail.before == len(names) - margin and tail.new == 0
     assert tail.tids == sorted(int(n) for n in names[-margin:])
     # a last listing none of whose last `margin` threads is there any more: no anchor, list
     # them all
     gone = [str(2**22 + i) for i in range(len(names))]
-    assert affinity._list_tail(pid, gone, Tasks()) is None
-    assert affinity._list_tail(pid, names[:10], Tasks()) is None  # too few to bother
+    assert bind_engine._list_tail(pid, gone, Tasks()) is None
+    assert bind_engine._list_tail(pid, names[:10], Tasks()) is None  # too few to bother

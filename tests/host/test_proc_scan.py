@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.errors import InvalidInput
-from ascendtune.host import sysroot as sr
-from ascendtune.host.facts import find_workers, scan_processes
+from ascendtune.host.roots import walker
 from ascendtune.host.sysroot import DirRoot, MemRoot, Root
+from ascendtune.host.workers import find_workers, scan_processes
 from tests.support.builder import SysrootBuilder
 
 SECRET = "OUTSIDE-SECRET-91c2"
@@ -104,7 +104,7 @@ def test_a_special_comm_is_refused(tree: SysrootBuilder, kind: str) -> None:
 
 
 def test_a_huge_comm_names_the_cap(tree: SysrootBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sr, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(walker, "MAX_FILE_BYTES", 100)
     tree.file("proc/12/comm", "x" * 101)
     with pytest.raises(InvalidInput, match="100 bytes limit"):
         DirRoot(tree.root).read_children("proc", ["12"], "comm", "fd")
@@ -115,8 +115,7 @@ def test_doctor_reads_a_process_that_holds_no_device_once(
 ) -> None:
     # the scan is shared by the host section (irqbalance) and the workers section: a process
     # that holds no accelerator (12) is listed once by read_children and never read again
-    from ascendtune.app.doctor import doctor
-    from ascendtune.app.options import DoctorOptions
+    from ascendtune.app.doctor import DoctorOptions, doctor
 
     tree.file("meta.json", '{"proc_scanned": true}')
     seen: list[str] = []

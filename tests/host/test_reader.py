@@ -47,7 +47,7 @@ def test_a2_host(sysroot: SysrootBuilder) -> None:
         assert a.numa_source is Source.SYSFS
     assert host.npus[0].bus_id == "0000:c1:00.0"
     assert host.links[0][1] == "HCCS"
-    assert host.npu_smi_version == "24.1.rc1.b030"
+    assert host.tools["npu-smi"] == "24.1.rc1.b030"
     assert host.arch == "aarch64"
 
 
@@ -83,7 +83,7 @@ def test_no_npu_smi_but_pci_devices(sysroot: SysrootBuilder) -> None:
     sysroot.pci("0000:01:00.0", numa_node=0, local_cpulist="0-23")
     sysroot.pci("0000:02:00.0", vendor="0x19e5", device="0x1822", numa_node=0)  # a Huawei NIC
     host = host_of(sysroot)
-    assert not host.npu_smi_found
+    assert "npu-smi" not in host.tools
     assert [(a.logical_id, a.bus_id, a.numa_node) for a in host.npus] == [
         (0, "0000:01:00.0", 0),
         (1, "0000:c1:00.0", 1),
@@ -269,7 +269,7 @@ def test_a_failed_tool_replays_as_a_failure(sysroot: SysrootBuilder, cli: Cli) -
     sysroot.file("commands/npu-smi_info_-t_topo.err", ERR)
     host = read_host(DirRoot(sysroot.root))
     # info and -m still give the NPUs; topo's failure is a note and a tool error, not exit 5
-    assert len(host.npus) == 8 and host.npu_smi_found
+    assert len(host.npus) == 8 and "npu-smi" in host.tools
     assert host.tool_errors == ("npu-smi info -t topo: " + ERR.strip(),)
     assert host.npus[0].affinity_source is not None  # from sysfs now
     doc = schemas.loads(

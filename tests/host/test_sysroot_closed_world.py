@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
-from ascendtune.host import sysroot as sr
 from ascendtune.host.files import read_plan_json, read_user_file
+from ascendtune.host.roots import archive, walker
 from ascendtune.host.snapshot import capture
 from ascendtune.host.sysroot import DirRoot, open_archive, open_root
 from tests.support.builder import SysrootBuilder
@@ -144,7 +144,7 @@ def test_a_fifo_or_device_in_a_sysroot_is_refused_at_once(
 def test_a_huge_sysroot_file_names_the_cap(
     sysroot: SysrootBuilder, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
-    monkeypatch.setattr(sr, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(walker, "MAX_FILE_BYTES", 1000)
     atlas_a2(sysroot)
     sysroot.file(ONLINE, "0-3," * 1000)
     res = cli("topo", "--sysroot", str(sysroot.root))
@@ -214,10 +214,10 @@ def test_archive_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
         for i in range(50):
             info = tarfile.TarInfo(f"f{i}")
             tar.addfile(info, io.BytesIO(b""))
-    monkeypatch.setattr(sr, "MAX_ARCHIVE_MEMBERS", 10)
+    monkeypatch.setattr(archive, "MAX_ARCHIVE_MEMBERS", 10)
     with pytest.raises(InvalidInput, match="more than 10 members"):
         open_archive(raw.getvalue(), "x.tar")
-    monkeypatch.setattr(sr, "MAX_ARCHIVE_MEMBERS", 100)
+    monkeypatch.setattr(archive, "MAX_ARCHIVE_MEMBERS", 100)
     assert len(open_archive(raw.getvalue(), "x.tar").files) == 50
     with pytest.raises(InvalidInput, match=r"x\.tar"):
         open_archive(b"\x1f\x8b" + os.urandom(100), "x.tar")
@@ -315,6 +315,13 @@ def test_stdin_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         read_stdin_text("--file -", cap=50)
     monkeypatch.setattr(sys, "stdin", _io.StringIO('{"a": 1}'))
     assert read_stdin_text("--file -") == '{"a": 1}'
+
+
+def test_tool_budget_is_the_runner_timeout() -> None:
+    # host/roots/walker.py writes the number out so that reading a sysroot does not import the runner
+    from ascendtune.host import runner
+
+    assert DirRoot.tool_budget_s == runner.DEFAULT_TIMEOUT_S
 
 
 def _tar(fmt: int, members: list[tuple[str, str, str]], top: str = "") -> bytes:

@@ -16,7 +16,7 @@ from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.planner import PlanRequest, make_plan
@@ -277,13 +277,11 @@ def reference_outcome(r: dict[str, Any], own_bus: str | None, impl: Impl) -> Out
     return Outcome(True, npu, main, acl, rel, irq, r.get("error") or "", memory)
 
 
-def target_for(impl: Impl) -> versions.VllmAscendVersion:
-    """The registry entry of the release the tier ran (a stand-in until the registry lists it)."""
-    name = f"v{impl.release}"
-    entry = versions.VERSIONS.get(name)
-    if entry is not None:
-        return entry
-    return planner_impls.stand_in(name, impl.blob)
+def target_for(impl: Impl) -> vllm_ascend.VllmAscendVersion:
+    """The registry entry of the release the tier ran."""
+    entry = vllm_ascend.get(f"v{impl.release}")
+    assert entry.binding.impl == impl.blob, (entry.name, entry.binding.impl, impl.blob)
+    return entry
 
 
 def predict(case: Case, impl: Impl) -> tuple[list[Outcome], str]:

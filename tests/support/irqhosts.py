@@ -80,7 +80,7 @@ def plan_irq_cpus(b: SysrootBuilder, *extra: str) -> dict[int, tuple[int, int]]:
     out: dict[int, tuple[int, int]] = {}
     for r in schemas.loads("plan", res.stdout)["ranks"]:
         irq = [int(x) for x in r["roles"]["irq"].replace("-", ",").split(",") if x]
-        out[r["logical_id"]] = (irq[0], irq[-1])
+        out[r["pool_device"]] = (irq[0], irq[-1])
     return out
 
 

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core import policies, vendors
-from ascendtune.core import versions as va_versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
 from ascendtune.core.findings import Finding
@@ -18,6 +18,7 @@ from ascendtune.core.planner.findings import explain
 from ascendtune.core.planner.model import (
     A5_CLUSTERS,
     GLOBAL_SLICE,
+    NO_BINDING,
     NUMA_BALANCED,
     NUMA_LOCAL,
     NUMA_SLICE,
@@ -162,8 +163,12 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     if trace is not None:  # the trace records are only built for `explain binding`
         from ascendtune.core.planner.trace import PoolTrace, RankTrace
     host = ctx.host
-    target = req.target or va_versions.get(va_versions.PLANNER_DEFAULT)
+    target = req.target or va.PLANNER_DEFAULT
+    # the version's binding; its allocator is named by b.impl (cpu_binding.py's blob), the seam
+    # where each implementation's own pools plug in (core/planner/impls.py)
     b = target.binding
+    if not b.ships:
+        return _no_binding(ctx, req, target)
     impl = impls.of(target)
     if impl.allocator == impls.NUMA_SPLIT:
         return vllm_numa_split.plan(
@@ -184,7 +189,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     hidden: dict[int, tuple[int, ...]] = {}
     if trace is not None:
         trace.target, trace.dp_mode = target.name, b.dp
-        trace.npu_of_rank = va_versions.DEVICE_ID if by_npu_id else va_versions.SORTED_BUSY
+        trace.npu_of_rank = va.DEVICE_ID if by_npu_id else va.SORTED_BUSY
         trace.mode, trace.mode_notes, trace.soc = mode, list(notes), ctx.soc.value
         trace.all_ids, trace.jobs, trace.env_visible = list(ctx.all_ids), list(jobs), env
         trace.device_ids, trace.busy = req.device_ids, sorted(busy)
@@ -222,7 +227,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     for d in range(max(1, len(jobs) // world)):
         engine = jobs[d * world : (d + 1) * world]
         # what ASCEND_RT_VISIBLE_DEVICES holds in this engine's workers
-        if b.dp == va_versions.DP_NARROWED and ctx.dp > 1:
+        if b.dp == va.DP_NARROWED and ctx.dp > 1:
             seen = engine  # vLLM 0.23 narrows it per DP engine
         else:
             seen = list(env) if env is not None else list(ctx.all_ids)
@@ -294,31 +299,91 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
         )
     if not req.irq_reserve and irq and mode != A5_CLUSTERS:
         notes.append("--no-irq-reserve does not apply: vLLM-Ascend always keeps 2 CPUs for IRQs")
-    notes.append(_target_note(target, req.busy is not None, by_npu_id))
-    findings = vllm_ascend.version_findings(
+    notes.append(_target_note(target, req.busy is not None))
+    findings = _target_findings(req, target)
+    findings += vllm_ascend.version_findings(
         target, ranks, jobs, env, req.device_ids, ctx.dp, own, by_npu_id=by_npu_id
     )
     findings += vllm_ascend.refusals(host, impl)
     return _Result(mode, ranks, notes, hidden, findings, target.name)
 
 
+def _target_findings(req: PlanRequest, target: va.VllmAscendVersion) -> list[Finding]:
+    """What the plan rests on about the version itself: an inferred target, binding off."""
+    out: list[Finding] = []
+    if req.target_inferred:
+        out.append(
+            Finding(
+                "target_inferred",
+                "info",
+                f"vLLM-Ascend {req.target_inferred}",
+                "give --target with the release it was built from if you know it "
+                "(`ascendtune explain versions` lists them)",
+            )
+        )
+    if target.binding.ships and not target.binding.on_by_default:
+        out.append(
+            Finding(
+                "cpu_binding_off_by_default",
+                "info",
+                f"on {target.name} enable_cpu_binding defaults to false: vLLM-Ascend binds no "
+                "CPU unless the server's --additional-config turns it on; the pools shown are "
+                "what it binds when it is on",
+                "with '{\"enable_cpu_binding\": true}' vLLM-Ascend binds these pools; or bind "
+                "with `ascendtune bind --workers`",
+            )
+        )
+    return out
+
+
+def _no_binding(ctx: _Ctx, req: PlanRequest, target: va.VllmAscendVersion) -> _Result:
+    """A version that ships no CPU binding: every rank keeps the whole cpuset."""
+    why = f"vLLM-Ascend {target.name} ships no CPU binding"
+    ranks = []
+    for rank, device in enumerate(ctx.visible):
+        rp = _rank_plan(ctx.host, rank, device, device, [], Roles())
+        ranks.append(replace(rp, locality=None, skipped=why))
+    findings = _target_findings(req, target)
+    findings.append(
+        Finding(
+            "no_cpu_binding",
+            "warning",
+            f"{why} (no cpu_binding.py, no enable_cpu_binding): every worker thread may run on "
+            "any CPU of the cpuset, away from its NPU's NUMA node",
+            "bind with `ascendtune bind --workers` (--policy numa-local), or run a release that "
+            "binds (v0.9.1rc2 on)",
+        )
+    )
+    return _Result(
+        NO_BINDING, ranks, [_target_note(target, False)], findings=findings, target=target.name
+    )
+
+
 def _join(xs: list[int]) -> str:
     return ",".join(map(str, xs))
 
 
-def _target_note(target: va_versions.VllmAscendVersion, busy_given: bool, by_npu_id: bool) -> str:
-    how = (
-        "each rank binds the NPU vLLM assigned it (device_id_to_physical_device_id)"
-        if by_npu_id
-        else "each rank binds the local-rank-th NPU of the sorted busy list"
-    )
+def _target_note(target: va.VllmAscendVersion, busy_given: bool) -> str:
+    b = target.binding
+    head = f"modelled on vLLM-Ascend {target.name} (vLLM {target.vllm})"
+    if not b.ships:
+        return f"{head}: no CPU binding in this release"
+    if b.npu_of_rank == va.DEVICE_ID:
+        how = "each rank binds the NPU vLLM assigned it (device_id_to_physical_device_id)"
+    elif b.npu_of_rank == va.VISIBLE_INDEX:
+        how = (
+            "each rank binds the local-rank-th entry of ASCEND_RT_VISIBLE_DEVICES as given "
+            "(else of every NPU, sorted)"
+        )
+    else:
+        how = "each rank binds the local-rank-th NPU of the sorted busy list"
     guess = [f.what for f in target.inferred]
     busy = (
         "busy NPUs as given by --busy"
         if busy_given
         else "busy NPUs: npu-smi's process table plus the job's own NPUs"
     )
-    return f"modelled on vLLM-Ascend {target.name} (vLLM {target.vllm}): {how}; {busy}" + (
+    return f"{head}: {how}; {busy}" + (
         f"; resting on inference: {'; '.join(guess)}" if guess else ""
     )
 
@@ -384,94 +449,54 @@ def _slice(ctx: _Ctx, ranks: list[int]) -> dict[int, list[numa.Core]]:
 
 
 class PolicyInfo(NamedTuple):
-    """A binding policy: its name, what it does, the vendors it plans, how it runs.
-
-    Everything that lists policies (the CLI's choices, help and completion, `--policy compare`)
-    reads this registry; adding a policy is adding an entry here.
-    """
+    """A policy of the registry (core.policies) joined to the planner function that runs it."""
 
     name: str
     summary: str
-    vendors: tuple[Vendor, ...]
+    family: str
+    only: tuple[str, ...]  # the vendors it plans (Vendor values); () every vendor
     run: Callable[[_Ctx, PlanRequest], _Result]
-    # the vendors whose `--policy compare` shows it (NPUs: vLLM-Ascend's plan and ours;
-    # GPUs: ours and torchrun's modes); every policy stays usable alone
-    compare: tuple[Vendor, ...] = (Vendor.HUAWEI, Vendor.NVIDIA)
+
+    def plans(self, vendor: Vendor) -> bool:
+        return not self.only or vendor.value in self.only
+
+    @property
+    def vendors(self) -> tuple[Vendor, ...]:
+        """The registered vendors (core.vendors) it plans."""
+        return tuple(p.vendor for p in vendors.profiles() if self.plans(p.vendor))
 
 
-def _torch(mode: str) -> Callable[[_Ctx, PlanRequest], _Result]:
-    return lambda ctx, _req: _plan_torch(ctx, mode)
+def _torch(ctx: _Ctx, req: PlanRequest) -> _Result:
+    return _plan_torch(ctx, req.policy)
 
 
-_BOTH = tuple(Vendor)  # every registered vendor
-_GPU = (Vendor.NVIDIA,)
-
-POLICIES: dict[str, PolicyInfo] = {
-    p.name: p
-    for p in (
-        PolicyInfo(
-            "vllm-ascend",
-            "exactly what vLLM-Ascend's enable_cpu_binding does (topo_affinity / global_slice / "
-            "Ascend 950 clusters), flaws included, to predict or reproduce it",
-            (Vendor.HUAWEI,),
-            lambda ctx, req: _plan_vllm(ctx, req),
-        ),
-        PolicyInfo(
-            "numa-local",
-            "each rank on its own device's NUMA node; devices on one node split it evenly in whole "
-            "physical cores; never crosses a node",
-            _BOTH,
-            lambda ctx, req: _plan_cores(ctx, req, _local, NUMA_LOCAL),
-        ),
-        PolicyInfo(
-            "numa-slice",
-            "vLLM-Ascend's global slicing made NUMA-aware: devices dealt to nodes, slices never "
-            "cross a node, the same for every process sharing the cpuset (for A3 or no affinity)",
-            _BOTH,
-            lambda ctx, req: _plan_cores(ctx, req, _slice, NUMA_SLICE),
-        ),
-        # the modes of `torchrun --numa-binding` (torch.numa.binding), for GPU users' habits
-        PolicyInfo(
-            "node",
-            "torchrun's node mode: every CPU of the device's NUMA node (ranks on a node share them)",
-            _BOTH,
-            _torch("node"),
-            _GPU,
-        ),
-        PolicyInfo(
-            "socket",
-            "torchrun's socket mode: every CPU of the NUMA nodes on the device's socket",
-            _BOTH,
-            _torch("socket"),
-            _GPU,
-        ),
-        PolicyInfo(
-            "exclusive",
-            "torchrun's exclusive mode: the node's physical cores split evenly among its devices",
-            _BOTH,
-            _torch("exclusive"),
-            _GPU,
-        ),
-        PolicyInfo(
-            "core-complex",
-            "torchrun's core-complex mode: one last-level-cache group of the node per device",
-            _BOTH,
-            _torch("core-complex"),
-            _GPU,
-        ),
-    )
+# The planner functions the registry's entries name (Policy.plan); a policy reuses one, or
+# brings its own here.
+PLANNERS: dict[str, Callable[[_Ctx, PlanRequest], _Result]] = {
+    "vllm_ascend": lambda ctx, req: _plan_vllm(ctx, req),
+    "numa_local": lambda ctx, req: _plan_cores(ctx, req, _local, NUMA_LOCAL),
+    "numa_slice": lambda ctx, req: _plan_cores(ctx, req, _slice, NUMA_SLICE),
+    "torchrun": _torch,  # the mode is the policy's name
 }
-POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
-if POLICY_NAMES != policies.POLICY_NAMES:  # the light list follows the registry, checked here
-    raise ImportError(
-        f"ascendtune.core.policies.POLICY_NAMES {policies.POLICY_NAMES} differs from the "
-        f"registry {POLICY_NAMES}"
-    )
+
+
+def _info(p: policies.Policy) -> PolicyInfo:
+    if p.plan not in PLANNERS:
+        raise ImportError(f"policy {p.name} names planner {p.plan!r}, which is not in PLANNERS")
+    return PolicyInfo(p.name, p.summary, p.family, p.vendors, PLANNERS[p.plan])
+
+
+POLICIES: dict[str, PolicyInfo] = {p.name: _info(p) for p in policies.POLICIES}
+POLICY_NAMES: tuple[str, ...] = policies.POLICY_NAMES
 
 
 def compare_policies(vendor: Vendor | None) -> tuple[str, ...]:
-    """The policies `--policy compare` puts side by side for a host of this vendor."""
-    return tuple(p.name for p in POLICIES.values() if vendor is None or vendor in p.compare)
+    """The policies `--policy compare` puts side by side for a host of this vendor: those of the
+    families its profile compares that plan its devices (every policy without a vendor)."""
+    if vendor is None:
+        return POLICY_NAMES
+    families = vendors.profile(vendor).compare_families
+    return tuple(p.name for p in POLICIES.values() if p.family in families and vendor in p.vendors)
 
 
 def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -> Plan:
@@ -480,12 +505,13 @@ def make_plan(host: Host, req: PlanRequest, *, trace: VllmTrace | None = None) -
     if req.policy not in POLICIES:
         raise InvalidInput(f"unknown policy {req.policy!r} (known: {', '.join(POLICIES)})")
     ctx = _context(host, req)
-    if ctx.vendor not in POLICIES[req.policy].vendors:
-        kinds = {Vendor.HUAWEI: "Ascend NPUs", Vendor.NVIDIA: "NVIDIA GPUs"}
-        fits = [p.name for p in POLICIES.values() if ctx.vendor in p.vendors]
+    if not POLICIES[req.policy].plans(ctx.vendor):
+        fits = [p.name for p in POLICIES.values() if p.plans(ctx.vendor)]
         raise InvalidInput(
             f"policy {req.policy} plans "
-            + " and ".join(kinds[v] for v in POLICIES[req.policy].vendors)
+            + " and ".join(
+                vendors.profile(v).generic_name + "s" for v in POLICIES[req.policy].vendors
+            )
             + f"; this host has {ctx.vendor.value} devices",
             "use --policy " + " or ".join(fits[:2]),
         )

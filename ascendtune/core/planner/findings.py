@@ -8,6 +8,11 @@ from ascendtune.core.findings import Finding
 from ascendtune.core.model import Host
 from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, Plan, RankPlan
 
+# The codes of findings about how a plan uses the cpuset (CPUs left idle, shared with a pool of
+# NPUs the job does not drive, or threads left anywhere in it), here and in vllm_ascend.py:
+# doctor's cgroup_cpuset check repeats these.
+CPUSET_CODES = frozenset({"idle_cpuset", "hidden_pool", "dp_overlap", "binding_skipped"})
+
 
 def _ids(xs: list[int]) -> str:
     return ",".join(map(str, xs))

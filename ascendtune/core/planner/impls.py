@@ -23,7 +23,7 @@ from ascendtune.core.planner.model import (
 )
 
 if TYPE_CHECKING:
-    from ascendtune.core.versions import VllmAscendVersion
+    from ascendtune.core.vllm_ascend import VllmAscendVersion
 
 # allocators
 NUMA_SPLIT = "numa-split"  # 0.9.1-0.13.0: each NPU's NUMA node (from PCI) split among its NPUs
@@ -156,34 +156,14 @@ IMPLS: dict[str, Impl] = {
     )
 }
 
+
 # the implementation of each registry entry, until the registry names it (binding.impl)
-IMPL_OF_TARGET = {
-    "v0.23.0": "0cbc0e2b",
-    "v0.24.0rc1": "0cbc0e2b",
-    "v0.25.1rc1": "0cbc0e2b",
-    "v0.26.0rc1": "cc55125b",
-    "v0.27.1rc1": "daab93aa",
-    "main-2026-08": "8448cd77",
-    # main a71b766ce: the allocator of 182b75ea with the npu_id call (PR 15517)
-    "main-2026-09": "daab93aa",
-}
-
-
 def of(target: VllmAscendVersion) -> Impl:
-    """The implementation a registry entry runs (its binding.impl, else the table above)."""
-    blob = getattr(target.binding, "impl", None) or IMPL_OF_TARGET.get(target.name)
+    """The implementation a registry entry runs (its binding.impl: cpu_binding.py's blob)."""
+    blob = target.binding.impl
     if blob is None or blob not in IMPLS:
-        return IMPLS["8448cd77"]
+        raise ValueError(f"{target.name}: no binding implementation {blob!r} in the planner")
     return IMPLS[blob]
-
-
-def stand_in(name: str, blob: str) -> VllmAscendVersion:
-    """A registry-like entry for a release the registry does not list yet (tests only)."""
-    from ascendtune.core import versions
-
-    base = versions.VERSIONS["v0.23.0"]
-    IMPL_OF_TARGET.setdefault(name, blob)
-    return base._replace(name=name, package_versions=(name.lstrip("v"),))
 
 
 # findings that say vLLM-Ascend binds nothing at all on this host

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Soc
-from ascendtune.core.versions import VllmAscendVersion
+from ascendtune.core.vllm_ascend.registry import VllmAscendVersion
 
 # The rules vLLM-Ascend's binding applies (its own names), and the better policies' modes
 TOPO_AFFINITY = "topo_affinity"
@@ -19,6 +19,7 @@ GLOBAL_SLICE = "global_slice"
 A5_CLUSTERS = "a5_clusters"  # Ascend 950: one 8-core cluster per NPU, no role split
 NUMA_BALANCED = "numa_balanced"  # 0.14-0.15: the busy NPUs dealt to nodes, each node split
 NUMA_SPLIT = "numa_split"  # 0.9.1-0.13.0: each NPU's node (from PCI) split among its NPUs
+NO_BINDING = "no_binding"  # the vLLM-Ascend version ships no CPU binding
 NUMA_LOCAL = "numa_local"
 NUMA_SLICE = "numa_slice"
 
@@ -43,9 +44,12 @@ class PlanRequest(NamedTuple):
     # NPUs with a process in npu-smi's table when binding runs; None: the host's process table
     # (when it lists any) plus the job's own NPUs, which show up after warm-up
     busy: tuple[int, ...] | None = None
-    target: VllmAscendVersion | None = None  # None: versions.PLANNER_DEFAULT
+    target: VllmAscendVersion | None = None  # None: vllm_ascend.PLANNER_DEFAULT
     # the server runs Engram with CPU offload (0.30 on: the worker then skips page migration)
     engram_offload: bool = False
+    # the target only stands in for the version found (nearest release below, newer than all):
+    # the inference in words, which the plan reports as a finding
+    target_inferred: str = ""
 
 
 class Roles(NamedTuple):

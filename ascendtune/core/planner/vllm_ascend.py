@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.findings import Finding
@@ -365,14 +365,16 @@ def _ids(xs: list[int] | tuple[int, ...]) -> str:
     return ",".join(map(str, xs))
 
 
-def _fixed_lines() -> list[str]:
-    return [
-        v.name for v in versions.VERSIONS.values() if v.binding.npu_of_rank == versions.DEVICE_ID
-    ]
+def _fixed_lines() -> str:
+    """The versions that carry the binding fix, in words: the first release, and main."""
+    fixed = [v for v in va.ENTRIES if v.binding.npu_of_rank == va.DEVICE_ID]
+    first = next(v.name for v in fixed if v.is_release)
+    mains = [v.name for v in fixed if not v.is_release]
+    return f"{first} or later" + (f" ({' or '.join(mains)} on main)" if mains else "")
 
 
 def version_findings(
-    target: versions.VllmAscendVersion,
+    target: va.VllmAscendVersion,
     ranks: list[RankPlan],
     jobs: list[int],
     env: tuple[int, ...] | None,
@@ -385,15 +387,15 @@ def version_findings(
     """The rank/NPU mismatches, DP overlaps, skipped bindings and CANN's ordering rule.
     by_npu_id: the implementation binds the NPU vLLM assigned the rank (None: as the entry says)."""
     if by_npu_id is None:
-        by_npu_id = target.binding.npu_of_rank == versions.DEVICE_ID
+        by_npu_id = target.binding.npu_of_rank == va.DEVICE_ID
     out: list[Finding] = []
     upgrade = (
-        f"upgrade to {' or '.join(_fixed_lines())}, or start vLLM with "
+        f"upgrade to {_fixed_lines()}, or start vLLM with "
         '"enable_cpu_binding": false and bind with `ascendtune bind --workers`'
     )
     fix = (
-        f"fixed by {versions.BINDING_FIX}: upgrade to a line that carries it "
-        f"({', '.join(_fixed_lines())}), or start vLLM with "
+        f"fixed by {va.BINDING_FIX}: upgrade to a line that carries it "
+        f"({_fixed_lines()}), or start vLLM with "
         "--additional-config '{\"enable_cpu_binding\": false}' and bind with "
         "`ascendtune bind --workers`"
     )
@@ -410,7 +412,7 @@ def version_findings(
         )
     bound = [r for r in ranks if r.skipped is None]
     moved = [r for r in bound if r.device != r.logical_id]
-    if dp > 1 and not by_npu_id and target.binding.dp == versions.DP_RESTART:
+    if dp > 1 and not by_npu_id and target.binding.dp == va.DP_RESTART:
         for d in sorted({r.dp_rank for r in moved}):
             mine = [r for r in moved if r.dp_rank == d]
             others = [

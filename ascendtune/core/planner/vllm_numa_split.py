@@ -17,7 +17,7 @@ from ascendtune.core.planner.model import NUMA_SPLIT, PlanRequest, RankPlan, Rol
 
 if TYPE_CHECKING:
     from ascendtune.core.planner.engine import _Result
-    from ascendtune.core.versions import VllmAscendVersion
+    from ascendtune.core.vllm_ascend import VllmAscendVersion
 
 
 def node_count(host: Host) -> int:

@@ -10,7 +10,10 @@ from __future__ import annotations
 from ascendtune.core.model import Host, Vendor
 from ascendtune.core.vendors.ascend import ASCEND
 from ascendtune.core.vendors.base import (
+    PCIE_LINKS,
     Command,
+    LinkCode,
+    ToolCheck,
     VendorInput,
     VendorProfile,
     VendorReading,
@@ -22,7 +25,10 @@ from ascendtune.core.vendors.nvidia import NVIDIA
 __all__ = [
     "ASCEND",
     "NVIDIA",
+    "PCIE_LINKS",
     "Command",
+    "LinkCode",
+    "ToolCheck",
     "VendorInput",
     "VendorProfile",
     "VendorReading",

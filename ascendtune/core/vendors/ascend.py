@@ -17,7 +17,10 @@ from ascendtune.core.model import (
     soc_of_names,
 )
 from ascendtune.core.vendors.base import (
+    PCIE_LINKS,
     Command,
+    LinkCode,
+    ToolCheck,
     VendorInput,
     VendorProfile,
     VendorReading,
@@ -229,6 +232,10 @@ def read(inp: VendorInput) -> VendorReading:
     )
 
 
+def _topo_header(host: Host) -> str | None:
+    return f"npu-smi {host.tools.get('npu-smi') or '?'}" if "npu-smi" in host.tools else None
+
+
 def _logical_of_davinci(host: Host, n: int) -> int:
     """/dev/davinciN numbers the card (npu-smi's NPU id): its logical id when it holds one chip."""
     on_card = [a for a in host.npus if a.npu_id == n]
@@ -252,11 +259,29 @@ ASCEND = VendorProfile(
     processes_from="npu-smi",
     thread_roles=True,
     default_policy="vllm-ascend",  # what will happen
-    # torchrun's modes are for GPU users' habits: plannable on NPUs, left out of the comparison
+    # vLLM-Ascend's own plan and ours; torchrun's modes are for GPU users' habits: plannable on
+    # NPUs, left out of the comparison
+    compare_families=("runtime", "ascendtune"),
     card_columns=True,
     merge_device_notes=False,
     cpuless_node_note="vLLM-Ascend's next-node rule skips them",
     read=read,
     soc_of=lambda host: host.soc,
     logical_of_device_file=_logical_of_davinci,
+    maker="Huawei",
+    links={
+        "HCCS": LinkCode("Huawei Cache Coherence System, the NPU-to-NPU link", "HC"),
+        "HCCS_SW": LinkCode("HCCS through the HCCS switch", "HW"),
+        "SIO": LinkCode("the die-to-die link between the two chips of one card", "SI"),
+        "UB": LinkCode("the unified bus", "UB"),
+        **PCIE_LINKS,
+    },
+    tool_check=ToolCheck(
+        fix="install the Ascend driver; in a container add "
+        "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi -v /usr/local/dcmi:/usr/local/dcmi "
+        "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/",
+        missing="vLLM-Ascend cannot read the NPU map and binds nothing",
+    ),
+    tool_version=True,
+    topo_header=_topo_header,
 )

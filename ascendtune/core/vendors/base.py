@@ -66,6 +66,33 @@ class VendorReading(NamedTuple):
     topo_supported: bool | None = None
 
 
+class LinkCode(NamedTuple):
+    """A link type of the vendor tool's topology matrix: what it means, and its two-letter form
+    for a matrix too wide for the terminal. A `#` in a code stands for a number (NV#: NV4)."""
+
+    about: str
+    short: str
+
+
+# the PCIe and CPU-interconnect codes both npu-smi and nvidia-smi print
+PCIE_LINKS: Mapping[str, LinkCode] = MappingProxyType(
+    {
+        "PIX": LinkCode("at most one PCIe bridge", "PX"),
+        "PXB": LinkCode("several PCIe bridges, no host bridge", "PB"),
+        "PHB": LinkCode("a PCIe host bridge (the CPU)", "PH"),
+        "NODE": LinkCode("PCIe host bridges within one NUMA node", "ND"),
+        "SYS": LinkCode("the CPU interconnect between NUMA nodes", "SY"),
+    }
+)
+
+
+class ToolCheck(NamedTuple):
+    """doctor's row for the vendor's tool (id: the tool's name with `_` for `-`)."""
+
+    fix: str  # how to get the tool
+    missing: str  # what goes wrong when the devices are there and the tool is not
+
+
 class VendorProfile(NamedTuple):
     """Everything vendor-specific, in one place per vendor (ascend.py, nvidia.py)."""
 
@@ -96,6 +123,14 @@ class VendorProfile(NamedTuple):
     soc_of: Callable[[Host], Soc]  # the family the planner plans for
     # /dev/<device_file>N -> logical id (best effort: N is what the driver numbers)
     logical_of_device_file: Callable[[Host, int], int] = lambda host, n: n
+    # the policy families (core.policies) `plan --policy compare` sets side by side here
+    compare_families: tuple[str, ...] = ("ascendtune",)
+    maker: str = ""  # who makes the devices: "Huawei", "NVIDIA"
+    links: Mapping[str, LinkCode] = PCIE_LINKS  # the link codes its tool prints, legend order
+    tool_check: ToolCheck | None = None  # doctor checks the tool is there
+    tool_version: bool = False  # the tool prints its version (topo shows it)
+    # what topo's first line says of the vendor's tool on this host (None: nothing)
+    topo_header: Callable[[Host], str | None] = lambda host: None
 
     def is_accelerator(self, device_id: str, pci_class: str | None) -> bool:
         cls = (pci_class or "").lower()
@@ -117,6 +152,39 @@ class VendorProfile(NamedTuple):
 
     def fallbacks(self, tool: str) -> tuple[str, ...]:
         return next((c.fallbacks for c in self.commands if c.tool == tool and c.fallbacks), ())
+
+    @property
+    def tool_key(self) -> str:
+        """The tool's name as a JSON key or check id: npu_smi."""
+        return self.tool.replace("-", "_")
+
+    def link_key(self, code: str) -> str | None:
+        """The legend entry of a link code (NV4 -> NV#), None for a code it does not know."""
+        if code in self.links:
+            return code
+        for key in self.links:
+            head, sep, tail = key.partition("#")
+            number = code[len(head) : len(code) - len(tail)] if sep else ""
+            if sep and code.startswith(head) and code.endswith(tail) and number.isdigit():
+                return key
+        return None
+
+    def link_short(self, code: str) -> str:
+        """The two-letter form of a link code (NV4 -> N4), the code itself when it has none."""
+        key = self.link_key(code)
+        if key is None:
+            return code
+        if "#" in key:
+            head, _, tail = key.partition("#")
+            return self.links[key].short.replace("#", code[len(head) : len(code) - len(tail)])
+        return self.links[key].short
+
+    def tool_document(self, host: Host) -> dict[str, Any]:
+        """topo --json's record of the tool: found, and the version where it prints one."""
+        doc: dict[str, Any] = {"found": self.tool in host.tools}
+        if self.tool_version:
+            doc["version"] = host.tools.get(self.tool)
+        return doc
 
     def device_file_number(self, path: str) -> int | None:
         m = re.fullmatch(rf"/dev/{re.escape(self.device_file)}(\d+)", path)

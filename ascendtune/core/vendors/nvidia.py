@@ -10,6 +10,7 @@ from ascendtune.core.errors import ParseError
 from ascendtune.core.model import (
     Accelerator,
     AccelProcess,
+    Host,
     NumaNode,
     PciDevice,
     Soc,
@@ -18,7 +19,9 @@ from ascendtune.core.model import (
     Vendor,
 )
 from ascendtune.core.vendors.base import (
+    PCIE_LINKS,
     Command,
+    LinkCode,
     VendorInput,
     VendorProfile,
     VendorReading,
@@ -357,6 +360,12 @@ def read(inp: VendorInput) -> VendorReading:
     )
 
 
+def _topo_header(host: Host) -> str | None:
+    if not any(a.vendor is Vendor.NVIDIA for a in host.accelerators):
+        return None
+    return "nvidia-smi" if "nvidia-smi" in host.tools else "no nvidia-smi"
+
+
 NVIDIA = VendorProfile(
     vendor=Vendor.NVIDIA,
     word="GPU",
@@ -376,6 +385,7 @@ NVIDIA = VendorProfile(
     processes_from="nvml",
     thread_roles=False,
     default_policy="numa-local",
+    compare_families=("ascendtune", "torchrun"),  # ours and torchrun's modes
     card_columns=False,  # a GPU's index is its id
     merge_device_notes=True,
     cpuless_node_note=(
@@ -383,4 +393,7 @@ NVIDIA = VendorProfile(
     ),
     read=read,
     soc_of=lambda host: Soc.GPU,
+    maker="NVIDIA",
+    links={**PCIE_LINKS, "NV#": LinkCode("a bond of # NVLinks", "N#")},
+    topo_header=_topo_header,
 )

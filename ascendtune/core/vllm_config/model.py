@@ -2,67 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["error", "warning", "info"]
+from ascendtune.core.findings import CONFIG_SHAPE
+
+# check-config's findings, rewrites and values shown as written are the shared ones
+from ascendtune.core.findings import Finding as Finding
+from ascendtune.core.findings import Rewrite as Rewrite
+from ascendtune.core.findings import Severity as Severity
+from ascendtune.core.findings import show as show
+
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 # vLLM's --kv-transfer-config kv_role values, plus "none" for "no KV transfer configured".
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both", "none")
 # vLLM's switch between Model Runner V1 and V2 (the only one on Ascend)
 RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
-
-
-def show(value: Any) -> str:
-    """A config value the way the user wrote it: JSON (true, "str", 1, null)."""
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """A value vLLM-Ascend replaces without refusing to start."""
-
-    key: str
-    before: Any
-    after: Any
-    because: str
-
-    def render(self) -> str:
-        return f"{self.key}: {show(self.before)} → {show(self.after)} (because {self.because})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "from": self.before, "to": self.after, "because": self.because}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing the checker has to say; `code` is stable, scripts may match on it."""
-
-    code: str
-    severity: Severity
-    keys: tuple[str, ...]
-    message: str
-    hint: str = ""
-    rewrite: Rewrite | None = None
-    # facts the rule needed and did not get (then severity is "info" and nothing was decided)
-    needs: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "keys": list(self.keys),
-            "message": self.message,
-            "hint": self.hint,
-            "rewrite": self.rewrite.to_json() if self.rewrite else None,
-            "needs": list(self.needs),
-        }
 
 
 @dataclass(frozen=True)
@@ -186,7 +143,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target,
-            "findings": [f.to_json() for f in self.findings],
+            "findings": [f.to_json(CONFIG_SHAPE) for f in self.findings],
             "effective": self.effective,
             "counts": {s: self.count(s) for s in SEVERITIES},
         }

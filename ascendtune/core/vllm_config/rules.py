@@ -3,7 +3,7 @@
 Each rule reads the effective config (defaults filled, earlier rewrites applied) and the facts,
 and reports through the Context: an error where vLLM-Ascend refuses to start, a rewrite where it
 silently changes a value, `needs` where the outcome depends on facts nobody gave. Which rules apply
-to which version, and in what order, is listed in ascendtune.core.vllm_config.versions.
+to which version, and in what order, is listed in each version's table (ascendtune.core.vllm_ascend.tables).
 Sources: vllm_ascend/ascend_config.py (AscendConfig) and vllm_ascend/platform.py
 (NPUPlatform.check_and_update_config), v0.23.0 and main; the docstring names the place.
 """
@@ -86,7 +86,7 @@ class Context:
     def report(
         self, severity: Severity, keys: tuple[str, ...], message: str, hint: str = ""
     ) -> None:
-        self.findings.append(Finding(self.code, severity, keys, message, hint))
+        self.findings.append(Finding(self.code, severity, message, hint, keys=keys))
 
     def error(self, keys: tuple[str, ...], message: str, hint: str = "") -> None:
         self.report("error", keys, message, hint)
@@ -102,11 +102,11 @@ class Context:
             Finding(
                 self.code,
                 "info",
-                keys,
                 f"{what}; not checked without {given}",
                 f"give {given}"
                 + (" (or --cmdline / --pid, which carry vLLM's flags)" if flags else "")
                 + " to check it",
+                keys=keys,
                 needs=needs,
             )
         )
@@ -133,9 +133,9 @@ class Context:
             Finding(
                 self.code,
                 severity,
-                keys or (path,),
                 message,
                 hint,
+                keys=keys or (path,),
                 rewrite=Rewrite(path, before, value, because),
             )
         )

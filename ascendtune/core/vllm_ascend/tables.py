@@ -1,15 +1,16 @@
-"""The additional-config of each vLLM-Ascend version `check-config` knows, as data.
+"""The hand-written additional-config tables of the vLLM-Ascend versions that have one, as data.
 
-Read from vllm-project/vllm-ascend, `vllm_ascend/ascend_config.py` and `vllm_ascend/platform.py`:
+Each registry entry (ascendtune.core.vllm_ascend.registry) names the table its schema comes from;
+a release without a table of its own names the nearest one and says so. Read from
+vllm-project/vllm-ascend, `vllm_ascend/ascend_config.py` and `vllm_ascend/platform.py`:
 - main-2026-08: main at 182b75ea (2026-08-22), written out in full below;
 - v0.23.0: release tag v0.23.0 (5cb98caa), main-2026-08 plus the differences listed;
 - main-2026-09: a71b766ce, where AscendConfig became a pydantic `@config` dataclass (PR #13838):
   every field typed (bool/int/float/str/list, lax coercion), unknown keys refused everywhere;
 - v0.24.0rc1, v0.25.1rc1 (tags) and v0.26.0rc1 (branch releases/v0.26.0rc), each read from its
   own ascend_config.py / platform.py and written as the differences from the nearest table;
-- v0.27.1rc1: the branch is not public in the snapshot; its table is main-2026-09's [inferred].
-Adding a version is adding an entry to VERSIONS (and to ascendtune.core.versions, which pairs it
-with its binding behaviour): derive its table from the nearest one.
+- v0.27.1rc1: main-2026-09's table (its ascend_config.py is the typed AscendConfig).
+A new table is derived from the nearest one and named by the registry entry it belongs to.
 """
 
 from __future__ import annotations
@@ -686,27 +687,12 @@ V0_26_0RC1 = Version(
     scheduler="scheduler_config.",
 )
 
-# v0.27.1rc1: releases/v0.27.1rc is not in the snapshot. [inferred] It pairs with vLLM 0.27.1, on
-# which issue #15418 reproduced main's strict-key failure, so the branch (cut after 2026-08-31)
-# carries the typed AscendConfig: main-2026-09's table. Not verified.
+# v0.27.1rc1 (release 0.27.1rc1): the typed AscendConfig with the vLLM-Omni exception and without
+# the gdn/kda strip (read in its ascend_config.py); its keys are main-2026-09's as far as this
+# table goes (not compared key by key).
 V0_27_1RC1 = dataclasses.replace(
     MAIN_2026_09,
     name="v0.27.1rc1",
-    source="release v0.27.1rc1 [inferred: main-2026-09's typed table; branch not in the snapshot]",
-    # [inferred] tagged around 2026-09-08 (feedback issue #16014), before #16661 (09-16 or later)
+    source="release v0.27.1rc1 (main-2026-09's typed table; keys not compared key by key)",
     strips_upstream_keys=False,
 )
-
-VERSIONS: dict[str, Version] = {
-    v.name: v
-    for v in (
-        V0_23_0,
-        V0_24_0RC1,
-        V0_25_1RC1,
-        V0_26_0RC1,
-        V0_27_1RC1,
-        MAIN_2026_08,
-        MAIN_2026_09,
-    )
-}
-DEFAULT_TARGET = "main-2026-09"  # the newest

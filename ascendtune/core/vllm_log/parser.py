@@ -1,0 +1,489 @@
+"""The parser: byte lines in, a frozen LogReport out, holding at most MAX_WORKERS workers and
+small state; a line it does not know is skipped, never an error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ascendtune.core.vllm_log import model
+from ascendtune.core.vllm_log.causes import UNKNOWN_CAUSE, cause_of
+from ascendtune.core.vllm_log.findings import log_findings
+from ascendtune.core.vllm_log.model import (
+    MAX_IRQS,
+    Binding,
+    IrqBinding,
+    LoggedPlan,
+    LogReport,
+    WorkerLog,
+)
+from ascendtune.core.vllm_log.patterns import (
+    _ASCEND_VERSION,
+    _ASSIGNED,
+    _FAILED,
+    _FAILED_START,
+    _IDX,
+    _IRQ,
+    _IRQ_950,
+    _IRQ_NOT_WRITABLE,
+    _IRQ_SKIP,
+    _IRQ_START,
+    _IRQBALANCE,
+    _LEGACY_BOUND,
+    _LEGACY_FAILED,
+    _LEGACY_PLAN,
+    _MIGRATE,
+    _MIGRATE_SKIP,
+    _MODE,
+    _MODE_NPU,
+    _MODE_VISIBLE,
+    _NAMESPACE,
+    _NO_MIGRATEPAGES,
+    _NON_ARM,
+    _NON_DEFAULT,
+    _PLAN,
+    _PLAN_950,
+    _PLAN_HEAD,
+    _PLAN_START,
+    _SKIP_950,
+    _STEP_NPU,
+    _TOPO_FALLBACK,
+    _UNKNOWN_ARCH,
+    _VLLM_VERSION,
+    _balanced,
+    _config_value,
+    _cpus,
+    _ints,
+    safe_literal,
+)
+from ascendtune.core.vllm_log.records import Record, records, split_lines
+
+
+@dataclass
+class _Worker:
+    key: object
+    line: int
+    pid: int | None = None
+    process: str | None = None
+    rank: int | None = None
+    dp_rank: int | None = None
+    binding: Binding = "not seen"
+    reason: str | None = None
+    mode: str | None = None
+    visible: tuple[int, ...] = ()
+    plan: LoggedPlan | None = None
+    plan_expected: bool = False  # "The CPU allocation plan" seen, the NPU line not yet
+    irqs: list[IrqBinding] = field(default_factory=list)
+    migrate: list[int] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    cut_plan: bool = False
+    global_rank: int | None = None
+    npu_hint: int | None = None  # the NPU a mode line names, where it does
+
+    def freeze(self) -> WorkerLog:
+        cause = cause_of(self.reason) if self.binding == "failed" and self.reason else None
+        if self.binding == "failed" and cause is None:
+            cause = UNKNOWN_CAUSE
+        return WorkerLog(
+            rank=self.rank,
+            pid=self.pid,
+            process=self.process,
+            dp_rank=self.dp_rank,
+            binding=self.binding,
+            reason=self.reason,
+            cause=cause.code if cause else None,
+            cause_text=cause.cause if cause else None,
+            fix=cause.fix if cause else None,
+            mode=self.mode,
+            visible_npus=self.visible,
+            plan=self.plan,
+            irqs=tuple(self.irqs),
+            migrate_nodes=tuple(self.migrate),
+            skipped_steps=tuple(self.skipped),
+            line=self.line,
+            global_rank=self.global_rank,
+        )
+
+    def expected_npu(self) -> int | None:
+        if self.npu_hint is not None:
+            return self.npu_hint
+        if self.rank is not None and 0 <= self.rank < len(self.visible):
+            return self.visible[self.rank]
+        return None
+
+
+def _name_ranks(proc: str | None, prank: int | None) -> tuple[int | None, int | None]:
+    """(local rank, dp rank) from a prefix name: `Worker_DP1_TP0_EP1`, `VllmWorker rank=2`."""
+    if prank is not None:
+        return prank, None
+    if not proc:
+        return None, None
+    idx = {k: int(v) for k, v in _IDX.findall(proc)}
+    return idx.get("TP"), idx.get("DP")
+
+
+def _is_worker_name(proc: str | None) -> bool:
+    return bool(proc) and proc is not None and (proc.startswith("Worker") or "Worker" in proc)
+
+
+class LogParser:
+    """Feed byte lines, then `report()`; holds at most MAX_WORKERS workers and small state."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.cut = 0
+        self.truncated = False
+        self.workers: dict[object, _Worker] = {}
+        self.order: list[object] = []
+        self.current: dict[object, object] = {}  # source (pid or None) -> key of its open worker
+        self.anon = 0
+        self.binding_seen = False
+        self.args: dict[str, Any] | None = None
+        self.args_unparsed = False
+        self.additional: Mapping[str, Any] | None = None
+        self.versions: dict[str, str] = {}
+        self.fallback_ranks: set[int] = set()
+        self.irqbalance_stopped = False
+        self.dropped_workers = 0
+        self.cut_failures = 0
+
+    # -- workers --------------------------------------------------------------------------
+
+    def _new(self, key: object, rec: Record) -> _Worker | None:
+        if len(self.workers) >= model.MAX_WORKERS:
+            self.dropped_workers += 1
+            return None
+        w = _Worker(key=key, line=self.lines, pid=rec.pid, process=rec.process)
+        prank = None
+        if rec.process and " rank=" in rec.process:
+            prank = int(rec.process.rsplit("=", 1)[1])
+        w.rank, w.dp_rank = _name_ranks(rec.process, prank)
+        self.workers[key] = w
+        self.order.append(key)
+        return w
+
+    def _by_pid(self, rec: Record) -> _Worker | None:
+        key = ("pid", rec.pid)
+        w = self.workers.get(key)
+        return w if w is not None else self._new(key, rec)
+
+    def _anon(self, rec: Record) -> _Worker | None:
+        self.anon += 1
+        return self._new(("anon", self.anon), rec)
+
+    def _for_rank(self, rec: Record, rank: int | None, *, opening: bool) -> _Worker | None:
+        """The worker a record naming `rank` belongs to. With a pid, the pid's worker. Without
+        one (single-process logs, stripped prefixes), the latest worker of that rank that has not
+        finished; `opening` (a `[cpu_bind_mode]` line) starts a new one once it has."""
+        if rec.pid is not None:
+            w = self._by_pid(rec)
+            if w is not None and rank is not None:
+                w.rank = rank
+            return w
+        for key in reversed(self.order):
+            w = self.workers[key]
+            if w.pid is not None or (rank is not None and w.rank not in (rank, None)):
+                continue
+            done = w.binding in ("failed", "skipped") or (opening and w.mode is not None)
+            if not done:
+                if rank is not None:
+                    w.rank = rank
+                return w
+            break
+        w = self._anon(rec)
+        if w is not None:
+            w.rank = rank
+        return w
+
+    def _current(self, rec: Record) -> _Worker | None:
+        if rec.pid is not None:
+            return self._by_pid(rec)
+        key = self.current.get(None)
+        if key is not None:
+            return self.workers.get(key)
+        return self._anon(rec)
+
+    def _for_npu(self, rec: Record, npu: int) -> _Worker | None:
+        """The worker an `NPUn: main=[...]` line belongs to (without a pid: the open worker
+        whose rank indexes NPU n in its visible list, else the latest open one)."""
+        if rec.pid is not None:
+            return self._by_pid(rec)
+        pending = [
+            self.workers[k]
+            for k in self.order
+            if self.workers[k].pid is None
+            and self.workers[k].plan is None
+            and self.workers[k].binding not in ("failed", "skipped")
+            and (self.workers[k].mode is not None or self.workers[k].plan_expected)
+        ]
+        for w in pending:
+            if w.expected_npu() == npu:
+                return w
+        if pending:
+            return pending[-1]
+        return self._anon(rec)
+
+    def _for_irq(self, rec: Record, npu: int) -> _Worker | None:
+        if rec.pid is not None:
+            return self._by_pid(rec)
+        for key in reversed(self.order):
+            w = self.workers[key]
+            if w.pid is None and w.plan is not None and w.plan.npu == npu:
+                return w
+        return self._current(rec)
+
+    # -- lines ----------------------------------------------------------------------------
+
+    def feed(self, line: bytes) -> None:
+        if self.truncated:
+            return
+        if self.lines >= model.MAX_LINES:
+            self.truncated = True
+            return
+        self.lines += 1
+        recs = records(line)
+        if recs and recs[-1].cut:
+            self.cut += 1
+        for rec in recs:
+            self._message(rec)
+
+    def _message(self, rec: Record) -> None:
+        msg = rec.message
+        if _is_worker_name(rec.process) and rec.pid is not None:
+            w = self._by_pid(rec)  # a worker that never logs binding shows as "not seen"
+            m = _ASSIGNED.search(msg) if w is not None and "world size" in msg else None
+            if w is not None and m:
+                w.global_rank = int(m.group(1))
+                if w.dp_rank is None:
+                    w.dp_rank = int(m.group(2))
+        maybe = "NPU" in msg or "cpu" in msg.lower() or "irq" in msg or "migrat" in msg
+        if maybe and self._binding(rec, msg):
+            self.binding_seen = True
+            return
+        if "version" in msg or "vLLM" in msg:
+            self._version(msg)
+        if "args: " in msg:
+            self._args(msg, rec.cut)
+
+    def _binding(self, rec: Record, msg: str) -> bool:
+        m = _MODE.search(msg)
+        if m:
+            w = self._for_rank(rec, int(m.group(2)), opening=True)
+            if w is not None:
+                vis = _MODE_VISIBLE.search(msg, m.end())
+                hint = _MODE_NPU.search(msg, m.end())
+                w.mode, w.visible = m.group(1), _ints(vis.group(1)) if vis else ()
+                w.npu_hint = int(hint.group(1)) if hint else None
+                self.current[rec.pid] = w.key
+            return True
+        if _PLAN_HEAD.search(msg):
+            w = self._current(rec)
+            if w is not None:
+                w.plan_expected = True
+                self.current[rec.pid] = w.key
+            return True
+        m = _PLAN.search(msg)
+        if m:
+            npu = int(m.group(1))
+            w = self._for_npu(rec, npu)
+            if w is not None:
+                w.plan = LoggedPlan(
+                    npu, _cpus(m.group(2)), _cpus(m.group(3)), _cpus(m.group(4) or "")
+                )
+                w.plan_expected = False
+                if w.binding == "not seen":
+                    w.binding = "bound"
+                self.current[rec.pid] = w.key
+            return True
+        m = _PLAN_950.search(msg)
+        if m:
+            w = self._for_npu(rec, int(m.group(1)))
+            if w is not None:
+                w.plan = LoggedPlan(int(m.group(1)), _cpus(m.group(2)))
+                w.mode = w.mode or "a5_clusters"
+                if w.binding == "not seen":
+                    w.binding = "bound"
+            return True
+        m = _PLAN_START.search(msg)
+        if m:  # a plan line cut short: the worker printed a plan, its CPUs are lost
+            w = self._for_npu(rec, int(m.group(1)))
+            if w is not None:
+                w.cut_plan = True
+                if w.binding == "not seen":
+                    w.binding = "bound"
+            return True
+        m = _IRQ.search(msg)
+        if m:
+            npu = int(m.group(1))
+            w = self._for_irq(rec, npu)
+            if w is not None and len(w.irqs) < MAX_IRQS:
+                g = m.groups()
+                w.irqs.append(
+                    IrqBinding(npu, g[1].strip(), int(g[2]), int(g[3]), int(g[4]), int(g[5]))
+                )
+            return True
+        if _IRQ_START.search(msg):
+            return True
+        m = _MIGRATE.search(msg)
+        if m:
+            w = self._current(rec)
+            if w is not None:
+                w.migrate.extend(_ints(m.group(2))[:8])
+            return True
+        m = _FAILED.search(msg) or None
+        if m is not None or _FAILED_START.search(msg):
+            if m is None:
+                sm = _FAILED_START.search(msg)
+                assert sm is not None
+                rank = int(sm.group(1)) if sm.group(1) else None
+                reason = msg[sm.end() :].lstrip(": ").strip() or "(the line is cut short)"
+                self.cut_failures += 1
+            else:
+                rank, reason = int(m.group(1)), m.group(2).strip()
+            w = self._for_rank(rec, rank, opening=False)
+            if w is not None:
+                w.binding, w.reason = "failed", reason[:2000]
+            return True
+        if _NON_ARM.search(msg):
+            w = self._for_rank(rec, None, opening=False) if rec.pid is None else self._by_pid(rec)
+            if w is not None and w.binding != "failed":
+                w.binding, w.reason = (
+                    "skipped",
+                    "non-ARM CPU: vLLM-Ascend binds CPUs on ARM hosts only",
+                )
+            return True
+        m = _UNKNOWN_ARCH.search(msg)
+        if m:
+            w = self._for_rank(rec, None, opening=False) if rec.pid is None else self._by_pid(rec)
+            arch = m.group(1) or m.group(2) or "?"
+            if w is not None and w.binding != "failed":
+                w.binding, w.reason = (
+                    "skipped",
+                    f"unknown CPU architecture {arch}: binding disabled",
+                )
+            return True
+        m = _SKIP_950.search(msg)
+        if m:
+            w = self._current(rec)
+            if w is not None and w.binding != "failed":
+                w.binding, w.reason = "skipped", "Ascend 950: " + m.group(1).rstrip(". ")
+            return True
+        if _TOPO_FALLBACK.search(msg):
+            w = self._current(rec)
+            if w is not None and w.rank is not None:
+                self.fallback_ranks.add(w.rank)
+            return True
+        if _NO_MIGRATEPAGES.search(msg):
+            self._step(rec, "memory: migratepages is not installed; memory was not moved")
+            return True
+        if _IRQ_NOT_WRITABLE.search(msg):
+            self._step(rec, "irq: /proc/irq is not writable; IRQs were not bound")
+            return True
+        if _IRQ_950.search(msg):
+            self._step(rec, "irq: not bound on Ascend 950 (by design)")
+            return True
+        if _IRQ_SKIP.search(msg):
+            self._step(rec, "irq: " + msg.strip()[:300])
+            return True
+        if _MIGRATE_SKIP.search(msg):
+            self._step(rec, "memory: " + msg.strip()[:300])
+            return True
+        if _IRQBALANCE.search(msg):
+            self.irqbalance_stopped = True
+            return True
+        m = _LEGACY_PLAN.search(msg)
+        if m:
+            w = self._for_rank(rec, int(m.group(1)), opening=True)
+            if w is not None:
+                w.mode = "legacy_numa_shard"
+                w.visible = _ints(m.group(4))
+                w.plan_expected = True
+                self.current[rec.pid] = w.key
+                w.plan = LoggedPlan(int(m.group(2)), frozenset())
+            return True
+        m = _LEGACY_BOUND.search(msg)
+        if m:
+            w = self._current(rec)
+            if w is not None:
+                npu = w.plan.npu if w.plan else -1
+                w.plan = LoggedPlan(npu, _cpus(m.group(2)))
+                if w.binding == "not seen":
+                    w.binding = "bound"
+            return True
+        m = _LEGACY_FAILED.search(msg)
+        if m:
+            w = self._for_rank(rec, int(m.group(2)), opening=False)
+            if w is not None:
+                w.binding, w.reason = "failed", m.group(1).strip()[:2000]
+            return True
+        return False
+
+    def _step(self, rec: Record, text: str) -> None:
+        m = _STEP_NPU.search(rec.message)
+        w = self._for_irq(rec, int(m.group(1) or m.group(2))) if m else self._current(rec)
+        if w is not None and text not in w.skipped and len(w.skipped) < 16:
+            w.skipped.append(text)
+
+    def _version(self, msg: str) -> None:
+        m = _VLLM_VERSION.search(msg)
+        if m and "vllm" not in self.versions:
+            self.versions["vllm"] = next(g for g in m.groups() if g)
+        m = _ASCEND_VERSION.search(msg)
+        if m and "vllm_ascend" not in self.versions:
+            self.versions["vllm_ascend"] = next(g for g in m.groups() if g)
+
+    def _args(self, msg: str, cut: bool) -> None:
+        m = _NON_DEFAULT.search(msg)
+        if m:
+            text = _balanced(m.group(1))
+            value = safe_literal(text) if text else None
+            if isinstance(value, dict):
+                self.args = {str(k): v for k, v in value.items()}
+                self.additional = _config_value(self.args.get("additional_config"))
+                self.args_unparsed = False
+            elif self.args is None:
+                self.args_unparsed = True
+            return
+        m = _NAMESPACE.search(msg)
+        if m and self.additional is None:
+            body = m.group(1)
+            at = body.find("additional_config=")
+            if at >= 0:
+                text = _balanced(body[at + len("additional_config=") :])
+                value = safe_literal(text) if text else None
+                self.additional = _config_value(value)
+
+    # -- the report -----------------------------------------------------------------------
+
+    def report(self) -> LogReport:
+        workers = tuple(self.workers[k].freeze() for k in self.order)
+        # a worker whose only record is its prefix, in a log with no binding line at all,
+        # says nothing: keep the list for logs that show binding somewhere
+        if not self.binding_seen:
+            workers = ()
+        return LogReport(
+            workers=workers,
+            args=self.args,
+            additional_config=self.additional,
+            versions=dict(self.versions),
+            findings=tuple(log_findings(self, workers)),
+            lines=self.lines,
+            lines_cut=self.cut,
+            binding_seen=self.binding_seen,
+            truncated=self.truncated,
+        )
+
+
+def parse_log(lines: Iterable[bytes]) -> LogReport:
+    """Parse a log given as byte lines (no newline needed); never raises on content."""
+    p = LogParser()
+    for line in lines:
+        p.feed(line)
+        if p.truncated:
+            break
+    return p.report()
+
+
+def parse_text(text: str) -> LogReport:
+    return parse_log(split_lines([text.encode("utf-8", errors="surrogateescape")]))

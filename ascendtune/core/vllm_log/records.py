@@ -1,0 +1,114 @@
+"""Lines into log records: a byte stream cut into capped lines, each line into the records it
+holds (vLLM's process prefix, level, time stamp and source stripped off the message)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from ascendtune.core.vllm_log.model import MAX_LINE_BYTES
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# vLLM's process prefix: `(Worker_TP3 pid=123)`, `(VllmWorker rank=1 pid=9)`, Ray's `pid=9, ip=`
+_PREFIX = (
+    r"\((?P<proc>[A-Za-z_][\w.\-]*(?: rank=(?P<prank>\d+))?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*"
+)
+_LEVEL = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
+_STAMP = r"(?:\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
+# `[file.py:123]` (vLLM ≥ 0.8), `file.py:123]` (older), `[file.py:123 pid]` seen too
+_WHERE = r"(?:\[[^\]\s]+:\d+\]|[^\s\[\]]+:\d+\])"
+_HEAD = re.compile(rf"(?:{_PREFIX})?{_LEVEL} {_STAMP} {_WHERE} ?")
+_LEVEL_STAMP = re.compile(rf"{_LEVEL} {_STAMP} ")
+_PREFIX_TAIL = re.compile(_PREFIX + r"$")
+CUT_MARK = b"\x00cut"
+_ONLY_PREFIX = re.compile(_PREFIX)
+# vLLM-Ascend's own formatter (logger.py): `[vllm-ascend] - msg`, `[vllm-ascend] [module] - msg`
+_ASCEND_TAG = re.compile(r"^\[vllm-ascend\](?: \[[\w.\-]+\])? - ")
+
+
+@dataclass(frozen=True)
+class Record:
+    message: str
+    pid: int | None = None
+    process: str | None = None
+    level: str | None = None
+    cut: bool = False
+
+
+def split_lines(chunks: Iterable[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """Cut a byte stream into lines of at most max_bytes (+ the newline); the rest of a longer
+    line is dropped, and the kept part ends with b"\\x00cut" so the parser can say so."""
+    buf = b""
+    dropping = False  # inside the dropped tail of an over-long line
+    for chunk in chunks:
+        buf = buf + chunk if buf else chunk
+        pos = 0
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                break
+            if dropping:
+                dropping = False
+            elif nl - pos > max_bytes:
+                yield buf[pos : pos + max_bytes] + CUT_MARK
+            else:
+                yield buf[pos:nl]
+            pos = nl + 1
+        buf = buf[pos:]
+        if len(buf) > max_bytes:
+            if not dropping:
+                yield buf[:max_bytes] + CUT_MARK
+                dropping = True
+            buf = b""
+    if buf and not dropping:
+        yield buf[:max_bytes]
+
+
+def records(line: bytes) -> list[Record]:
+    """The log records one physical line holds: ANSI colour, carriage returns (progress bars)
+    and two records glued together are split apart; bad UTF-8 becomes U+FFFD."""
+    cut = line.endswith(CUT_MARK)
+    if cut:
+        line = line[: -len(CUT_MARK)]
+    text = line.decode("utf-8", errors="replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    out: list[Record] = []
+    for seg in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if not seg.isprintable():
+            seg = _CTRL.sub("", seg)
+        seg = seg.strip()
+        if not seg:
+            continue
+        starts = [0]
+        stamps = list(_LEVEL_STAMP.finditer(seg))
+        if len(stamps) > 1:  # rare: records glued together; each starts at its prefix, if any
+            for m in stamps[1:]:
+                p = m.start()
+                before = _PREFIX_TAIL.search(seg, max(0, p - 200), p)
+                starts.append(before.start() if before else p)
+        for i, s in enumerate(starts):
+            end = starts[i + 1] if i + 1 < len(starts) else len(seg)
+            out.append(_record(seg[s:end].strip()))
+    if cut and out:
+        out[-1] = replace(out[-1], cut=True)
+    return out
+
+
+def _record(text: str) -> Record:
+    m = _HEAD.match(text)
+    if m:
+        msg = text[m.end() :]
+        pid = int(m.group("pid")) if m.group("pid") else None
+        proc = m.group("proc")
+        level = m.group("level")
+    else:
+        p = _ONLY_PREFIX.match(text)
+        msg = text[p.end() :] if p else text
+        pid = int(p.group("pid")) if p else None
+        proc = p.group("proc") if p else None
+        level = None
+    msg = _ASCEND_TAG.sub("", msg.strip())
+    return Record(msg, pid, proc, level)

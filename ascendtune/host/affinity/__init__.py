@@ -1,0 +1,57 @@
+"""Read and change the CPU affinity of every thread of a live process, and launch a command bound.
+
+`masks` (the kernel interfaces: Tasks, libc), `process` (who a PID is, and whether it can be
+bound), `cpus` (what a target is checked against, through a Root), `bind` (every thread bound and
+verified), `survey` (masks read back: the dry run, --show), `memory` (migratepages), `launch`.
+"""
+
+from __future__ import annotations
+
+from ascendtune.host.affinity.bind import DEFAULT_MAX_PASSES, bind_process, tail_margin
+from ascendtune.host.affinity.cpus import cpuset_cpus, numa_nodes_of, online_cpus
+from ascendtune.host.affinity.launch import exec_command, resolve_command, set_own_affinity
+from ascendtune.host.affinity.masks import EPERM_HINT, PROC, Tasks, errno_text
+from ascendtune.host.affinity.memory import (
+    MigrateResult,
+    migrate_memory,
+    migratepages_path,
+    nodes_text,
+    numactl_path,
+)
+from ascendtune.host.affinity.process import (
+    ProcessIdentity,
+    process_dying,
+    process_identity,
+    process_stopped,
+    require_process,
+)
+from ascendtune.host.affinity.survey import survey_process, thread_masks, thread_names_and_masks
+
+__all__ = [
+    "DEFAULT_MAX_PASSES",
+    "EPERM_HINT",
+    "PROC",
+    "MigrateResult",
+    "ProcessIdentity",
+    "Tasks",
+    "bind_process",
+    "cpuset_cpus",
+    "errno_text",
+    "exec_command",
+    "migrate_memory",
+    "migratepages_path",
+    "nodes_text",
+    "numa_nodes_of",
+    "numactl_path",
+    "online_cpus",
+    "process_dying",
+    "process_identity",
+    "process_stopped",
+    "require_process",
+    "resolve_command",
+    "set_own_affinity",
+    "survey_process",
+    "tail_margin",
+    "thread_masks",
+    "thread_names_and_masks",
+]

@@ -1,0 +1,532 @@
+"""Binding every thread of a running process to its target, verified.
+
+Linux affinity is per thread and a new thread inherits its creator's mask, so one sweep over
+/proc/PID/task (what `taskset -a -p` does) leaves behind any thread born meanwhile from a thread
+not yet moved. `bind_process` therefore moves the main thread first, then lists the threads again
+and handles what is new until a pass has nothing to write (see bind_process for what is read
+again and what a successful write is taken to mean).
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ascendtune.core.bindplan import BindReport, BindTarget, ThreadFailure
+from ascendtune.core.cpulist import CpuSet, format_cpulist
+from ascendtune.core.errors import MissingError
+from ascendtune.host.affinity.masks import (
+    STOCK_ALIVE,
+    STOCK_GET,
+    STOCK_LIST,
+    STOCK_SET,
+    STOCK_TGID,
+    Tasks,
+    errno_text,
+    main_first,
+    tids_of,
+)
+from ascendtune.host.affinity.process import dying_stopped, refuse_zombie, require_process
+
+DEFAULT_MAX_PASSES = 16
+
+
+# ---- binding a running process ----------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """Mutable state of one binding attempt."""
+
+    previous: dict[int, CpuSet]  # tid -> mask before we changed it, in change order
+    failures: dict[int, ThreadFailure]
+    initial: Sequence[int]  # the first listing (a set only if a rollback needs one)
+    fatal: bool = False
+
+
+@dataclass
+class _Sweep:
+    """What the passes know about each thread.
+
+    `known`: tid -> (role, mask) of a thread on its target: read on it, or written where the
+    kernel cannot have narrowed the write (the target lies inside the mask read just before, and
+    that mask lies inside the thread's cpuset), so a successful write says where it is.
+    `check`: tid -> (role, mask) written where the kernel may have narrowed it to the thread's
+    cpuset (the target reaches outside the mask read before): read back on the next pass.
+    `gone`: threads of the current pass found exited.
+    """
+
+    known: dict[int, tuple[str, CpuSet]] = field(default_factory=dict)
+    check: dict[int, tuple[str, CpuSet]] = field(default_factory=dict)
+    gone: set[int] = field(default_factory=set)
+
+
+def bind_process(
+    pid: int,
+    target: BindTarget,
+    *,
+    use_roles: bool = True,
+    keep_partial: bool = False,
+    max_passes: int = DEFAULT_MAX_PASSES,
+    tasks: Tasks | None = None,
+) -> BindReport:
+    """Put every thread of `pid` on its target mask, verify, and report.
+
+    Pass 1 reads each listed thread's mask (kept for a rollback) and writes the ones off target.
+    Each later pass lists the threads again and handles only what the last one left open: a
+    thread not seen before (born meanwhile, possibly on an old mask inherited from a creator not
+    yet moved), a write to read back (see _Sweep), a thread renamed into another role. A pass
+    that writes nothing ends it: every thread it listed is on target, and any thread born since
+    was born of one on target. A write that succeeded is not read again where the kernel cannot
+    have changed it, and without roles the second listing is only the end of /proc/PID/task
+    (_list_tail): about one mask read and one write per thread, one full listing.
+
+    What is not re-read is a thread that resets its own mask after it was written: the old
+    final re-read caught that only when it happened before the re-read reached the thread.
+
+    A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
+    changed so far goes back to its previous mask, unless keep_partial (then the other threads
+    are still bound and each failure is reported).
+    """
+    tasks = tasks or Tasks()
+    kind = type(tasks)
+    names: list[str] | None = None
+    if kind.tgid is STOCK_TGID and kind.list_names is STOCK_LIST:
+        # /proc/PID/task lists the thread group's leader first: when that is pid, pid is a
+        # process (what require_process reads from status), and the listing is pass 1's
+        names = tasks.list_names(pid)
+        if names and names[0] == str(pid):
+            refuse_zombie(pid, tasks.proc)
+        else:
+            require_process(pid, tasks)  # no such process, or a thread: its error
+            names = tasks.list_names(pid)
+    else:
+        require_process(pid, tasks)
+        names = tasks.list_names(pid)
+    use = use_roles and target.has_roles
+    if names is None:
+        raise MissingError(f"process {pid} exited before it could be bound")
+    first = tids_of(names)
+    run = _Run(previous={}, failures={}, initial=first)
+    sweep = _Sweep()
+    listings = [first]  # every distinct listing, for threads_exited
+    passes = 0
+    converged = False
+    tids: Sequence[int] = first
+    tail: _Tail | None = None
+    while passes < max(1, max_passes) and not run.fatal:
+        passes += 1
+        tail = None
+        if passes == 2 and not use and not run.failures and not sweep.gone:
+            # pass 1 saw no thread gone: then no thread listed went away while the folder was
+            # read in chunks, the one way a listing skips a thread (see _list_tail)
+            tail = _list_tail(pid, names, tasks)
+        if tail is not None:
+            # the threads not listed again were listed in pass 1; those it left open are read
+            tids = tail.tids + [t for t in sweep.check if t not in tail.tids]
+            listings.append(tail.tids)
+        elif passes > 1:
+            again = tasks.list_names(pid)
+            if again is None:
+                raise MissingError(_exited_text(pid, run))
+            if again != names:  # else the same threads as last time: the same tids
+                names, tids = again, tids_of(again)
+                listings.append(tids)
+        writes = _pass(pid, tids, target, use, tasks, run, sweep, keep_partial)
+        if run.fatal:
+            break
+        if writes == 0 and not (tail is not None and sweep.gone):
+            converged = True
+            break
+    rolled_back: tuple[int, ...] = ()
+    restore_failed: tuple[ThreadFailure, ...] = ()
+    if run.fatal and not keep_partial:
+        rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
+    off: list[tuple[int, CpuSet]] = []
+    if converged and tail is not None and not run.failures:
+        # the threads before the tail are pass 1's, on target; the tail's were handled now
+        total = bound = max(0, tail.before + len(tail.tids) - len(sweep.gone))
+        placed: dict[str, tuple[int, ...]] = {}
+        exited = max(0, len(first) + tail.new - total)
+    elif converged and tail is None:
+        total, bound, placed = _tally(tids, use, sweep, run)
+        # the threads listed last and not gone are all present, and every one was listed
+        seen = len(first) if len(listings) == 1 else len(set().union(*listings))
+        exited = seen - total
+    else:
+        # stopped by an error or out of passes: every thread re-read as it is now
+        final = _survey(pid, target, use, tasks, run)
+        total, bound, placed, off = final.total, final.bound, final.placed, final.off
+        exited = len(set().union(*listings) - final.present)
+    # liveness is judged AFTER the final listing: a process killed before this point is never
+    # "verified", even when its last threads still showed their new masks
+    if total == 0:
+        dying = stopped = True
+    elif type(tasks).alive is STOCK_ALIVE:
+        dying, stopped = dying_stopped(pid, tasks.proc, strict=True)
+    elif not tasks.alive(pid):
+        dying = stopped = True
+    else:
+        dying, stopped = dying_stopped(pid, tasks.proc)
+    if dying:
+        raise MissingError(
+            _exited_text(pid, run),
+            "start the worker again, then bind it (or launch it bound: ascendtune bind -- CMD)",
+        )
+    failures = list(run.failures.values())
+    if not run.fatal:
+        # no error stopped us, yet threads are off target: the process fights back
+        for tid, cur in off:
+            if tid not in run.failures:
+                failures.append(
+                    ThreadFailure(
+                        tid,
+                        f"still on CPUs {format_cpulist(cur)} after {passes} passes "
+                        "(the process keeps changing it)",
+                    )
+                )
+    # threads that ended while the process lives on are ordinary churn (worker pools come and
+    # go); a process that is itself exiting was refused above
+    verified = not failures and not off and not run.fatal
+    return BindReport(
+        pid=pid,
+        target=target,
+        use_roles=use,
+        threads_total=total,
+        threads_bound=bound,
+        threads_failed=tuple(failures),
+        passes=passes,
+        verified=verified,
+        threads_changed=len(run.previous),
+        converged=converged,
+        roles_placed=placed,
+        rolled_back=rolled_back,
+        restore_failed=restore_failed,
+        threads_exited=exited,
+        stopped=stopped,
+    )
+
+
+def _pass(
+    pid: int,
+    tids: Sequence[int],
+    target: BindTarget,
+    use: bool,
+    tasks: Tasks,
+    run: _Run,
+    sweep: _Sweep,
+    keep_partial: bool,
+) -> int:
+    """One pass over the listed threads; the number of masks written."""
+    known, failed, gone = sweep.known, run.failures, sweep.gone
+    pending, sweep.check = sweep.check, {}
+    gone.clear()
+    writes = 0
+    if use:
+        for tid in main_first(pid, tids):
+            if tid in failed:
+                continue
+            name = tasks.name(pid, tid)
+            if name is None:
+                gone.add(tid)
+                continue
+            role, want = target.thread_target(name, use_roles=True)
+            had = known.get(tid)
+            if had is not None:
+                if had[1] == want:
+                    if had[0] != role:
+                        known[tid] = (role, want)
+                    continue
+                del known[tid]  # renamed into another role: a new target
+            writes += _settle(tid, role, want, tasks, run, sweep, pending, keep_partial)
+            if run.fatal:
+                break
+        return writes
+    # without roles every thread has one target: the threads already on it are left out before
+    # the loop, so a confirming pass costs next to nothing per thread
+    role, want = target.thread_target(None, use_roles=False)
+    order = main_first(pid, [t for t in tids if t not in known] if known else tids)
+    slow: Sequence[int] = ()
+    if pending or failed:
+        slow = [t for t in order if t in pending]  # written last pass: read back
+        order = [t for t in order if t not in pending and t not in failed]
+    if (
+        type(tasks).get is STOCK_GET
+        and type(tasks).set is STOCK_SET
+        and not tasks._ctypes_get
+        and len(want) <= tasks._os_set_max
+    ):
+        fresh = not run.previous  # no thread of this pass was written by an earlier one
+        at = 0
+        while True:
+            done, bad = _pool_pass(order, at, role, want, run, sweep, fresh)
+            writes += done
+            if bad is None:
+                break
+            # the thread that raised: _settle reads it again and tells exited from refused
+            writes += _settle(order[bad], role, want, tasks, run, sweep, pending, keep_partial)
+            if run.fatal:
+                return writes
+            at = bad + 1
+        order = ()
+    for tid in [*order, *slow]:
+        writes += _settle(tid, role, want, tasks, run, sweep, pending, keep_partial)
+        if run.fatal:
+            break
+    return writes
+
+
+def _pool_pass(
+    order: Sequence[int], at: int, role: str, want: CpuSet, run: _Run, sweep: _Sweep, fresh: bool
+) -> tuple[int, int | None]:
+    """_settle for the threads of `order` from index `at` on, inline with the os calls Tasks
+    makes on a host of up to 64 CPUs; the loop only reads and writes, the books are kept
+    afterwards in bulk. Stops at the first thread that raises (exited, refused): (writes, its
+    index, or None when none did). `fresh`: no thread here was written by an earlier pass."""
+    getaff, setaff = os.sched_getaffinity, os.sched_setaffinity
+    written: list[int] = []
+    wrote = written.append
+    runs: list[tuple[int, CpuSet]] = []  # (index into written, the old mask from there on)
+    last: set[int] | None = None
+    bad: int | None = None
+    for tid in itertools.islice(order, at, None) if at else order:
+        try:
+            cur = getaff(tid)
+            if cur == want:
+                continue
+            setaff(tid, want)
+        except OSError:
+            bad = tid
+            break
+        if cur != last:  # a process has a handful of distinct masks: freeze and test each once
+            last = cur
+            runs.append((len(written), frozenset(cur)))
+        wrote(tid)
+    stop = len(order) if bad is None else order.index(bad, at)
+    entry = (role, want)
+    known, check, previous = sweep.known, sweep.check, run.previous
+    known.update(dict.fromkeys(order if at == 0 and bad is None else order[at:stop], entry))
+    ends = [i for i, _old in runs[1:]] + [len(written)] * bool(runs)
+    for (start, old), end in zip(runs, ends, strict=True):
+        some = written[start:end]
+        if fresh:
+            previous.update(dict.fromkeys(some, old))
+        else:
+            for tid in some:
+                previous.setdefault(tid, old)
+        if not want <= old:
+            for tid in some:  # the kernel may have narrowed these: read back next pass
+                del known[tid]
+                check[tid] = entry
+    return len(written), (None if bad is None else stop)
+
+
+def _settle(
+    tid: int,
+    role: str,
+    want: CpuSet,
+    tasks: Tasks,
+    run: _Run,
+    sweep: _Sweep,
+    pending: dict[int, tuple[str, CpuSet]],
+    keep_partial: bool,
+) -> int:
+    """Read one thread and write it when off target; 1 when written. A write the kernel cannot
+    have narrowed (the target inside the mask read just before, itself inside the thread's
+    cpuset) goes to `known`, any other to `check`, read back next pass."""
+    cur = tasks.get(tid)
+    if cur is None:
+        sweep.gone.add(tid)
+        return 0
+    if cur == want:
+        sweep.known[tid] = (role, want)
+        return 0
+    written = pending.get(tid)
+    if written is not None and written[1] == want and cur < want:
+        # written and read back as a part of its target: the kernel narrowed the mask to the
+        # thread's cpuset instead of failing
+        run.failures[tid] = ThreadFailure(
+            tid,
+            f"EINVAL: the kernel narrowed the mask to {format_cpulist(cur)} "
+            f"(CPUs {format_cpulist(want - cur)} are outside the thread's cpuset)",
+            "EINVAL",
+        )
+        run.fatal = run.fatal or not keep_partial
+        return 0
+    try:
+        tasks.set(tid, want)
+    except OSError as e:
+        if e.errno == errno.ESRCH:
+            sweep.gone.add(tid)
+            return 0
+        text, name_ = errno_text(e)
+        if e.errno == errno.EINVAL:
+            text += f" (no CPU of {format_cpulist(want)} is in the thread's cpuset)"
+        run.failures[tid] = ThreadFailure(tid, text, name_)
+        # EPERM holds for every thread of the process: stop rather than fail 1000 times
+        run.fatal = run.fatal or not keep_partial or e.errno == errno.EPERM
+        return 0
+    run.previous.setdefault(tid, cur)
+    if want <= cur:
+        sweep.known[tid] = (role, want)
+    else:
+        sweep.check[tid] = (role, want)
+    return 1
+
+
+TAIL_MARGIN = 64  # at most this many threads of the last listing are read again
+
+
+def tail_margin(n: int) -> int:
+    """Threads of a last listing of `n` the tail reads again: up to one less may exit between
+    pass 1 and the tail (else the whole folder is listed). A pass 1 over more threads lasts
+    longer, so more may go meanwhile; over 100 a margin of 64 would be most of the listing."""
+    return min(TAIL_MARGIN, max(16, n // 8))
+
+
+@dataclass
+class _Tail:
+    """The end of /proc/PID/task from a position: `before` threads precede it."""
+
+    before: int
+    tids: list[int]
+    new: int  # how many of them the last full listing did not show
+
+
+def _list_tail(pid: int, names: list[str], tasks: Tasks) -> _Tail | None:
+    """The threads from a little before the end of the last full listing `names` on, or None
+    when that cannot be told (then list them all).
+
+    The kernel lists /proc/PID/task in its thread-list order, to which a new thread is always
+    appended, and a seek to position k walks k threads from the leader. So once the listing
+    from k starts with a thread `names` showed, every thread born since is in it: a confirming
+    pass reads a few dozen entries instead of every thread's (the listing costs about 0.4 us
+    a thread, as much as a read and a write together).
+
+    A listing read in chunks can skip a thread when one listed in an earlier chunk goes away
+    before the next (the kernel then resumes by position). A thread leaves the list and the
+    pid hash together, so the pass after such a listing finds it gone: the caller takes a tail
+    only after a pass 1 that found no thread gone, and ends on one only if it found none."""
+    margin = tail_margin(len(names))
+    if type(tasks).list_names is not STOCK_LIST or len(names) <= margin:
+        return None
+    k = len(names) - margin
+    try:
+        fd = os.open(f"{tasks.proc}/{pid}/task", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        os.lseek(fd, k + 2, os.SEEK_SET)  # positions 0 and 1 are "." and ".."
+        got = os.listdir(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not got:
+        return None
+    last = set(names[k:])  # deaths shift the tail's first entry later, never earlier
+    if got[0] not in last:
+        return None  # `margin` or more exited: no thread to anchor on
+    return _Tail(k, tids_of(got), sum(1 for n in got if n not in last))
+
+
+def _tally(
+    tids: Sequence[int], use: bool, sweep: _Sweep, run: _Run
+) -> tuple[int, int, dict[str, tuple[int, ...]]]:
+    """(total, bound, roles placed) after a pass that wrote nothing: each thread it listed is
+    then on target, gone, or failed (kept with --keep-partial)."""
+    gone, failed = sweep.gone, run.failures
+    total = len(tids) - len(gone)
+    bound = total - (len(failed.keys() & set(tids)) if failed else 0)
+    placed: dict[str, list[int]] = {}
+    if use:
+        known = sweep.known
+        for tid in tids:
+            got = known.get(tid)
+            on = got is not None and tid not in gone and tid not in failed
+            if on and got is not None and got[0] in ("acl", "release"):
+                placed.setdefault(got[0], []).append(tid)
+    return total, bound, {r: tuple(t) for r, t in placed.items()}
+
+
+def _exited_text(pid: int, run: _Run) -> str:
+    done = len(run.previous)
+    return (
+        f"process {pid} exited while it was being bound: nothing left to verify "
+        f"({done} thread{'s' if done != 1 else ''} had been moved before it went)"
+    )
+
+
+@dataclass
+class _Survey:
+    """Every thread re-read: how many, how many on target, role threads placed, the ones off
+    target (tid, mask), and the tids read."""
+
+    total: int
+    bound: int
+    placed: dict[str, tuple[int, ...]]
+    off: list[tuple[int, CpuSet]]
+    present: set[int]
+
+
+def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
+    """Re-read every thread listed now."""
+    tids = tasks.list_tids(pid) or []
+    total = bound = 0
+    placed: dict[str, list[int]] = {}
+    off: list[tuple[int, CpuSet]] = []
+    present: set[int] = set()
+    for tid in main_first(pid, tids):
+        name = tasks.name(pid, tid) if use else None
+        if use and name is None:
+            continue
+        role, want = target.thread_target(name, use_roles=use)
+        cur = tasks.get(tid)
+        if cur is None:
+            continue
+        present.add(tid)
+        total += 1
+        if cur == want:
+            bound += 1
+            if role in ("acl", "release"):
+                placed.setdefault(role, []).append(tid)
+        else:
+            off.append((tid, cur))
+    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present)
+
+
+def _rollback(
+    pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run
+) -> tuple[tuple[int, ...], tuple[ThreadFailure, ...]]:
+    """Put every changed thread back; threads born meanwhile on a new mask get the main
+    thread's old mask (what they would have inherited). Returns (restored, failures)."""
+    restored: list[int] = []
+    failed: list[ThreadFailure] = []
+    for tid, prev in reversed(list(run.previous.items())):
+        try:
+            tasks.set(tid, prev)
+            restored.append(tid)
+        except OSError as e:
+            if e.errno != errno.ESRCH:
+                text, name = errno_text(e)
+                failed.append(ThreadFailure(tid, text, name))
+    base = run.previous.get(pid)
+    if base is not None:
+        new_masks = target.masks(use_roles=use)
+        initial = set(run.initial)
+        for tid in tasks.list_tids(pid) or []:
+            if tid in initial or tid in run.previous:
+                continue
+            cur = tasks.get(tid)
+            if cur is not None and cur in new_masks and cur != base:
+                try:
+                    tasks.set(tid, base)
+                    restored.append(tid)
+                except OSError as e:
+                    if e.errno != errno.ESRCH:
+                        text, name = errno_text(e)
+                        failed.append(ThreadFailure(tid, text, name))
+    return tuple(restored), tuple(failed)

@@ -1,0 +1,77 @@
+"""Roots the tool reads a host through: the live `/`, a captured folder, or an archive.
+
+Every read goes through a Root with paths relative to it (SPEC.md section 2), so a live host and
+a captured one take the same code path. Commands are run on a live root and read from
+`commands/` under a captured one. `base` (the Root interface, Folder, the bounds), `walker`
+(DirRoot: live `/` or a folder), `memroot` (MemRoot), `archive` (a .tar.gz read into a MemRoot).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ascendtune.core.errors import MissingError
+from ascendtune.host.roots.archive import (
+    MAX_ARCHIVE_BYTES,
+    MAX_ARCHIVE_MEMBERS,
+    open_archive,
+    read_archive_file,
+)
+from ascendtune.host.roots.base import (
+    MAX_FILE_BYTES,
+    CommandOutput,
+    Folder,
+    Root,
+    command_file,
+    error_file,
+    read_capped,
+)
+from ascendtune.host.roots.memroot import MemRoot
+from ascendtune.host.roots.walker import DirRoot
+
+__all__ = [
+    "MAX_ARCHIVE_BYTES",
+    "MAX_ARCHIVE_MEMBERS",
+    "MAX_FILE_BYTES",
+    "CommandOutput",
+    "DirRoot",
+    "Folder",
+    "MemRoot",
+    "Root",
+    "command_file",
+    "error_file",
+    "open_archive",
+    "open_root",
+    "read_archive_file",
+    "read_capped",
+]
+
+
+_TOP_LEVEL = ("sys", "proc", "commands", "meta.json", "etc")
+
+
+def _not_empty(root: Root, sysroot: str) -> Root:
+    """An empty folder (or archive) is no captured host: every command would guess from nothing."""
+    top = set(root.listdir(".") or [])
+    if not top.intersection(_TOP_LEVEL):
+        raise MissingError(
+            f"sysroot {sysroot} holds no captured host (none of sys/, proc/, commands/, meta.json)",
+            "give a folder or .tar.gz written by `ascendtune snapshot`",
+        )
+    return root
+
+
+def open_root(sysroot: str | None) -> Root:
+    """The live host (None or "/"), a sysroot folder, or a sysroot archive (.tar, .tar.gz, .tgz)."""
+    if sysroot is None or os.path.abspath(sysroot) == "/":
+        return DirRoot("/", live=True)
+    p = Path(sysroot)
+    if p.is_dir():
+        return _not_empty(DirRoot(p), sysroot)
+    if p.exists():
+        return _not_empty(open_archive(read_archive_file(p), str(p)), sysroot)
+    raise MissingError(
+        f"sysroot {sysroot} does not exist",
+        "give a folder or .tar.gz written by `ascendtune snapshot`",
+    )

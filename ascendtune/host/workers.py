@@ -1,0 +1,260 @@
+"""The running processes as doctor and `bind --workers` see them: one pass over proc/ (each
+process's comm and open files read once), and the accelerator workers it finds (from open device
+files and the vendor tool's process table), with their threads' masks, all through a Root."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ascendtune.core import vendors
+from ascendtune.core.cgroup import parse_proc_cgroup
+from ascendtune.core.cpulist import parse_cpulist
+from ascendtune.core.doctor import Ancestor, ThreadFacts, WorkerFacts
+from ascendtune.core.errors import AscendtuneError, ParseError
+from ascendtune.core.model import Host
+from ascendtune.core.parsers.procfs import status_int
+from ascendtune.host.cgroup import resolve_cpuset
+from ascendtune.host.reader import read_meta, read_status_list
+from ascendtune.host.roots import Root
+
+
+def pids_of(root: Root) -> list[int] | None:
+    entries = root.listdir("proc")
+    if entries is None:
+        return None
+    return sorted(int(e) for e in entries if (e.isascii() and e.isdigit()))
+
+
+def proc_scanned(root: Root, meta: Mapping[str, object] | None = None) -> bool:
+    """Whether root shows the host's processes: always live; in a sysroot, when `snapshot`
+    recorded `"proc_scanned": true` in meta.json (it captures only the processes doctor reads,
+    so an absent process there means absent on the host)."""
+    if root.live:
+        return True
+    return bool((meta if meta is not None else meta_of(root)).get("proc_scanned"))
+
+
+Held = list[tuple[vendors.VendorProfile, int, str]]
+
+
+class ProcessScan(NamedTuple):
+    """One pass over proc/: what doctor reads of every process, each read once.
+
+    pids: the PID folders, sorted (None: no process list under this root). irqbalance: the
+    PIDs whose comm is irqbalance (None when not read, or the root records no process scan).
+    held: PID -> the accelerator device files it holds open (processes holding none left out).
+    """
+
+    pids: list[int] | None
+    irqbalance: tuple[int, ...] | None
+    held: dict[int, Held]
+
+
+def scan_processes(root: Root, *, irqbalance: bool = True, devices: bool = True) -> ProcessScan:
+    """Read proc/PID/comm (irqbalance) and the targets of proc/PID/fd (devices) of every
+    process in one pass; a process holding no accelerator device file costs nothing more."""
+    pids = pids_of(root)
+    if pids is None:
+        return ProcessScan(None, None, {})
+    want_comm = irqbalance and proc_scanned(root)
+    if not want_comm and not devices:
+        return ProcessScan(pids, None, {})
+    if devices:
+        names = [str(p) for p in pids]
+        rows = root.read_children("proc", names, "comm" if want_comm else None, "fd")
+    else:
+        rows = [(root.read_text(f"proc/{p}/comm"), None) for p in pids]
+    # most open files are sockets, pipes and plain files: only /dev/<device_file>... can match
+    wanted = tuple(f"/dev/{p.device_file}" for p in vendors.profiles())
+    irq: list[int] = []
+    held: dict[int, Held] = {}
+    for pid, (comm, targets) in zip(pids, rows, strict=True):
+        if comm is not None and comm.strip() == "irqbalance":
+            irq.append(pid)
+        if targets and any(t.startswith(wanted) for t in targets):
+            got = _held_devices(targets, wanted)
+            if got:
+                held[pid] = got
+    return ProcessScan(pids, tuple(irq) if want_comm else None, held)
+
+
+def meta_of(root: Root) -> dict[str, object]:
+    """meta.json of root; empty when absent or unreadable."""
+    try:
+        return read_meta(root)
+    except AscendtuneError:
+        return {}
+
+
+def _held_devices(targets: list[str], wanted: tuple[str, ...]) -> Held:
+    """(vendor, N, path) of every accelerator device file (/dev/davinciN, /dev/nvidiaN) among
+    a process's open files (targets): one per device a worker uses; control nodes
+    (davinci_manager, nvidiactl) are not. wanted: the /dev/<device_file> prefixes."""
+    out: Held = []
+    for target in targets:
+        if not target.startswith(wanted):
+            continue
+        hit = vendors.by_device_file(target)
+        if hit and not any(path == target for _, _, path in out):
+            out.append((hit[0], hit[1], target))
+    return out
+
+
+def _stat(root: Root, pid: int) -> tuple[str, int, int] | None:
+    """(comm, ppid, session) from proc/PID/stat; comm may hold spaces and parentheses."""
+    text = root.read_text(f"proc/{pid}/stat")
+    if not text or ")" not in text:
+        return None
+    head, _, tail = text.rpartition(")")
+    comm = head.partition("(")[2]
+    fields = tail.split()
+    try:
+        return comm, int(fields[1]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _ancestors(root: Root, ppid: int, depth: int = 2) -> tuple[Ancestor, ...]:
+    out: list[Ancestor] = []
+    pid = ppid
+    while pid > 0 and len(out) < depth:
+        st = _stat(root, pid)
+        comm = st[0] if st else (root.read_text(f"proc/{pid}/comm") or "?").strip()
+        out.append(Ancestor(pid, comm))
+        if st is None:
+            break
+        pid = st[1]
+    return tuple(out)
+
+
+def _threads(root: Root, pid: int) -> tuple[ThreadFacts, ...]:
+    tids = root.listdir(f"proc/{pid}/task")
+    if tids is None:
+        tids = [str(pid)]
+        paths = {pid: f"proc/{pid}"}
+    else:
+        paths = {int(t): f"proc/{pid}/task/{t}" for t in tids if (t.isascii() and t.isdigit())}
+    out: list[ThreadFacts] = []
+    for tid, base in sorted(paths.items()):
+        status = root.read_text(f"{base}/status")
+        raw = read_status_list(status, "Cpus_allowed_list") if status else None
+        if raw is None:
+            continue  # exited since the listing, or unreadable
+        try:
+            cpus = parse_cpulist(raw, source=f"{base}/status")
+        except ParseError:
+            continue
+        name = root.read_text(f"{base}/comm") or read_status_list(status or "", "Name") or ""
+        out.append(ThreadFacts(tid, name.strip(), cpus))
+    return tuple(out)
+
+
+def _cmdline(root: Root, pid: int) -> tuple[str, ...]:
+    text = root.read_text(f"proc/{pid}/cmdline")
+    if not text:
+        return ()
+    return tuple(a for a in text.split("\0") if a)
+
+
+@dataclass
+class _Found:
+    devices: list[int] = field(default_factory=list)
+    by: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    vendor: str = ""
+
+
+def _worker_pids(root: Root, host: Host | None, scan: ProcessScan) -> dict[int, _Found]:
+    """Every PID that holds an accelerator: from the vendor tool's process table and from
+    proc/*/fd."""
+    found: dict[int, _Found] = {}
+    home = vendors.vendor_of(host)
+    devices = home.accelerators(host) if host is not None else ()
+    for p in host.processes if host is not None else ():
+        entry = found.setdefault(p.pid, _Found(vendor=home.vendor.value))
+        dev = next(
+            (
+                a.logical_id
+                for a in devices
+                if a.npu_id == p.npu_id and (a.chip_id or 0) == (p.chip_id or 0)
+            ),
+            p.npu_id,
+        )
+        entry.devices.append(dev)
+        if home.processes_from not in entry.by:
+            entry.by.append(home.processes_from)
+    for pid, held in scan.held.items():
+        entry = found.setdefault(pid, _Found())
+        for prof, n, path in held:
+            entry.vendor = prof.vendor.value
+            entry.devices.append(prof.logical_of_device_file(host, n) if host else n)
+            entry.files.append(path)
+        entry.by.append("fd")
+    return found
+
+
+def find_workers(
+    root: Root, host: Host | None, scan: ProcessScan | None = None
+) -> list[WorkerFacts]:
+    """The accelerator workers visible through root, with their threads' masks (scan: the pass
+    over proc/ of this root, read here when not given)."""
+    if scan is None:
+        scan = scan_processes(root, irqbalance=False)
+    workers: list[WorkerFacts] = []
+    for pid, entry in sorted(_worker_pids(root, host, scan).items()):
+        devices = tuple(sorted(set(entry.devices)))
+        by = tuple(entry.by)
+        files = tuple(sorted(set(entry.files)))
+        status = root.read_text(f"proc/{pid}/status")
+        if status is None and root.listdir(f"proc/{pid}") is None:
+            workers.append(WorkerFacts(pid, devices, by, present=False, vendor=entry.vendor))
+            continue
+        st = _stat(root, pid)
+        comm = (root.read_text(f"proc/{pid}/comm") or "").strip() or (st[0] if st else None)
+        cgroup_text = root.read_text(f"proc/{pid}/cgroup")
+        workers.append(
+            WorkerFacts(
+                pid=pid,
+                devices=devices,
+                found_by=by,
+                vendor=entry.vendor,
+                comm=comm,
+                command=_cmdline(root, pid),
+                uid=status_int(status, "Uid"),
+                session=st[2] if st else None,
+                ancestors=_ancestors(root, st[1]) if st else (),
+                cgroup=_cgroup_key(cgroup_text),
+                cpuset=cpuset.cpus if (cpuset := resolve_cpuset(root, pid)) is not None else None,
+                threads=_threads(root, pid),
+                device_files=files,
+            )
+        )
+    return workers
+
+
+def _cgroup_key(text: str | None) -> str | None:
+    """The cgroup a process is in (v2 path, else the v1 cpuset path): one service, one cgroup."""
+    entries = parse_proc_cgroup(text or "")
+    v2 = next((e.path for e in entries if e.unified), None)
+    return v2 or next((e.path for e in reversed(entries) if "cpuset" in e.controllers), None)
+
+
+def scanned_note(root: Root, host: Host | None, scan: ProcessScan | None = None) -> str:
+    """Where the worker search looked, for the row that says none was found."""
+    pids = scan.pids if scan is not None else pids_of(root)
+    tables = [p.tool for p in vendors.profiles() if p.processes_from == p.tool]
+    table = "; ".join(
+        f"{t}'s process table is empty" if host is not None and t in host.tools
+        else f"no {t} process table"
+        for t in tables
+    )  # fmt: skip
+    if pids is None:
+        procs = "no process list under this root (proc/)"
+    elif not proc_scanned(root):
+        procs = "this sysroot records no process scan (meta.json has no proc_scanned)"
+    else:
+        files = " and ".join(f"/dev/{p.device_file}N" for p in vendors.profiles())
+        procs = f"{len(pids)} processes' open files scanned for {files}"
+    return f"{table}; {procs}" if table else procs
