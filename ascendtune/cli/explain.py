@@ -96,6 +96,20 @@ def _render_key(doc: dict[str, Any], target: str | None) -> None:
             _out(con, f"  - {f}")
 
 
+def _event(e: dict[str, Any]) -> str:
+    if e["event"] == "added":
+        text = f"appears, {e.get('type', '?')}"
+        if "default" in e:
+            text += ", default " + ("unknown" if e.get("default_unknown") else _show(e["default"]))
+        return text
+    if e["event"] == "default":
+        new = "unknown" if e.get("default_unknown") else _show(e["default"])
+        return f"default {_show(e['before'])} -> {new}"
+    if e["event"] == "type":
+        return f"type {e['before']} -> {e.get('type')}"
+    return "gone"
+
+
 def _row_text(row: dict[str, Any]) -> str:
     if row["present"] or row["status"] == "elsewhere":
         text = f"{row['status']}, {row.get('type', '?')}, default {_show(row['default'])}"
@@ -110,20 +124,6 @@ def _row_text(row: dict[str, Any]) -> str:
     if row.get("note"):
         text += f": {row['note']}"
     return str(text)
-
-
-def _event(e: dict[str, Any]) -> str:
-    if e["event"] == "added":
-        text = f"appears, {e.get('type', '?')}"
-        if "default" in e:
-            text += ", default " + ("unknown" if e.get("default_unknown") else _show(e["default"]))
-        return text
-    if e["event"] == "default":
-        new = "unknown" if e.get("default_unknown") else _show(e["default"])
-        return f"default {_show(e['before'])} -> {new}"
-    if e["event"] == "type":
-        return f"type {e['before']} -> {e.get('type')}"
-    return "gone"
 
 
 def _out(con: Any, text: str = "") -> None:

@@ -1,10 +1,13 @@
 """Where a registry entry's additional-config schema comes from: the one seam between the registry
 and the schema data.
 
-Today every schema is a hand table (ascendtune.core.vllm_ascend.tables), named by the entry; an
-entry without a table of its own borrows the nearest one and says so in its `table_note`. Schemas
-extracted from each release's source (one data file per release) plug in here: `config_of` is the
-only function that decides, and every command reads schemas through `VllmAscendVersion.config`.
+A release with a data file (config_schemas/RELEASE.json, read from its own source by
+scripts/extract_schema.py) takes its keys, types, defaults and unknown-key policy from it; the hand
+table the entry names (ascendtune.core.vllm_ascend.tables: its own, or the nearest one it borrows,
+said in `table_note`) adds the cross-key rules and the validation the source's shape cannot give
+(ascendtune.core.vllm_config.extracted). An entry without a data file (the main snapshots) is its
+hand table. `config_of` is the only function that decides, and every command reads schemas
+through `VllmAscendVersion.config`.
 """
 
 from __future__ import annotations
@@ -23,8 +26,18 @@ def config_of(entry: VllmAscendVersion) -> ConfigRules:
     """The check-config schema of `entry`, named after it (built once per entry)."""
     got = _CACHE.get(entry.name)
     if got is None:
-        got = _CACHE[entry.name] = _from_table(entry)
+        got = _CACHE[entry.name] = _from_data(entry) or _from_table(entry)
     return got
+
+
+def _from_data(entry: VllmAscendVersion) -> ConfigRules | None:
+    """The entry's release as its own source has it, or None without a data file."""
+    from ascendtune.core.vllm_config import extracted
+
+    ver = extracted.for_entry(entry.name, entry.table(), entry.table_note)
+    if ver is None:
+        return None
+    return dataclasses.replace(ver, source=f"{entry.source}; {ver.source}")
 
 
 def _from_table(entry: VllmAscendVersion) -> ConfigRules:
@@ -49,4 +62,12 @@ def _from_table(entry: VllmAscendVersion) -> ConfigRules:
 
 def schema_source(entry: VllmAscendVersion) -> str:
     """In words, where `entry`'s schema comes from (`explain versions`)."""
+    from ascendtune.core.vllm_config import extracted
+
+    if extracted.has(entry.name):
+        return "read from the release's source" + (
+            "; rules from its own hand table"
+            if entry.table().name == entry.name
+            else f"; rules: {entry.config.source.rsplit('; ', 1)[-1]}"
+        )
     return entry.table_note or "hand table read from this version"

@@ -214,8 +214,8 @@ RULE_OFF: dict[str, tuple[tuple[str, str | None], ...]] = {
     "reduce-sample-lmhead-tp": (("0.30.0rc1", None),),
     "reduce-sample-producer": (("0.30.0rc1", None),),
     # 0.28.0rc1 made c8_enable_reshape_optim a private derived field; 0.29.0rc1 brought the key
-    # back (default true)
-    "c8-reshape-needs-li-c8": (("0.28.0rc1", "0.29.0rc1"),),
+    # back (default true) as given, ANDing only its private copy with enable_sparse_li_c8
+    "c8-reshape-needs-li-c8": (("0.28.0rc1", None),),
 }
 
 
