@@ -1,21 +1,24 @@
 """The former home of the Root classes: they live in ascendtune.host.roots now. This module only
-re-exports them for code not yet moved to the new name (the application and CLI layers, tests);
-nothing new imports it."""
+hands out their names for code not yet moved to the new one (the application and CLI layers,
+tests); nothing new imports it."""
 
 from __future__ import annotations
 
-from ascendtune.host.roots import (
-    CommandOutput,
-    DirRoot,
-    Folder,
-    MemRoot,
-    Root,
-    command_file,
-    error_file,
-    open_archive,
-    open_root,
-    read_capped,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ascendtune.host.roots import (
+        CommandOutput,
+        DirRoot,
+        Folder,
+        MemRoot,
+        Root,
+        command_file,
+        error_file,
+        open_archive,
+        open_root,
+        read_capped,
+    )
 
 __all__ = [
     "CommandOutput",
@@ -29,3 +32,11 @@ __all__ = [
     "open_root",
     "read_capped",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ascendtune.host import roots
+
+    return getattr(roots, name)
