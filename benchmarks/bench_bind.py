@@ -41,7 +41,7 @@ from timing import run_timed  # noqa: E402
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
 from ascendtune.host.affinity import bind_process  # noqa: E402
-from tests.children import CHILD, assert_ready, popen_child  # noqa: E402
+from tests.support.children import CHILD, assert_ready, popen_child  # noqa: E402
 
 OLD = frozenset({0, 1})
 NEW = frozenset({1})

@@ -69,8 +69,7 @@ def once(argv: list[str], env: dict[str, str]) -> float:
 
 def in_process(path: str) -> float:
     """Seconds of app.doctor.doctor (what `doctor --json` runs between start-up and printing)."""
-    from ascendtune.app.doctor import doctor
-    from ascendtune.app.options import DoctorOptions
+    from ascendtune.app.doctor import DoctorOptions, doctor
     from ascendtune.host.roots import open_root
 
     t0 = time.perf_counter()

@@ -27,7 +27,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback stays loopback
 
 from ascendtune.app.fleet import FleetOptions, gather  # noqa: E402
-from tests.fleethosts import demo_copy  # noqa: E402
+from tests.support.fleethosts import demo_copy  # noqa: E402
 
 NODE = {
     "num_cpus": 1,

@@ -1,6 +1,7 @@
 """Regenerate completions/ascendtune.{bash,zsh,fish} from the Typer app.
 
-Run: python scripts/gen_completions.py  (tests/test_completions.py fails when they differ)
+Run: python -m scripts.regen (every generated file), or python scripts/gen_completions.py for
+these alone; tests/cli/test_completions.py fails when they differ.
 """
 
 from __future__ import annotations

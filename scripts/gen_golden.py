@@ -1,7 +1,8 @@
 """Regenerate tests/golden/: every demo host's topo, plan, plan --policy compare and doctor
 output at 80 and 200 columns, as a user sees it piped through a terminal of that width.
 
-Run: python scripts/gen_golden.py  (tests/test_render_golden.py fails when they differ)
+Run: python -m scripts.regen (every generated file), or python scripts/gen_golden.py for these
+alone; tests/cli/test_golden_text.py fails when they differ.
 """
 
 from __future__ import annotations

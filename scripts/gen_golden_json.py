@@ -1,7 +1,8 @@
 """Regenerate tests/golden/json/: every demo host's topo, plan, plan --policy compare and doctor
 JSON, byte for byte as `--json` prints it.
 
-Run: python scripts/gen_golden_json.py  (tests/test_golden_json.py fails when they differ)
+Run: python -m scripts.regen (every generated file), or python scripts/gen_golden_json.py for
+these alone; tests/cli/test_golden_json.py fails when they differ.
 """
 
 from __future__ import annotations

@@ -3,9 +3,13 @@
     python scripts/gen_schemas.py           # write them
     python scripts/gen_schemas.py --check   # exit 1 when a committed file is stale
 
+(`python -m scripts.regen` makes these and every other generated file.)
+
 Each document type (a TypedDict) becomes a JSON Schema (draft 2020-12): its keys with their
 descriptions, required keys as `required`, `total=False` keys optional, no other keys allowed;
-a nested TypedDict is a `$defs` entry. Every document also gets `schema_version`.
+a nested TypedDict is a `$defs` entry; an old name kept beside its new one
+(`documents.Deprecated`) is marked `"deprecated": true`. Every document also gets
+`schema_version`.
 """
 
 from __future__ import annotations
@@ -97,6 +101,15 @@ class Builder:
         if d.CPULIST in meta:
             out = _with_cpulist(out)
         words = [m for m in meta if isinstance(m, str) and m != d.CPULIST]
+        old = next((m for m in meta if isinstance(m, d.Deprecated)), None)
+        if old is not None:
+            # an old name of another key: the same value, printed for one more schema version
+            said = f": {words[-1]}" if words else ""
+            words.append(
+                f"deprecated: the old name of `{old.use}` (the same value), printed until "
+                f"schema_version {d.SCHEMA_VERSION + 1}{said}"
+            )
+            out = {**out, "deprecated": True}
         if words:
             out = {"description": words[-1], **out}
         return out

@@ -1,6 +1,7 @@
 """Generate the demo hosts shipped in ascendtune/demos/: one captured sysroot (SPEC.md section 2) each.
 
-Run `python scripts/make_demos.py` after changing a host below; `--check` only verifies that the
+Run `python -m scripts.regen` (every generated file, the goldens rendered from these demos too)
+or `python scripts/make_demos.py` after changing a host below; `--check` only verifies that the
 committed archives are what this script writes. Output is deterministic: members sorted, mtime 0,
 uid/gid 0, gzip mtime 0, so two runs give identical bytes (with the same zlib).
 

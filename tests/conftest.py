@@ -8,22 +8,14 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.builder import SysrootBuilder
-from tests.children import CHILD, Spawn, assert_ready, popen_child
+from tests.support import samples
+from tests.support.builder import SysrootBuilder
+from tests.support.children import CHILD, Spawn, assert_ready, popen_child
+from tests.support.cli import CLI, Cli
 
 # a loaded 2-core CI machine must not turn slow examples into failures
 settings.register_profile("ascendtune", deadline=None)
 settings.load_profile("ascendtune")
-
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
-
-
-def sample(name: str) -> str:
-    """Text of a file in ../shared/samples (other projects' data, read in place)."""
-    path = SAMPLES / name
-    if not path.is_file():
-        pytest.skip(f"../shared/samples/{name} is not here")
-    return path.read_text()
 
 
 @pytest.fixture
@@ -31,22 +23,33 @@ def sysroot(tmp_path: Path) -> SysrootBuilder:
     return SysrootBuilder(tmp_path / "root")
 
 
-def pytest_terminal_summary(terminalreporter: object) -> None:
-    """Say when the Ray tier did not run, and why (a skip is easy to miss in `-q`)."""
-    reporter: object = terminalreporter
-    skipped = getattr(reporter, "stats", {}).get("skipped", [])
-    reasons = {
-        str(r.longrepr[2]).removeprefix("Skipped: ")
-        for r in skipped
-        if "ray" in getattr(r, "keywords", {}) and isinstance(r.longrepr, tuple)
-    }
+@pytest.fixture(scope="session")  # stateless: property tests may take it too
+def cli() -> Cli:
+    """Run a command in process: `cli("plan", "--demo", "atlas-800i-a2")` is its Result, at a
+    pinned width and environment (tests/support/cli.py)."""
+    return CLI
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2]).removeprefix("Skipped: ") if isinstance(longrepr, tuple) else ""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly what did not run, and why (a skip is easy to miss in `-q`): the Ray tier, and
+    every test that needs ../shared/samples when that folder is absent (one line)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons = {_skip_reason(r) for r in skipped if "ray" in getattr(r, "keywords", {})}
     for why in sorted(reasons):
-        reporter.write_line(f"Ray tier skipped: {why}")  # type: ignore[attr-defined]
+        terminalreporter.write_line(f"Ray tier skipped: {why}")
+    need_samples = sum(_skip_reason(r).startswith(samples.SKIP_REASON) for r in skipped)
+    if need_samples:
+        terminalreporter.write_line(samples.skipped_line(need_samples), yellow=True, bold=True)
 
 
 @pytest.fixture
 def spawn() -> Iterator[Spawn]:
-    """Start a child (tests/children.py CHILD) from its spec's keywords; every child is killed at
+    """Start a child (tests/support/children.py CHILD) from its spec's keywords; every child is killed at
     teardown."""
     children: list[subprocess.Popen[str]] = []
 

@@ -19,6 +19,7 @@ from ascendtune.core.errors import (
     ProblemsFound,
     UsageError,
 )
+from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import BindLaunchDocument
@@ -127,10 +128,7 @@ def resolve_target(
     from ascendtune.app.hosts import load
 
     got = load(source)
-    doc = {
-        "schema_version": 1,
-        **app_plan.plan_document(app_plan.plan(got.host, plan, got.root).plan),
-    }
+    doc = versioned(app_plan.plan_document(app_plan.plan(got.host, plan, got.root).plan))
     return target_from_plan(doc, rank, source=f"{plan.policy} plan of {source.describe()}")
 
 

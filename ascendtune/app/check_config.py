@@ -6,19 +6,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.core.errors import InvalidInput, MissingError, UsageError
 
 if TYPE_CHECKING:
+    from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.core.vllm_config.model import Facts, Report
     from ascendtune.host.sysroot import Root
 
 
-@dataclass(frozen=True)
-class CheckConfigOptions:
-    """Exactly one of config (the JSON text), file, cmdline or pid."""
+class CheckConfigOptions(NamedTuple):
+    """`check-config`: exactly one of config (the JSON text), file, cmdline or pid; the
+    deployment facts around it; `strict` makes warnings problems (exit 1) too."""
 
     config: str | None = None
     config_source: str = "the config"  # "stdin" when the front end read it from there
@@ -39,13 +40,17 @@ class CheckConfigOptions:
     compilation_config: str | None = None  # vLLM's --compilation-config JSON
     sysroot: str | None = None
     env: Mapping[str, str] | None = None  # this process's environment when None
+    strict: bool = False
 
 
 @dataclass(frozen=True)
 class CheckConfigReport:
+    """The checker's report of one config, and the version whose rules it used."""
+
     report: Report
     rules_source: str  # where the version's rules come from, for the header
     target_reason: str = ""
+    strict: bool = False  # warnings are problems too
 
     @property
     def has_errors(self) -> bool:
@@ -55,14 +60,23 @@ class CheckConfigReport:
     def has_warnings(self) -> bool:
         return self.report.has_warnings
 
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.has_errors or (self.strict and self.has_warnings) else 0
 
-def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
-    from ascendtune.core import versions
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None  # the findings are the report
+
+
+def run(opts: CheckConfigOptions) -> CheckConfigReport:
+    """`check-config`: the config opts names, checked against its version's rules."""
+    from ascendtune.core import vllm_ascend
     from ascendtune.core.vllm_config import checker, inputs
     from ascendtune.core.vllm_config.model import KV_ROLES
 
     if opts.target not in (None, "auto"):
-        versions.get(opts.target)  # an unknown --target fails before anything is read
+        vllm_ascend.get(opts.target)  # an unknown --target fails before anything is read
     given = [
         n
         for n, v in (
@@ -84,7 +98,7 @@ def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
 
     root = _root(opts.sysroot) if (opts.sysroot is not None or opts.pid is not None) else None
     entry, reason, detected = _resolve(opts, root)
-    ver = checker.version(entry.name)
+    ver = entry.config
     env: dict[str, str] | None = None
     env_source = "environment"
     parsed: Cmdline | None = None
@@ -147,7 +161,7 @@ def check_config(opts: CheckConfigOptions) -> CheckConfigReport:
         from ascendtune.core.vllm_config.rules import outer_binder
 
         facts = replace(facts, outer_binder=outer_binder(inputs.split_cmdline(opts.cmdline)))
-    return CheckConfigReport(checker.check(cfg, ver, facts), ver.source, reason)
+    return CheckConfigReport(checker.check(cfg, ver, facts), ver.source, reason, opts.strict)
 
 
 def _process_binding(facts: Facts, root: Root, pid: int) -> Facts:
@@ -194,19 +208,22 @@ def _process_binding(facts: Facts, root: Root, pid: int) -> Facts:
 def _resolve(opts: CheckConfigOptions, root: Root | None) -> tuple[Any, str, Any]:
     """The version whose rules apply: given, else the one the PID (or the captured host) runs,
     else the newest known."""
-    from ascendtune.core import versions
+    from ascendtune.core import vllm_ascend
 
     if opts.target not in (None, "auto"):
-        return versions.get(opts.target), "given with --target", None
+        return vllm_ascend.get(opts.target), "given with --target", None
     if root is None:
-        return versions.newest(), "newest known (give --target, --pid or --sysroot to detect)", None
+        why = "newest known (give --target, --pid or --sysroot to detect)"
+        return vllm_ascend.NEWEST, why, None
     from ascendtune.host.vllm_detect import resolve_target
 
-    return resolve_target(root, "auto", [opts.pid] if opts.pid is not None else [])
+    got = resolve_target(root, "auto", [opts.pid] if opts.pid is not None else [])
+    return got.entry, got.reason, got.detected
 
 
-def check_config_document(result: CheckConfigReport) -> dict[str, Any]:
-    """Described by documents.CheckConfigDocument (the report's to_json is typed loosely)."""
+def document(result: CheckConfigReport) -> dict[str, Any]:
+    """`check-config --json` without schema_version (the printer adds it); described by
+    documents.CheckConfigDocument (the report's to_json is typed loosely)."""
     doc = result.report.to_json()
     doc["target_reason"] = result.target_reason
     return doc
@@ -214,7 +231,7 @@ def check_config_document(result: CheckConfigReport) -> dict[str, Any]:
 
 def _root(sysroot: str | None) -> Root:
     from ascendtune.app.hosts import open_root
-    from ascendtune.app.options import HostSource
+    from ascendtune.app.source import HostSource
 
     return open_root(HostSource(sysroot=sysroot))
 

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import DoctorOptions, PlanOptions
+from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import DoctorDocument
     from ascendtune.core.doctor import Check, PlanFacts
+    from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
     from ascendtune.host.sysroot import Root
 
 SECTION_NAMES = ("host", "workers")
+
+
+class DoctorOptions(NamedTuple):
+    """`doctor`: the sections to run, the plan running workers are compared with, the host."""
+
+    sections: tuple[str, ...] = ("host", "workers")
+    plan: PlanOptions = PlanOptions()
+    source: HostSource = THIS_HOST
 
 
 class DoctorReport(NamedTuple):
@@ -31,6 +39,10 @@ class DoctorReport(NamedTuple):
         from ascendtune.core.doctor import exit_code
 
         return exit_code(self.checks)
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None  # failed checks are rows of the report
 
 
 def sections_of(section: str | None) -> tuple[str, ...]:
@@ -69,7 +81,7 @@ def plan_facts(
     if not host.accelerators:
         return PlanFacts(policy, error="no accelerator on this host", options=options)
 
-    req = build_request(host, replace(opts, ranks=None, spill=False), root)
+    req = build_request(host, opts._replace(ranks=None, spill=False), root)
     try:
         plan = make_plan(host, req)
     except PlanError as e:
@@ -81,7 +93,17 @@ def plan_facts(
     return PlanFacts(policy, plan=plan, options=options)
 
 
+def run(opts: DoctorOptions) -> DoctorReport:
+    """`doctor`: the checks of the host opts.source names (read-only)."""
+    from ascendtune.app.hosts import open_root
+    from ascendtune.app.plan import check_policy
+
+    check_policy(opts.plan.policy)  # a usage error before the host is opened
+    return doctor(open_root(opts.source), opts)
+
+
 def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
+    """`doctor` of a root already open (`fleet` opens each node's snapshot itself)."""
     from ascendtune.app.plan import check_policy
     from ascendtune.core.doctor import DoctorInput, host_checks, worker_checks
     from ascendtune.host.facts import (
@@ -100,7 +122,7 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     if host is not None:
         from ascendtune.app.plan import resolve_version
 
-        reason = resolve_version(host, opts.plan.target, root)[1]
+        reason = resolve_version(host, opts.plan.target, root).reason
     # one pass over proc/ for both sections: every process's comm (irqbalance) and open files
     scan = scan_processes(root, devices="workers" in opts.sections)
     inp = DoctorInput(gather_host_facts(root, scan), host, host_error, plan)
@@ -134,7 +156,8 @@ def unread_views(host: Host | None) -> list[Check]:
     return rows
 
 
-def doctor_document(report: DoctorReport) -> dict[str, Any]:
+def document(report: DoctorReport) -> dict[str, Any]:
+    """`doctor --json` without schema_version (the printer adds it)."""
     from ascendtune.app.documents import plain
     from ascendtune.core.doctor import summary
 

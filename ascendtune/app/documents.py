@@ -8,8 +8,10 @@ builds with a looser type says which shape it has with `Like(SomeTypedDict)`.
 
 To add a document: write its TypedDict here, annotate its builder with it, list it in
 `DOCUMENTS`, and run `python scripts/gen_schemas.py`. Every printed document also carries
-`schema_version` (`SCHEMA_VERSION`), which the printer adds; it goes up on a breaking change
-(a key removed, renamed, or given another type or meaning), not when a key is added.
+`schema_version` (`ascendtune.core.jsondoc.SCHEMA_VERSION`), which the printer adds; it goes up
+on a breaking change (a key removed, or given another type or meaning), not when a key is added.
+A key renamed keeps its old name beside the new one, marked `Deprecated(new name)`, for one
+schema version.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
 
-SCHEMA_VERSION = 1
+from ascendtune.core.jsondoc import SCHEMA_VERSION
+
+__all__ = ["DOCUMENTS", "SCHEMA_VERSION", "plain"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,14 @@ class Like:
     (a core `to_json()`, a comprehension) types it more loosely than that."""
 
     shape: Any
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    """The key is an old name of `use`, printed beside it with the same value for one schema
+    version (then removed, with the version raised); the schema marks it `deprecated`."""
+
+    use: str
 
 
 @dataclass(frozen=True)
@@ -94,12 +106,19 @@ class TopoNumaNode(TypedDict):
     accelerators: Annotated[list[int], "logical ids of the accelerators on this node"]
 
 
+CARD_ID = (
+    "the card the vendor tool names: npu-smi's NPU ID (a card may hold two chips: `chip_id`), "
+    "nvidia-smi's GPU index"
+)
+
+
 class TopoAccelerator(TypedDict):
     vendor: Annotated[str, "`huawei` or `nvidia`"]
     logical_id: Annotated[
         int, "the id the runtime uses (ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES)"
     ]
-    npu_id: Annotated[int | None, "the card id npu-smi prints (the GPU index on NVIDIA)"]
+    card_id: Annotated[int | None, CARD_ID]
+    npu_id: Annotated[int | None, Deprecated("card_id"), "the card id (the GPU index on NVIDIA)"]
     chip_id: Annotated[int | None, "the chip of the card (Ascend)"]
     name: Annotated[str, "the model name the vendor tool prints"]
     bus_id: Annotated[str | None, "the PCI address, lower case (`0000:c1:00.0`)"]
@@ -119,7 +138,8 @@ class TopoAccelerator(TypedDict):
 
 
 class TopoProcess(TypedDict):
-    npu_id: Annotated[int, "the card id (the GPU index on NVIDIA)"]
+    card_id: Annotated[int, CARD_ID]
+    npu_id: Annotated[int, Deprecated("card_id"), "the card id (the GPU index on NVIDIA)"]
     chip_id: Annotated[int | None, "the chip of the card"]
     pid: Annotated[int, "the process id"]
     name: Annotated[str, "the process name"]
@@ -178,9 +198,12 @@ class _PlanRankBody(TypedDict):
     dp_rank: Annotated[int, "its data-parallel engine"]
     local_rank: Annotated[int, "its rank within the engine"]
     device: Annotated[int, "the logical id of the device the rank runs on"]
-    logical_id: Annotated[
-        int, "the device whose CPU pool it gets (differs from device only where vLLM-Ascend errs)"
+    pool_device: Annotated[
+        int,
+        "the logical id of the device whose CPU pool the rank gets: `device`, except where a "
+        "policy reproduces a flaw of vLLM-Ascend (ASCEND_RT_VISIBLE_DEVICES out of order)",
     ]
+    logical_id: Annotated[int, Deprecated("pool_device"), "the device whose CPU pool it gets"]
     cpus: Annotated[CpuList, "the CPUs it is bound to"]
     numa_nodes: Annotated[list[int], "the NUMA nodes its CPUs lie on"]
     device_numa_node: Annotated[int | None, "the NUMA node of its device"]
@@ -208,7 +231,11 @@ class PlanBody(TypedDict):
         str | None, "the vLLM-Ascend version whose binding was modelled (`vllm-ascend`)"
     ]
     target_reason: Annotated[str | None, "why that version (given, detected, or the newest)"]
-    mode: Annotated[str, "the rule used (`topo_affinity`, `global_slice`, `numa_local`, ...)"]
+    mode: Annotated[
+        str,
+        "the rule used (`topo_affinity`, `global_slice`, `numa_local`, ...; `no_binding`: the "
+        "vLLM-Ascend version ships no CPU binding)",
+    ]
     soc: Annotated[str, "the SoC family planned for"]
     vendor: Annotated[str, "`huawei` or `nvidia`"]
     visible_devices: Annotated[list[int], "the devices the job sees, in the order given"]
@@ -626,7 +653,6 @@ class WatchWorker(_WatchWorkerBody, total=False):
 class WatchDocument(TypedDict):
     """`ascendtune watch --json`: where each watched process's threads really ran."""
 
-    schema_version: Annotated[int, "the document's schema version"]
     interval_s: Annotated[float, "the sampling interval, seconds"]
     elapsed_s: Annotated[float, "time watched, seconds"]
     samples: Annotated[int, "samples taken"]
@@ -738,6 +764,56 @@ class ExplainListingDocument(TypedDict):
     search: Annotated[str | None, "the word searched for (null: every key)"]
     groups: Annotated[list[ConcernGroup], "the keys by concern (only concerns with a key)"]
     count: Annotated[int, "keys listed"]
+
+
+class VersionFact(TypedDict):
+    what: Annotated[str, "the fact"]
+    evidence: Annotated[
+        Literal["git", "PR", "inferred"],
+        "how it is known: read in the source, read in a PR or issue thread, or inferred",
+    ]
+    note: Annotated[str, "why it is believed, for an inferred fact (empty: nothing to add)"]
+
+
+class VersionEntry(TypedDict):
+    name: Annotated[str, "the name --target takes"]
+    package_versions: Annotated[
+        list[str], "vllm_ascend's `Version:` values (empty: a main snapshot)"
+    ]
+    released: Annotated[str | None, "the upload date of the release, or the snapshot's commit date"]
+    vllm: Annotated[str, "the vLLM it pairs with"]
+    source: Annotated[str, "what the entry was read from"]
+    binding_impl: Annotated[
+        str | None, "git blob prefix of its `cpu_binding.py` (null: it ships no CPU binding)"
+    ]
+    binding_impl_evidence: Annotated[
+        Literal["git", "PR", "inferred"],
+        "how binding_impl is known (`inferred`: the file was not read; it names its twin)",
+    ]
+    binding_call: Annotated[str, "how its worker calls the binding (empty: no binding)"]
+    binding_default: Annotated[bool, "`enable_cpu_binding`'s default"]
+    binding_runs: Annotated[
+        Literal["worker start", "device set-up", "after warm-up"] | None,
+        "when the worker calls it (null: no binding)",
+    ]
+    npu_of_rank: Annotated[
+        Literal["visible-index", "sorted-busy", "device-id"] | None,
+        "how a rank finds the NPU it binds (null: no binding)",
+    ]
+    data_parallel: Annotated[
+        Literal["narrowed", "restart"],
+        "what data parallel does: each engine sees its own devices, or its local ranks restart "
+        "at 0 over the whole list",
+    ]
+    config_schema: Annotated[str, "where its additional-config schema comes from"]
+    facts: Annotated[list[VersionFact], "what ascendtune models about it, and how it is known"]
+
+
+class ExplainVersionsDocument(TypedDict):
+    """`ascendtune explain versions --json`: every vLLM-Ascend version --target takes."""
+
+    newest: Annotated[str, "the newest entry (what `--target auto` falls back to)"]
+    versions: Annotated[list[VersionEntry], "every version, oldest first"]
 
 
 class BindingStep(TypedDict):
@@ -987,7 +1063,12 @@ DOCUMENTS: dict[str, Any] = {
     "snapshot": SnapshotDocument,
     "log": LogDocument,
     "watch": WatchDocument,
-    "explain": (ExplainKeyDocument, ExplainListingDocument, ExplainBindingDocument),
+    "explain": (
+        ExplainKeyDocument,
+        ExplainListingDocument,
+        ExplainBindingDocument,
+        ExplainVersionsDocument,
+    ),
     "bind-workers": BindWorkersDocument,
     "bind-show": BindShowDocument,
     "fleet": (FleetCompareDocument, FleetRayDocument),

@@ -9,24 +9,24 @@ pure (`ascendtune.core.fleet`); Ray lives in `ascendtune.host.ray_fleet`. Read-o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import DoctorOptions, PlanOptions
+from ascendtune.app.options import PlanOptions
 from ascendtune.core import fleet as core
 from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
+from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
     from ascendtune.host.ray_fleet import Gathered
     from ascendtune.host.sysroot import Root
 
-SCHEMA_VERSION = 1
+__all__ = ["FleetCompareOptions", "FleetOptions", "FleetReport", "compare", "document", "run"]
 
 
-@dataclass(frozen=True)
-class FleetOptions:
-    """What `fleet snapshot|topo|doctor|plan` take."""
+class FleetOptions(NamedTuple):
+    """`fleet snapshot|topo|doctor|plan`: every node of a Ray cluster."""
 
     view: str = "doctor"
     ray_address: str | None = None  # None: RAY_ADDRESS, else auto
@@ -34,18 +34,49 @@ class FleetOptions:
     nodes: tuple[str, ...] = ()  # hostnames, IPs or node id prefixes; empty: every alive node
     save: str | None = None  # a folder: one NODE.tar.gz per answering node
     ship: bool = True  # ship ascendtune to the nodes as runtime_env py_modules
-    plan: PlanOptions = field(default_factory=PlanOptions)
+    plan: PlanOptions = PlanOptions()
+
+
+class FleetCompareOptions(NamedTuple):
+    """`fleet compare PATH...`: snapshots gathered any other way (no Ray)."""
+
+    paths: tuple[str, ...]
+    view: str = "doctor"
+    plan: PlanOptions = PlanOptions()
 
 
 @dataclass(frozen=True)
 class FleetReport:
+    """Every node judged, grouped by topology class, and what differs from the majority."""
+
     result: core.FleetResult
-    document: dict[str, Any]  # the `--json` document (schema_version included)
+    body: dict[str, Any]  # the document without schema_version
     notes: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
         return self.result.exit_code
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None  # failed nodes are rows of the report
+
+
+def run(opts: FleetOptions | FleetCompareOptions) -> FleetReport:
+    """`fleet snapshot|topo|doctor|plan` over a Ray cluster, or `fleet compare` over snapshots."""
+    from ascendtune.app.plan import check_policy
+
+    check_policy(opts.plan.policy)
+    if isinstance(opts, FleetCompareOptions):
+        if opts.view == "snapshot":
+            raise UsageError("--view snapshot: give doctor, topo or plan")
+        return compare(list(opts.paths), opts.view, opts.plan)
+    return gather(opts)
+
+
+def document(report: FleetReport) -> dict[str, Any]:
+    """`fleet ... --json` without schema_version (the printer adds it)."""
+    return report.body
 
 
 def check_view(view: str) -> None:
@@ -55,11 +86,10 @@ def check_view(view: str) -> None:
 
 def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, dict[str, Any]]:
     """The documents `topo --json` (always) and `doctor` or `plan --json` give for a root."""
-    from ascendtune.app.doctor import doctor, doctor_document
-    from ascendtune.app.hosts import identity, read_host
-    from ascendtune.app.plan import plan as make_plan
-    from ascendtune.app.plan import plan_document
-    from ascendtune.app.topo import topo_document
+    from ascendtune.app import doctor as app_doctor
+    from ascendtune.app import plan as app_plan
+    from ascendtune.app import topo as app_topo
+    from ascendtune.app.hosts import Loaded, identity, read_host
     from ascendtune.host.reader import read_meta
 
     opts = plan or PlanOptions()
@@ -67,28 +97,18 @@ def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, d
         # a node is judged on its own environment (the variables its snapshot recorded, e.g.
         # ASCEND_RT_VISIBLE_DEVICES), never the driver's
         env = read_meta(root).get("env")
-        opts = _with_env(
-            opts, {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+        opts = opts._replace(
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
         )
-    host = read_host(root)
-    ident = identity(root)
-    docs = {"topo": _doc(topo_document(host, ident))}
+    got = Loaded(root, read_host(root), identity(root))
+    docs = {"topo": versioned(app_topo.document(app_topo.TopoReport(got.host, got.identity)))}
     if view == "doctor":
-        docs["doctor"] = _doc(doctor_document(doctor(root, DoctorOptions(plan=opts))))
+        report = app_doctor.doctor(root, app_doctor.DoctorOptions(plan=opts))
+        docs["doctor"] = versioned(app_doctor.document(report))
     elif view == "plan":
-        got = make_plan(host, opts, root)
-        docs["plan"] = _doc(plan_document(got.plan, ident, got.target_reason))
+        planned = app_plan.of_loaded(got, app_plan.PlanCommandOptions(plan=opts))
+        docs["plan"] = versioned(app_plan.document(planned))
     return docs
-
-
-def _with_env(opts: PlanOptions, env: dict[str, str]) -> PlanOptions:
-    from dataclasses import replace
-
-    return replace(opts, env=env)
-
-
-def _doc(body: dict[str, Any]) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, **body}
 
 
 def _node_input(
@@ -156,7 +176,7 @@ def compare(paths: list[str], view: str = "doctor", plan: PlanOptions | None = N
             continue
         inputs.append(_node_input(stem, root, view, plan, extra=extra))
     result = core.compare(view, inputs)
-    return FleetReport(result, _doc({"mode": "compare", **core.result_json(result)}))
+    return FleetReport(result, {"mode": "compare", **core.result_json(result)})
 
 
 def gather(opts: FleetOptions) -> FleetReport:
@@ -222,7 +242,7 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
     body = {"mode": "ray", "ray": ray_info, **core.result_json(result), "notes": got.notes}
     if opts.save is not None:
         body["saved"] = opts.save
-    return FleetReport(result, _doc(body), tuple(got.notes))
+    return FleetReport(result, body, tuple(got.notes))
 
 
 def _safe(name: str) -> str:

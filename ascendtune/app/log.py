@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
 
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.findings import LOG_SHAPE, Finding
@@ -12,8 +12,20 @@ from ascendtune.core.vllm_log import LogReport, WorkerLog
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import LogDocument, LogRank
+    from ascendtune.app.source import HostSource
+    from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
     from ascendtune.core.vllm_config import Report
+
+
+class LogOptions(NamedTuple):
+    """`log FILE`: the log (a path, '-' for stdin, or its text), the version whose rules check
+    its config (None: the one it names), and a host to compare its pools with (None: none)."""
+
+    path: str | None = None
+    text: str | None = None
+    target: str | None = None
+    compare_with: HostSource | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,53 @@ class Comparison:
     predicted: Mapping[int, Mapping[str, str]]  # NPU -> roles as cpulists
 
 
+@dataclass(frozen=True)
+class ServerLogReport:
+    """What a server log says about CPU binding, its config checked, its pools compared."""
+
+    log: LogReport
+    source: str  # the log's name for a reader: its path, "stdin", or "the log" (given as text)
+    checked: CheckedConfig | None = None
+    comparison: Comparison | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.log.failed else 0  # binding failed for some rank
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None  # the failed ranks are rows of the report
+
+
+def run(opts: LogOptions) -> ServerLogReport:
+    """`log FILE`: read the log opts names, check its config, compare its pools with
+    opts.compare_with's prediction."""
+    from ascendtune.core.errors import UsageError
+    from ascendtune.core.vllm_log import parse_text
+
+    target = None if opts.target in (None, "auto") else opts.target
+    if target is not None:
+        from ascendtune.core.vllm_config import version
+
+        version(target)  # an unknown target fails before the log is read
+    if opts.text is not None:
+        if opts.path is not None:
+            raise UsageError("give the log's path or its text, not both")
+        report, source = parse_text(opts.text), "the log"
+    elif opts.path is not None:
+        report, source = read_log(opts.path), "stdin" if opts.path == "-" else opts.path
+    else:
+        raise UsageError("give the log: its path ('-' for stdin) or its text")
+    checked = check_logged_config(report, target)
+    comparison = None if opts.compare_with is None else compare_logged(report, opts.compare_with)
+    return ServerLogReport(report, source, checked, comparison)
+
+
+def document(report: ServerLogReport) -> dict[str, Any]:
+    """`log --json` without schema_version (the printer adds it)."""
+    return log_document(report.log, checked_config=report.checked, comparison=report.comparison)
+
+
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -45,7 +104,8 @@ def _bool(v: Any) -> bool | None:
 def check_logged_config(report: LogReport, target: str | None = None) -> CheckedConfig | None:
     """Check the logged additional-config against `target`, else the version the log names
     (else check-config's default); None when the log prints no additional-config."""
-    from ascendtune.core.vllm_config import DEFAULT_TARGET, Facts, check
+    from ascendtune.core.vllm_ascend import NEWEST
+    from ascendtune.core.vllm_config import Facts, check
     from ascendtune.core.vllm_log import check_target
 
     if report.additional_config is None:
@@ -55,7 +115,7 @@ def check_logged_config(report: LogReport, target: str | None = None) -> Checked
     else:
         target, reason = check_target(report)
         if target is None:
-            target, reason = DEFAULT_TARGET, reason + f"; {DEFAULT_TARGET} assumed"
+            target, reason = NEWEST.name, reason + f"; {NEWEST.name} assumed"
     args = report.args or {}
     facts = Facts(
         tp=_int(args.get("tensor_parallel_size")),
@@ -127,7 +187,7 @@ def log_document(
     checked_config: CheckedConfig | None = None,
     comparison: Comparison | None = None,
 ) -> dict[str, Any]:
-    """The `ascendtune log --json` document (the printer adds schema_version)."""
+    """The document of a parsed log and what was made of it."""
     from ascendtune.app.documents import plain
 
     findings = [f.to_json(LOG_SHAPE) for f in report.findings]
@@ -164,15 +224,6 @@ def log_document(
         },
     }
     return plain(doc)
-
-
-def failed_ranks(report: LogReport) -> list[str]:
-    """The failed workers in words, for the exit-1 line."""
-    return [
-        (f"rank {w.rank}" if w.rank is not None else "a worker")
-        + (f" (pid {w.pid})" if w.pid is not None else "")
-        for w in report.failed
-    ]
 
 
 def plan_cells(w: WorkerLog) -> tuple[str, str, str, str]:
@@ -263,14 +314,13 @@ def read_log(path: str) -> LogReport:
         raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def compare_logged(report: LogReport, sysroot: str | None, demo: str | None) -> Comparison | None:
+def compare_logged(report: LogReport, source: HostSource) -> Comparison:
     """The logged pools beside ascendtune's prediction for a host (`log --sysroot/--demo`)."""
     from ascendtune.app.hosts import load
-    from ascendtune.app.options import HostSource
     from ascendtune.core.errors import PlanError
 
-    host = load(HostSource(sysroot, demo)).host
-    label = f"demo {demo}" if demo else f"sysroot {sysroot}"
+    host = load(source).host
+    label = source.describe()
     if not any(w.plan for w in report.workers):
         return Comparison(label, "", (), {})
     try:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.app.options import PlanOptions
+from ascendtune.app.options import THIS_HOST, HostSource, PlanOptions
 from ascendtune.app.planchoices import (  # re-exported: the plan's vocabulary
     AUTO as AUTO,
 )
@@ -28,11 +27,21 @@ from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, ma
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import PlanBody, PlanCompareBody
+    from ascendtune.app.hosts import Loaded
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
-    from ascendtune.core.versions import VllmAscendVersion
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.host.sysroot import Root
+    from ascendtune.host.vllm_detect import TargetChoice
+
+
+class PlanCommandOptions(NamedTuple):
+    """`plan`: the host, how to plan it (`plan.policy` "compare": every policy side by side),
+    and `--emit KIND` (ready-to-paste lines for the plan)."""
+
+    source: HostSource = THIS_HOST
+    plan: PlanOptions = PlanOptions()
+    emit: str | None = None
 
 
 def check_policy(policy: str, *, compare: bool = False) -> None:
@@ -50,20 +59,18 @@ def resolve_policy(host: Host, policy: str) -> str:
     return vendors.vendor_of(host).default_policy
 
 
-def resolve_version(host: Host, target: str, root: Root | None) -> tuple[VllmAscendVersion, str]:
+def resolve_version(host: Host, target: str, root: Root | None) -> TargetChoice:
     """`--target VERSION|auto`: the version entry and why (JSON `target_reason`). auto: the
     vllm_ascend a worker on the host imports, else the default python's, else the newest."""
-    from ascendtune.core import versions
+    from ascendtune.host.vllm_detect import TargetChoice, resolve_target
 
     if root is None:
-        if target != AUTO:
-            return versions.get(target), "given with --target"
-        return versions.newest(), "newest known (no host to look for vllm_ascend on)"
-    from ascendtune.host.vllm_detect import resolve_target
+        from ascendtune.core import vllm_ascend
 
-    pids = sorted({p.pid for p in host.processes})
-    entry, reason, _ = resolve_target(root, target, pids)
-    return entry, reason
+        if target != AUTO:
+            return TargetChoice(vllm_ascend.get(target), "given with --target")
+        return TargetChoice(vllm_ascend.NEWEST, "newest known (no host to look for vllm_ascend on)")
+    return resolve_target(root, target, sorted({p.pid for p in host.processes}))
 
 
 def _cmdline_facts(text: str | None) -> Cmdline | None:
@@ -86,7 +93,7 @@ def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> Pl
     from ascendtune.core.model import Soc
     from ascendtune.core.planner import PlanRequest
 
-    entry, _ = resolve_version(host, opts.target, root)
+    choice = resolve_version(host, opts.target, root)
     cmd = _cmdline_facts(opts.cmdline)
     dp = _size(opts.dp, "--data-parallel-size") or (cmd.dp if cmd and cmd.dp > 1 else None)
     tp = _size(opts.tp, "--tensor-parallel-size") or (cmd.tp if cmd and cmd.tp > 1 else None)
@@ -132,23 +139,43 @@ def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> Pl
         pp=pp,
         device_ids=device_ids,
         busy=busy,
-        target=entry,
+        target=choice.entry,
+        target_inferred=choice.inferred,
     )
 
 
+class Emitted(NamedTuple):
+    """`--emit KIND`: the lines that run as pasted."""
+
+    kind: str
+    lines: tuple[str, ...]
+
+
 class PlanReport(NamedTuple):
+    """One policy's plan of a host."""
+
     host: Host
     request: PlanRequest
     plan: Plan
     target_reason: str
     better: str | None = None  # vllm-ascend plans: the policy that beats it, in words
+    identity: dict[str, Any] | None = None  # the host it was made for (None: not said)
+    emitted: Emitted | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
 
 
 def plan(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanReport:
     """One policy's plan of host; raises the planner's errors."""
     check_policy(opts.policy)
     req = build_request(host, opts, root)
-    _, reason = resolve_version(host, opts.target, root)
+    reason = resolve_version(host, opts.target, root).reason
     p = make_plan(host, req)
     better = None
     if p.policy == "vllm-ascend":
@@ -186,20 +213,37 @@ def _mean_locality(plan: Plan) -> float | None:
 
 
 class CompareReport(NamedTuple):
+    """Every policy that fits the host's vendor, side by side."""
+
     host: Host
     plans: dict[str, Plan | str]  # policy -> its plan, or why it cannot plan this host
     target_reason: str = ""
+    identity: dict[str, Any] | None = None
 
     @property
     def ok(self) -> list[Plan]:
         return [p for p in self.plans.values() if not isinstance(p, str)]
 
+    @property
+    def error(self) -> PlanError | None:
+        """When no policy can plan the host: the document is still printed, then this."""
+        if self.ok:
+            return None
+        return PlanError(
+            "no policy can plan this host: " + "; ".join(f"{n}: {p}" for n, p in self.plans.items())
+        )
+
+    @property
+    def exit_code(self) -> int:
+        error = self.error
+        return 0 if error is None else error.exit_code
+
 
 def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareReport:
     """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
     # options are checked once: a bad device list is the user's error, not a policy's
-    base = build_request(host, dataclasses.replace(opts, policy=POLICY_NAMES[0]), root)
-    _, reason = resolve_version(host, opts.target, root)
+    base = build_request(host, opts._replace(policy=POLICY_NAMES[0]), root)
+    reason = resolve_version(host, opts.target, root).reason
     from ascendtune.core import vendors
 
     vendor = vendors.vendor_of(host).vendor if host.accelerators else None
@@ -230,14 +274,6 @@ def compare_document(
     return {**({"host": identity} if identity is not None else {}), **body}
 
 
-def require_some_plan(report: CompareReport) -> None:
-    if not report.ok:
-        raise PlanError(
-            "no policy can plan this host: "
-            + "; ".join(f"{n}: {p}" for n, p in report.plans.items())
-        )
-
-
 def plan_document(
     plan: Plan, identity: dict[str, Any] | None = None, target_reason: str | None = None
 ) -> dict[str, Any]:
@@ -259,7 +295,8 @@ def plan_document(
                 "dp_rank": r.dp_rank,
                 "local_rank": r.local,
                 "device": r.device,
-                "logical_id": r.logical_id,
+                "pool_device": r.logical_id,
+                "logical_id": r.logical_id,  # pool_device's old name, for one schema version
                 "cpus": format_cpulist(r.cpus),
                 "numa_nodes": list(r.numa_nodes),
                 "device_numa_node": r.device_node,
@@ -268,7 +305,7 @@ def plan_document(
                 "binding_skipped": r.skipped,
                 **(
                     {"vllm_log_line": r.vllm_log_line(plan.mode)}
-                    if plan.policy == "vllm-ascend"
+                    if plan.policy == "vllm-ascend" and plan.mode != "no_binding"
                     else {}
                 ),
             }
@@ -283,3 +320,47 @@ def plan_document(
     }
     # the typed body is what documents.PlanDocument (and schemas/plan.schema.json) describe
     return {**({"host": identity} if identity is not None else {}), **body}
+
+
+# ---- the use case ---------------------------------------------------------------------------
+
+
+def run(opts: PlanCommandOptions) -> PlanReport | CompareReport:
+    """`plan`: the host opts.source names, planned under opts.plan (policy "compare": every
+    policy side by side), with opts.emit's lines."""
+    from ascendtune.app.emit import EMITS
+
+    if opts.emit is not None and opts.emit not in EMITS:
+        raise UsageError(f"--emit {opts.emit}: expected one of {', '.join(EMITS)}")
+    check_policy(opts.plan.policy, compare=True)
+    from ascendtune.app.hosts import load
+
+    return of_loaded(load(opts.source), opts)
+
+
+def of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareReport:
+    """`plan` of a host already read (`fleet` reads each node's snapshot itself)."""
+    if opts.plan.policy == COMPARE:
+        return compare(got.host, opts.plan, got.root)._replace(identity=got.identity)
+    report = plan(got.host, opts.plan, got.root)._replace(identity=got.identity)
+    if opts.emit is None:
+        return report
+    from ascendtune.app.emit import emit_lines
+
+    lines = emit_lines(
+        report.plan,
+        opts.emit,
+        cmdline=opts.plan.cmdline,
+        bind_args=["--policy", report.plan.policy, *opts.plan.given()],
+    )
+    return report._replace(emitted=Emitted(opts.emit, tuple(lines)))
+
+
+def document(report: PlanReport | CompareReport) -> dict[str, Any]:
+    """`plan --json` without schema_version (the printer adds it)."""
+    if isinstance(report, CompareReport):
+        return compare_document(report, report.identity)
+    doc = plan_document(report.plan, report.identity, report.target_reason)
+    if report.emitted is not None:
+        doc["emit"] = {"kind": report.emitted.kind, "lines": list(report.emitted.lines)}
+    return doc

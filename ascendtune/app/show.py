@@ -35,7 +35,6 @@ class ShowReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "pid": self.pid,
             "name": self.name,
             "threads_total": sum(len(g.tids) for g in self.groups),

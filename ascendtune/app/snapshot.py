@@ -2,18 +2,54 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ascendtune.app.source import THIS_HOST, HostSource
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import SnapshotDocument
+    from ascendtune.core.errors import AscendtuneError
     from ascendtune.host.sysroot import Root
 
 
-def snapshot(root: Root, dest: str, *, force: bool = False) -> dict[str, Any]:
-    """Write root's capture to dest (replacing what is there with force); returns the summary
-    `snapshot --json` prints. write() reads the capture back before it renames it into place,
-    so a snapshot that does not replay is never left behind."""
-    from ascendtune.app.documents import plain
+class SnapshotOptions(NamedTuple):
+    """`snapshot DIR`: where to write the capture (a folder, or DIR.tar.gz), of which host."""
+
+    dest: str
+    force: bool = False  # replace what is at dest
+    source: HostSource = THIS_HOST
+
+
+class SnapshotReport(NamedTuple):
+    """What was written where, and what the capture holds."""
+
+    path: str
+    files: int
+    links: int
+    missing: list[str]  # paths absent on the captured host
+    accelerators: int
+    cpus_online: int
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
+
+
+def run(opts: SnapshotOptions) -> SnapshotReport:
+    """`snapshot DIR`: capture the host opts.source names into opts.dest."""
+    from ascendtune.app.hosts import open_root
+
+    return snapshot(open_root(opts.source), opts.dest, force=opts.force)
+
+
+def snapshot(root: Root, dest: str, *, force: bool = False) -> SnapshotReport:
+    """Write root's capture to dest (replacing what is there with force). write() reads the
+    capture back before it renames it into place, so a snapshot that does not replay is never
+    left behind."""
     from ascendtune.host import snapshot as snap
     from ascendtune.host.reader import read_host
     from ascendtune.host.sysroot import MemRoot
@@ -22,12 +58,26 @@ def snapshot(root: Root, dest: str, *, force: bool = False) -> dict[str, Any]:
     path = snap.write(cap, dest, force=force)
     # the counts come from the capture in memory: write() has already read the files back
     host = read_host(MemRoot(dict(cap.files), dict(cap.links)))
+    return SnapshotReport(
+        str(path),
+        len(cap.files),
+        len(cap.links),
+        list(cap.missing),
+        len(host.accelerators),
+        len(host.cpus_online),
+    )
+
+
+def document(report: SnapshotReport) -> dict[str, Any]:
+    """`snapshot --json` without schema_version (the printer adds it)."""
+    from ascendtune.app.documents import plain
+
     doc: SnapshotDocument = {
-        "path": str(path),
-        "files": len(cap.files),
-        "links": len(cap.links),
-        "missing": cap.missing,
-        "accelerators": len(host.accelerators),
-        "cpus_online": len(host.cpus_online),
+        "path": report.path,
+        "files": report.files,
+        "links": report.links,
+        "missing": report.missing,
+        "accelerators": report.accelerators,
+        "cpus_online": report.cpus_online,
     }
     return plain(doc)

@@ -18,3 +18,6 @@ class HostSource(NamedTuple):
         if self.sysroot is not None:
             return f"sysroot {self.sysroot}"
         return "this host"
+
+
+THIS_HOST = HostSource()  # neither a sysroot nor a demo: the live host

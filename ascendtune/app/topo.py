@@ -1,14 +1,50 @@
-"""`topo`: the host model as a document, and the warnings an operator must read."""
+"""`topo`: the host model as a report and its document, and the warnings an operator must read."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ascendtune.app.source import THIS_HOST, HostSource
 from ascendtune.core import vendors
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import TopoBody
+    from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
+
+
+class TopoOptions(NamedTuple):
+    """`topo`: which host to show."""
+
+    source: HostSource = THIS_HOST
+
+
+class TopoReport(NamedTuple):
+    """The host as read, and which host it is."""
+
+    host: Host
+    identity: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
+
+
+def run(opts: TopoOptions) -> TopoReport:
+    """`topo`: read the host opts.source names."""
+    from ascendtune.app.hosts import load
+
+    got = load(opts.source)
+    return TopoReport(got.host, got.identity)
+
+
+def document(report: TopoReport) -> dict[str, Any]:
+    """`topo --json` without schema_version (the printer adds it)."""
+    return topo_document(report.host, report.identity)
 
 
 def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -44,7 +80,8 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
             {
                 "vendor": a.vendor.value,
                 "logical_id": a.logical_id,
-                "npu_id": a.npu_id,
+                "card_id": a.npu_id,
+                "npu_id": a.npu_id,  # card_id's old name, for one schema version
                 "chip_id": a.chip_id,
                 "name": a.name,
                 "bus_id": a.bus_id,
@@ -62,7 +99,8 @@ def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[st
         "links": vendors.links_json(host.links),
         "processes": [
             {
-                "npu_id": p.npu_id,
+                "card_id": p.npu_id,
+                "npu_id": p.npu_id,  # card_id's old name, for one schema version
                 "chip_id": p.chip_id,
                 "pid": p.pid,
                 "name": p.name,

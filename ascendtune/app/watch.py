@@ -1,15 +1,13 @@
-"""`watch` as the application sees it: what to watch (targets from --pid with --cpus or a plan),
-one sample of a given length, and the JSON document of a report.
-
-Worker discovery will hand in its own list of WatchTarget (pid, device, plan CPUs); everything
-below takes such a list.
+"""`watch` as the application sees it: what to watch (targets from --pid with --cpus or a plan,
+or every worker), a session that samples them, one sample of a given length, and the JSON
+document of a report.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.core.bindplan import target_from_plan
@@ -20,7 +18,19 @@ from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, W
 if TYPE_CHECKING:
     from ascendtune.app.documents import WatchDocument
 
-SCHEMA_VERSION = 1
+
+class WatchOptions(NamedTuple):
+    """`watch`: the processes (`pids`, or every worker of this host), what each should run on
+    (`cpus`, a rank of `plan_file`, or of this host's plan under `policy`), and the interval."""
+
+    pids: tuple[int, ...] = ()
+    workers: bool = False
+    cpus: str | None = None
+    plan_file: str | None = None
+    ranks: tuple[int, ...] = ()
+    policy: str | None = None
+    target: str = "auto"
+    interval_s: float = 1.0
 
 
 class ProcSampler(Protocol):
@@ -275,12 +285,11 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
     return doc
 
 
-def watch_document(report: WatchReport) -> dict[str, Any]:
-    """The `watch --json` document (SPEC section 3 style: schema_version first, cpulists)."""
+def document(report: WatchReport) -> dict[str, Any]:
+    """`watch --json` without schema_version (the printer adds it)."""
     from ascendtune.app.documents import plain
 
     doc: WatchDocument = {
-        "schema_version": SCHEMA_VERSION,
         "interval_s": report.interval_s,
         "elapsed_s": round(report.elapsed_s, 3),
         "samples": report.samples,
@@ -288,6 +297,62 @@ def watch_document(report: WatchReport) -> dict[str, Any]:
         "workers": [_worker_doc(w) for w in report.workers],
     }
     return plain(doc)
+
+
+def start(opts: WatchOptions, sampler: ProcSampler | None = None) -> Session:
+    """`watch`: the targets opts names, checked, and a session that has taken its first sample
+    (sampler: this machine's /proc unless given)."""
+    if opts.workers and opts.pids:
+        raise UsageError("give --workers or --pid PID, not both")
+    if opts.workers and (opts.cpus is not None or opts.ranks):
+        raise UsageError("--workers takes each worker's rank from the plan: drop --cpus/--rank")
+    if not opts.pids and not opts.workers:
+        raise UsageError("say what to watch: --pid PID (repeat for several processes) or --workers")
+    sampler = sampler or live_sampler()
+    if opts.policy is not None and (opts.plan_file is not None or opts.cpus is not None):
+        raise UsageError("give one of --plan FILE, --policy P or --cpus LIST")
+    plan_doc: Any = None
+    plan_source = ""
+    if opts.plan_file is not None:
+        from pathlib import Path
+
+        from ascendtune.app.bind import read_plan_file
+
+        plan_doc, plan_source = read_plan_file(Path(opts.plan_file)), opts.plan_file
+    if opts.policy is not None:
+        from ascendtune.app.plan import check_policy
+
+        check_policy(opts.policy)
+        plan_doc, plan_source = live_plan_document(
+            PlanOptions(policy=opts.policy, target=opts.target)
+        )
+    if opts.workers:
+        targets = worker_targets(
+            plan_doc, plan_source, online=sampler.online_cpus(), node_map=sampler.node_map()
+        )
+    else:
+        targets = targets_for(
+            list(opts.pids),
+            cpus=opts.cpus,
+            plan_doc=plan_doc,
+            plan_source=plan_source,
+            ranks=list(opts.ranks),
+            online=sampler.online_cpus(),
+            node_map=sampler.node_map(),
+        )
+    check_targets(targets, sampler)
+    return Session(targets, sampler, interval_s=opts.interval_s, ignore_pids=own_pids())
+
+
+def run(
+    opts: WatchOptions,
+    sampler: ProcSampler | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WatchReport:
+    """`watch --once`: one sample of length opts.interval_s."""
+    session = start(opts, sampler)
+    sleep(opts.interval_s)
+    return session.step()
 
 
 def live_sampler() -> ProcSampler:

@@ -122,7 +122,6 @@ class WorkersReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
             "root": self.root,
             "source": self.source,
             "dry_run": self.dry_run,
@@ -169,7 +168,7 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
 
     version = None
     try:
-        version = resolve_version(host, opts.plan.target, root)[0].name
+        version = resolve_version(host, opts.plan.target, root).entry.name
     except AscendtuneError:
         version = None
     if opts.plan_file is not None:

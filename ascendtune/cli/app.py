@@ -1,8 +1,9 @@
-"""The Typer application: global options and the command registry.
+"""The Typer application: global options and the lazy command group.
 
-Commands are built lazily: root `--help` and command-name completion come from a static table,
-and only the invoked command's module is imported. Command modules import only typer and the
-core at module level; heavy modules (psutil, pyudev, torch_npu) are imported inside the commands.
+Commands are built lazily: root `--help` and command-name completion come from the command
+table (`ascendtune.cli.commands`), and only the invoked command's module is imported. Command
+modules import only typer and the core at module level; heavy modules (psutil, pyudev,
+torch_npu) are imported inside the commands.
 """
 
 from __future__ import annotations
@@ -15,75 +16,13 @@ import typer
 from typer.core import TyperGroup
 
 from ascendtune import __version__
+from ascendtune.cli.commands import COMMANDS
 from ascendtune.cli.common import State, demo_flag_default
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from typer._click import Command, Context
-
-# Every command: name -> (module whose register() adds it, its first sentence for root --help).
-# Root help and command-name completion read this table, so they import no command module; only
-# the invoked command's module is imported and turned into a click command
-# (tests/test_lazy_commands.py keeps the summaries equal to the commands' own).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "topo": (
-        "ascendtune.cli.topo",
-        "Show accelerators, links, NUMA nodes, and the cpuset beside each device's CPU affinity.",
-    ),
-    "plan": (
-        "ascendtune.cli.plan",
-        "Compute per-rank CPU affinity: exactly as vLLM-Ascend would bind, or a better policy.",
-    ),
-    "bind": (
-        "ascendtune.cli.bind",
-        "Bind every thread of a running process (--pid) to one rank's CPUs, verified, or start a "
-        "command already bound (`ascendtune bind --rank 0 -- vllm serve ...`).",
-    ),
-    "check-config": (
-        "ascendtune.cli.check_config",
-        "Validate a vLLM-Ascend --additional-config JSON against the rules of one vLLM-Ascend "
-        "version: what makes it refuse to start (error), what it silently changes or ignores "
-        "(warning), what depends on the host or deployment (info).",
-    ),
-    "doctor": (
-        "ascendtune.cli.doctor",
-        "Check this host for inference (governor, NUMA balancing, swap, THP, irqbalance, cpuset, "
-        "capabilities, tools) and audit how running NPU workers are bound.",
-    ),
-    "snapshot": (
-        "ascendtune.cli.snapshot",
-        "Capture everything ascendtune reads from this host into DIR (or DIR.tar.gz).",
-    ),
-    "watch": (
-        "ascendtune.cli.watch",
-        "See where each thread of a process really runs: CPUs, migrations, context switches, "
-        "time off the plan and off the device's node, noisy neighbours, memory per node.",
-    ),
-    "log": (
-        "ascendtune.cli.log",
-        "Per rank: whether CPU binding ran, the plan it printed, or why it failed; the config "
-        "checked.",
-    ),
-    "explain": (
-        "ascendtune.cli.explain",
-        "Explain a vLLM-Ascend --additional-config KEY (dotted for nested keys): host or device "
-        "side, when it acts, its type and default on every known version, what it interacts with "
-        "(the rules check-config applies), how to see that it took effect, and how it fails.",
-    ),
-    "fleet": (
-        "ascendtune.cli.fleet",
-        "The same answers for every node of a Ray cluster, or for a folder of snapshots: nodes "
-        "grouped by topology, what differs from the majority.",
-    ),
-}
-
-
-def _summary(doc: str) -> str:
-    """A command's first sentence, whole: click would cut it at about 45 characters."""
-    para = " ".join(doc.strip().split("\n\n", 1)[0].split())
-    end = para.find(". ")
-    return para if end < 0 else para[: end + 1]
 
 
 def build_command(name: str) -> Command:
@@ -92,7 +31,7 @@ def build_command(name: str) -> Command:
 
     from typer.main import get_command_from_info
 
-    module = importlib.import_module(COMMANDS[name][0])
+    module = importlib.import_module(COMMANDS[name].module)
     scratch = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
     module.register(scratch)
     group = next((g for g in scratch.registered_groups if g.name == name), None)
@@ -103,9 +42,8 @@ def build_command(name: str) -> Command:
             group, pretty_exceptions_short=True, rich_markup_mode=None, suggest_commands=True
         )
     info = next(i for i in scratch.registered_commands if i.name == name)
-    doc = info.help or (info.callback.__doc__ if info.callback is not None else None)
-    if info.short_help is None and isinstance(doc, str):
-        info.short_help = _summary(doc)
+    if info.short_help is None:  # whole: click would cut it at about 45 characters
+        info.short_help = COMMANDS[name].summary
     return get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
 
 
@@ -146,7 +84,7 @@ class LazyGroup(TyperGroup):
         self.commands = _LazyCommands()
 
     def format_commands(self, ctx: Context, formatter: Any) -> None:
-        rows = [(name, summary) for name, (_, summary) in COMMANDS.items()]
+        rows = [(name, c.summary) for name, c in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -155,8 +93,8 @@ class LazyGroup(TyperGroup):
         from typer._click.shell_completion import CompletionItem
 
         results = [
-            CompletionItem(name, help=summary)
-            for name, (_, summary) in COMMANDS.items()
+            CompletionItem(name, help=c.summary)
+            for name, c in COMMANDS.items()
             if name.startswith(incomplete)
         ]
         results.extend(ClickCommand.shell_complete(self, ctx, incomplete))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     DemoOpt,
     JsonOpt,
@@ -34,6 +35,7 @@ from ascendtune.cli.planopts import (
     plan_options,
 )
 from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
     from ascendtune.app.options import HostSource, PlanOptions
@@ -47,6 +49,7 @@ DEFAULT_POLICY = "auto"
 def register(app: typer.Typer) -> None:
     @app.command(
         "bind",
+        help=describe("bind"),
         context_settings={"allow_interspersed_args": False},
         epilog=(
             "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
@@ -174,8 +177,6 @@ def register(app: typer.Typer) -> None:
         spill: SpillOpt = False,
         version: TargetOpt = "auto",
     ) -> None:
-        """Bind every thread of a running process (--pid) to one rank's CPUs, verified, or
-        start a command already bound (`ascendtune bind --rank 0 -- vllm serve ...`)."""
         from ascendtune.app import bind as app_bind
         from ascendtune.app.options import HostSource
 
@@ -377,7 +378,7 @@ def _watch_workers(args: BindArgs) -> None:
         on_event=on_event,
     )
     if args.json_out:
-        sys.stdout.write(json.dumps({"schema_version": 1, "watch": summary.to_json()}) + "\n")
+        sys.stdout.write(json.dumps(versioned({"watch": summary.to_json()})) + "\n")
     if summary.failures:
         from ascendtune.core.errors import ProblemsFound
 

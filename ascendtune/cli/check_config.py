@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import JsonOpt, SysrootOpt, handle_errors, pid_option
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ascendtune.app.check_config import CheckConfigReport
     from ascendtune.core.vllm_config.model import Report
 
-HELP = """Validate a vLLM-Ascend --additional-config JSON against the rules of one vLLM-Ascend
-version: what makes it refuse to start (error), what it silently changes or ignores (warning), what
-depends on the host or deployment (info). Give the JSON as CONFIG ('-' reads stdin), --file,
---cmdline (a whole `vllm serve ...` line) or --pid (a running vLLM). Exit 0 when there is no error,
-1 with errors (or warnings under --strict), 2 usage, 3 PID missing or not vLLM, 5 malformed JSON."""
+HELP = """Give the JSON as CONFIG ('-' reads stdin), --file, --cmdline (a whole `vllm serve ...`
+line) or --pid (a running vLLM). Exit 0 when there is no error, 1 with errors (or warnings under
+--strict), 2 usage, 3 PID missing or not vLLM, 5 malformed JSON."""
 
 
 # the parallel sizes and --target as `plan` spells them (-tp/--tensor-parallel-size, --tp, ...)
@@ -25,7 +25,7 @@ from ascendtune.cli.planopts import DpOpt, PpOpt, TargetOpt, TpOpt  # noqa: E402
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check-config", help=HELP)
+    @app.command("check-config", help=describe("check-config", HELP, paragraph=False))
     @handle_errors
     def _cmd(
         config: Annotated[
@@ -117,9 +117,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         sysroot: SysrootOpt = None,
     ) -> None:
-        from ascendtune.app.check_config import CheckConfigOptions, check_config
+        from ascendtune.app import check_config
+        from ascendtune.cli.common import respond
 
-        opts = CheckConfigOptions(
+        opts = check_config.CheckConfigOptions(
             config=_stdin() if config == "-" else config,
             config_source="stdin" if config == "-" else "the config",
             file=file,
@@ -136,20 +137,15 @@ def register(app: typer.Typer) -> None:
             env_file=env_file,
             arch=arch,
             sysroot=sysroot,
+            strict=strict,
         )
-        result = check_config(opts)
-        report = result.report
-        if json_out:
-            from ascendtune.app.check_config import check_config_document
-            from ascendtune.cli.common import print_json
 
-            print_json(check_config_document(result))
-        else:
+        def shown(result: CheckConfigReport) -> None:
             from ascendtune.cli.common import stdout_console
 
-            render(stdout_console(), report, result.rules_source, show_effective)
-        if report.has_errors or (strict and report.has_warnings):
-            raise typer.Exit(1)
+            render(stdout_console(), result.report, result.rules_source, show_effective)
+
+        respond(check_config.run(opts), json_out, check_config.document, shown)
 
 
 def _stdin() -> str:

@@ -6,20 +6,21 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from ascendtune.core.errors import AscendtuneError
+from ascendtune.core.jsondoc import SCHEMA_VERSION, versioned
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ascendtune.app.hosts import Loaded
-    from ascendtune.host.sysroot import Root
+    from ascendtune.app.outcome import Outcome
+    from ascendtune.app.source import HostSource
 
-SCHEMA_VERSION = 1
+R = TypeVar("R", bound="Outcome")
 
 
 class State:
@@ -83,7 +84,9 @@ DemoOpt = Annotated[
         autocompletion=complete_demo,
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts (schema_version 1).")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help=f"Print JSON for scripts (schema_version {SCHEMA_VERSION}).")
+]
 
 DEFAULT_DEMO = "atlas-800i-a2"
 
@@ -194,30 +197,46 @@ def _inert_console_class() -> type[Console]:
     return InertConsole
 
 
-def print_json(doc: dict[str, Any]) -> None:
-    body = {"schema_version": SCHEMA_VERSION, **doc}
-    sys.stdout.write(json.dumps(body, indent=2, sort_keys=False) + "\n")
+def print_json(doc: Mapping[str, Any]) -> None:
+    """The one printer of `--json` documents: schema_version first, then the document."""
+    sys.stdout.write(json.dumps(versioned(doc), indent=2, sort_keys=False) + "\n")
 
 
-def open_root(sysroot: str | None, demo: str | None) -> Root:
-    """The root a read command looks through; `--demo list` prints the demos and exits."""
+def respond(
+    report: R,
+    json_out: bool,
+    document: Callable[[R], Mapping[str, Any]],
+    render: Callable[[R], None],
+) -> None:
+    """How every command ends: the report's document (`--json`) or its rendering, then the
+    exit status the report says (conclude)."""
+    if json_out:
+        print_json(document(report))
+    else:
+        render(report)
+    conclude(report)
+
+
+def conclude(report: Outcome) -> None:
+    """The exit status from the report alone: its error's line on stderr when it ends with one,
+    then its exit code (0 returns)."""
+    error = report.error
+    if error is not None:
+        raise fail(error)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+def host_source(sysroot: str | None, demo: str | None) -> HostSource:
+    """The host a read command looks at; `--demo list` prints the demos and exits."""
     from ascendtune.app.hosts import demo_names
-    from ascendtune.app.hosts import open_root as _open
     from ascendtune.app.source import HostSource
 
     if demo == "list" and sysroot is None:
         for name, about in demo_names():
             print(f"{name:20} {about}")
         raise typer.Exit(0)
-    return _open(HostSource(sysroot=sysroot, demo=demo))
-
-
-def load_host(sysroot: str | None, demo: str | None) -> Loaded:
-    """The host a read command shows: root, model and identity."""
-    from ascendtune.app.hosts import Loaded, identity, read_host
-
-    root = open_root(sysroot, demo)
-    return Loaded(root, read_host(root), identity(root))
+    return HostSource(sysroot=sysroot, demo=demo)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

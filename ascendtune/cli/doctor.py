@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ascendtune.app.doctor import SECTION_NAMES
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
 from ascendtune.cli.planopts import (
     NoIrqReserveOpt,
     PolicyOpt,
@@ -118,6 +119,7 @@ def render(report: DoctorReport) -> None:
 def register(app: typer.Typer) -> None:
     @app.command(
         "doctor",
+        help=describe("doctor", "Read-only.", paragraph=False),
         epilog="Exit status: 0 nothing failed; 1 a check failed; 2 usage; 3 sysroot missing.",
     )
     @handle_errors
@@ -141,23 +143,12 @@ def register(app: typer.Typer) -> None:
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
     ) -> None:
-        """Check this host for inference (governor, NUMA balancing, swap, THP, irqbalance,
-        cpuset, capabilities, tools) and audit how running NPU workers are bound. Read-only."""
-        from ascendtune.app.doctor import doctor, doctor_document, sections_of
-        from ascendtune.app.options import DoctorOptions
-        from ascendtune.cli.common import open_root
+        from ascendtune.app import doctor
+        from ascendtune.cli.common import host_source, respond
 
-        opts = DoctorOptions(
-            sections=sections_of(section),
+        opts = doctor.DoctorOptions(
+            sections=doctor.sections_of(section),
             plan=plan_options(**locals()),
+            source=host_source(sysroot, demo),
         )
-        from ascendtune.app.plan import check_policy
-
-        check_policy(policy)
-        report = doctor(open_root(sysroot, demo), opts)
-        if json_out:
-            print_json(doctor_document(report))
-        else:
-            render(report)
-        if report.exit_code:
-            raise typer.Exit(report.exit_code)
+        respond(doctor.run(opts), json_out, doctor.document, render)

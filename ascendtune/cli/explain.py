@@ -3,16 +3,16 @@ every key by concern, or (`explain binding`) the steps of vLLM-Ascend's binding 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     DemoOpt,
     JsonOpt,
     SysrootOpt,
     handle_errors,
-    print_json,
     rank_option,
 )
 from ascendtune.cli.planopts import (
@@ -31,12 +31,14 @@ from ascendtune.cli.planopts import (
     plan_options,
 )
 
-HELP = """Explain a vLLM-Ascend --additional-config KEY (dotted for nested keys): host or device
-side, when it acts, its type and default on every known version, what it interacts with (the
-rules check-config applies), how to see that it took effect, and how it fails. Without KEY: every
-key of --target grouped by concern (--search WORD filters; --markdown prints the reference page).
-`explain binding [--rank R]` walks through the steps vLLM-Ascend's CPU binding takes for rank R on
-this host (or --demo / --sysroot), each with its input and result, then where numa-local departs."""
+if TYPE_CHECKING:
+    from ascendtune.app.explain import ExplainReport
+
+HELP = """Without KEY: every key of --target grouped by concern (--search WORD filters;
+--markdown prints the reference page). `explain binding [--rank R]` walks through the steps
+vLLM-Ascend's CPU binding takes for rank R on this host (or --demo / --sysroot), each with its
+input and result, then where numa-local departs. `explain versions` lists every version --target
+takes, with its binding and its default."""
 
 
 def _render_key(doc: dict[str, Any], target: str | None) -> None:
@@ -53,21 +55,19 @@ def _render_key(doc: dict[str, Any], target: str | None) -> None:
         _out(con, doc["detail"])
     _out(con)
     _out(con, "versions:")
+    # consecutive versions that treat the key alike share a line
+    groups: list[tuple[list[str], str]] = []
     for name, row in doc["versions"].items():
-        mark = "*" if name == target else " "
-        if row["present"] or row["status"] == "elsewhere":
-            text = f"{row['status']}, {row.get('type', '?')}, default {_show(row['default'])}"
-            if row.get("choices") is not None:
-                text += f", one of {_show(row['choices'])}"
-            if row.get("env"):
-                text += f", else ${row['env']}"
-            if row.get("default_from"):
-                text += f" (defaults to {row['default_from']})"
+        text = _row_text(row)
+        if groups and groups[-1][1] == text:
+            groups[-1][0].append(name)
         else:
-            text = row["status"]
-        if row.get("note"):
-            text += f": {row['note']}"
-        _out(con, f" {mark} {name:14} {text}")
+            groups.append(([name], text))
+    labels = [g[0] if len(g) == 1 else f"{g[0]} … {g[-1]}" for g, _ in groups]
+    width = max(map(len, labels), default=0)
+    for (names, text), label in zip(groups, labels, strict=True):
+        mark = "*" if target in names else " "
+        _out(con, f" {mark} {label:{width}}  {text}")
     if doc["interactions"]:
         _out(con)
         _out(con, "interactions:")
@@ -91,13 +91,31 @@ def _render_key(doc: dict[str, Any], target: str | None) -> None:
             _out(con, f"  - {f}")
 
 
+def _row_text(row: dict[str, Any]) -> str:
+    if row["present"] or row["status"] == "elsewhere":
+        text = f"{row['status']}, {row.get('type', '?')}, default {_show(row['default'])}"
+        if row.get("choices") is not None:
+            text += f", one of {_show(row['choices'])}"
+        if row.get("env"):
+            text += f", else ${row['env']}"
+        if row.get("default_from"):
+            text += f" (defaults to {row['default_from']})"
+    else:
+        text = row["status"]
+    if row.get("note"):
+        text += f": {row['note']}"
+    return str(text)
+
+
 def _out(con: Any, text: str = "") -> None:
     # log lines and rule codes are in brackets: print them as text, not as Rich markup
     con.print(text, markup=False, soft_wrap=True)
 
 
 def _where(versions: list[str], every: list[str]) -> str:
-    return "" if versions == every else f" (on {', '.join(versions)})"
+    from ascendtune.core.vllm_ascend import spans
+
+    return "" if versions == every else f" (on {spans(versions)})"
 
 
 def _show(v: Any) -> str:
@@ -154,14 +172,38 @@ def _render_binding(doc: dict[str, Any]) -> None:
             _out(con, f"- {d}")
 
 
+def _render_versions(doc: dict[str, Any]) -> None:
+    from ascendtune.cli.cells import fitted_table, show
+    from ascendtune.cli.common import stdout_console
+
+    rows = []
+    for v in doc["versions"]:
+        if v["binding_impl"] is None:
+            binding, default = "none", "-"
+        else:
+            binding, default = v["binding_impl"], "on" if v["binding_default"] else "off"
+            if v["binding_impl_evidence"] == "inferred":
+                binding += " (inferred)"
+        npu = v["npu_of_rank"] or "-"
+        runs = v["binding_runs"] or "-"
+        rows.append([v["name"], v["released"] or "", v["vllm"], binding, default, runs, npu])
+    con = stdout_console()
+    head = ("version", "released", "vLLM", "cpu_binding.py", "default", "runs", "rank -> NPU")
+    show(con, fitted_table(con, "vLLM-Ascend versions", head, rows))
+    _out(
+        con, f"newest: {doc['newest']}; `--target NAME` takes a name or a package version (0.18.0)"
+    )
+    _out(con, "cpu_binding.py: git blob of the release's file (none: it ships no CPU binding)")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("explain", help=HELP)
+    @app.command("explain", help=describe("explain", HELP, paragraph=False))
     @handle_errors
     def explain_cmd(
         key: Annotated[
             str | None,
             typer.Argument(
-                help="An additional-config key (dotted for nested keys), or `binding`.",
+                help="An additional-config key (dotted for nested keys), `binding` or `versions`.",
                 metavar="KEY",
                 show_default=False,
             ),
@@ -192,31 +234,38 @@ def register(app: typer.Typer) -> None:
         demo: DemoOpt = None,
     ) -> None:
         from ascendtune.app import explain as app_explain
+        from ascendtune.cli.common import host_source, respond
 
         if markdown:
             print(app_explain.markdown(), end="")
             return
-        if key == app_explain.BINDING:
-            from ascendtune.cli.common import load_host
+        if key == app_explain.VERSIONS:
+            from ascendtune.cli.common import print_json
 
-            got = load_host(sysroot, demo)
-            opts = plan_options(**locals())
-            report = app_explain.binding(got.host, opts, rank, got.root)
-            doc = app_explain.binding_document(report, got.identity)
+            doc = app_explain.versions_document()
             if json_out:
                 print_json(doc)
             else:
+                _render_versions(doc)
+            return
+        from ascendtune.app.source import HostSource
+
+        binding = key == app_explain.BINDING
+        opts = app_explain.ExplainOptions(
+            key=key,
+            search=search,
+            rank=rank,
+            source=host_source(sysroot, demo) if binding else HostSource(sysroot, demo),
+            plan=plan_options(**locals()),
+        )
+
+        def shown(report: ExplainReport) -> None:
+            doc = app_explain.document(report)
+            if isinstance(report, app_explain.BindingReport):
                 _render_binding(doc)
-            return
-        if key is None:
-            listing = app_explain.listing_document(target, search)
-            if json_out:
-                print_json(listing)
+            elif isinstance(report, app_explain.ListingReport):
+                _render_listing(doc)
             else:
-                _render_listing(listing)
-            return
-        one = app_explain.key_document(key)
-        if json_out:
-            print_json(one)
-        else:
-            _render_key(one, None if target == "auto" else app_explain.resolve_target(target))
+                _render_key(doc, None if target == "auto" else app_explain.resolve_target(target))
+
+        respond(app_explain.run(opts), json_out, app_explain.document, shown)

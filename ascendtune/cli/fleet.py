@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ascendtune.cli.common import JsonOpt, handle_errors, print_json
+from ascendtune.cli.commands import COMMANDS, describe
+from ascendtune.cli.common import JsonOpt, handle_errors
 from ascendtune.cli.planopts import PolicyOpt, TargetOpt, plan_options
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def render(report: FleetReport) -> None:
     from ascendtune.cli.common import stdout_console
 
     res = report.result
-    doc = report.document
+    doc = report.body
     con = stdout_console()
     group_no = {g.name: str(i) for i, g in enumerate(res.groups, 1)}
     for g in res.groups:
@@ -148,15 +149,6 @@ def _matrix(con: Any, res: Any) -> None:
     con.print(t)
 
 
-def _emit(report: FleetReport, json_out: bool) -> None:
-    if json_out:
-        print_json(report.document)
-    else:
-        render(report)
-    if report.exit_code:
-        raise typer.Exit(report.exit_code)
-
-
 def _nodes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v.strip() for raw in values or [] for v in raw.split(",") if v.strip())
 
@@ -171,9 +163,10 @@ def _gather(
     json_out: bool,
     **plan: Any,
 ) -> None:
-    from ascendtune.app.fleet import FleetOptions, gather
+    from ascendtune.app import fleet
+    from ascendtune.cli.common import respond
 
-    opts = FleetOptions(
+    opts = fleet.FleetOptions(
         view=view,
         ray_address=address,
         timeout=timeout,
@@ -182,7 +175,7 @@ def _gather(
         ship=not no_ship,
         plan=plan_options(**plan),
     )
-    _emit(gather(opts), json_out)
+    respond(fleet.run(opts), json_out, fleet.document, render)
 
 
 def _gather_command(fleet: typer.Typer, view: str, doc: str, *, planned: bool = False) -> None:
@@ -200,9 +193,6 @@ def _gather_command(fleet: typer.Typer, view: str, doc: str, *, planned: bool = 
             target: TargetOpt = "auto",
             json_out: JsonOpt = False,
         ) -> None:
-            from ascendtune.app.plan import check_policy
-
-            check_policy(policy)
             _gather(
                 view,
                 ray_address,
@@ -232,11 +222,11 @@ def _gather_command(fleet: typer.Typer, view: str, doc: str, *, planned: bool = 
 
 
 def register(app: typer.Typer) -> None:
-    summary = (
-        "The same answers for every node of a Ray cluster, or for a folder of snapshots: "
-        "nodes grouped by topology, what differs from the majority."
+    fleet = typer.Typer(
+        help=describe("fleet", "Read-only.", paragraph=False),
+        short_help=COMMANDS["fleet"].summary,
+        no_args_is_help=True,
     )
-    fleet = typer.Typer(help=summary + " Read-only.", short_help=summary, no_args_is_help=True)
 
     _gather_command(
         fleet,
@@ -276,15 +266,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The fleet view over snapshots gathered any other way (Ansible, clush, srun, kubectl);
         needs no Ray."""
-        from ascendtune.app.fleet import compare
-        from ascendtune.app.plan import check_policy
+        from ascendtune.app import fleet
+        from ascendtune.cli.common import respond
 
-        check_policy(policy)
-        if view == "snapshot":
-            from ascendtune.core.errors import UsageError
-
-            raise UsageError("--view snapshot: give doctor, topo or plan")
-        report = compare(paths, view, plan_options(policy=policy, target=target))
-        _emit(report, json_out)
+        opts = fleet.FleetCompareOptions(
+            tuple(paths), view, plan_options(policy=policy, target=target)
+        )
+        respond(fleet.run(opts), json_out, fleet.document, render)
 
     app.add_typer(fleet, name="fleet")

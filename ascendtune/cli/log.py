@@ -6,15 +6,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
+from ascendtune.cli.planopts import complete_target
 
 if TYPE_CHECKING:
-    from ascendtune.app.log import CheckedConfig, Comparison
-    from ascendtune.core.vllm_log import LogReport
+    from ascendtune.app.log import ServerLogReport
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("log")
+    @app.command(
+        "log",
+        help=describe(
+            "log",
+            "Exit 1 when binding failed for some rank. With --sysroot or --demo, the logged pools "
+            "are compared with what ascendtune predicts for that host.",
+        ),
+    )
     @handle_errors
     def log_cmd(
         file: Annotated[
@@ -30,45 +38,28 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--target",
                 help="vLLM-Ascend version whose rules check the logged additional-config "
-                "(default: the version the log names).",
+                "(default: the version the log names); `ascendtune explain versions` lists them.",
                 metavar="VERSION",
+                autocompletion=complete_target,
             ),
         ] = None,
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
     ) -> None:
-        """Per rank: whether CPU binding ran, the plan it printed, or why it failed; the config checked.
+        from ascendtune.app import log
+        from ascendtune.app.source import HostSource
+        from ascendtune.cli.common import respond
 
-        Exit 1 when binding failed for some rank. With --sysroot or --demo, the logged pools are
-        compared with what ascendtune predicts for that host.
-        """
-        from ascendtune.app.log import check_logged_config, compare_logged, log_document, read_log
-
-        if target is not None and target != "auto":
-            from ascendtune.core.vllm_config import version
-
-            version(target)  # an unknown --target fails before the log is read
-        report = read_log(file)
-        checked = check_logged_config(report, None if target in (None, "auto") else target)
-        comparison = compare_logged(report, sysroot, demo) if (sysroot or demo) else None
-        if json_out:
-            print_json(log_document(report, checked_config=checked, comparison=comparison))
-        else:
-            render(report, file, checked, comparison)
-        if report.failed:
-            raise typer.Exit(1)
+        host = HostSource(sysroot, demo) if (sysroot or demo) else None
+        opts = log.LogOptions(path=file, target=target, compare_with=host)
+        respond(log.run(opts), json_out, log.document, render)
 
 
 _MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}
 _BINDING_STYLE = {"bound": "green", "failed": "bold red", "skipped": "yellow", "not seen": "dim"}
 
 
-def render(
-    report: LogReport,
-    source: str,
-    checked: CheckedConfig | None,
-    comparison: Comparison | None,
-) -> None:
+def render(result: ServerLogReport) -> None:
     import functools
 
     from rich.text import Text
@@ -77,9 +68,10 @@ def render(
     from ascendtune.cli.cells import cpus, fitted_table, show
     from ascendtune.cli.common import plain, shown, stdout_console
 
+    report, checked, comparison = result.log, result.checked, result.comparison
     con = stdout_console()
     out = functools.partial(con.print, soft_wrap=True)
-    head = [f"{'stdin' if source == '-' else source}: {report.lines} lines"]
+    head = [f"{result.source}: {report.lines} lines"]
     for key, label in (("vllm", "vLLM"), ("vllm_ascend", "vLLM-Ascend")):
         if key in report.versions:
             head.append(f"{label} {report.versions[key]}")

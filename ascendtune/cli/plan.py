@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ascendtune.app.emit import EMITS
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
 from ascendtune.cli.planopts import (
     BusyOpt,
     CmdlineOpt,
@@ -27,7 +27,7 @@ from ascendtune.cli.planopts import (
 )
 
 if TYPE_CHECKING:
-    from ascendtune.app.plan import CompareReport
+    from ascendtune.app.plan import CompareReport, PlanReport
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan
 
@@ -148,8 +148,14 @@ def _complete_emit(incomplete: str) -> list[str]:
     return complete_emit(incomplete)
 
 
+POLICIES_HELP = """Policies: vllm-ascend is what vLLM-Ascend's enable_cpu_binding does, flaws
+included. numa-local puts each rank on its own device's NUMA node in whole cores, never across a
+node. numa-slice is vLLM-Ascend's global slicing made NUMA-aware (for A3, or hosts without
+topology affinity): the same partition for every process sharing the cpuset."""
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("plan")
+    @app.command("plan", help=describe("plan", POLICIES_HELP))
     @handle_errors
     def plan_cmd(
         policy: Annotated[
@@ -192,60 +198,34 @@ def register(app: typer.Typer) -> None:
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
     ) -> None:
-        """Compute per-rank CPU affinity: exactly as vLLM-Ascend would bind, or a better policy.
-
-        Policies: vllm-ascend is what vLLM-Ascend's enable_cpu_binding does, flaws included.
-        numa-local puts each rank on its own device's NUMA node in whole cores, never across
-        a node. numa-slice is vLLM-Ascend's global slicing made NUMA-aware (for A3, or hosts
-        without topology affinity): the same partition for every process sharing the cpuset.
-        """
         from ascendtune.app import plan as app_plan
-        from ascendtune.app.emit import emit_lines
-        from ascendtune.cli.common import load_host
-        from ascendtune.core.errors import UsageError
+        from ascendtune.cli.common import host_source, respond
 
-        if emit is not None and emit not in EMITS:
-            raise UsageError(f"--emit {emit}: expected one of {', '.join(EMITS)}")
-        app_plan.check_policy(policy, compare=True)
-        got = load_host(sysroot, demo)
-        host = got.host
-        opts = plan_options(**locals())
-        if policy == app_plan.COMPARE:
-            report = app_plan.compare(host, opts, got.root)
-            if json_out:
-                print_json(app_plan.compare_document(report, got.identity))
-            app_plan.require_some_plan(report)
-            if not json_out:
-                _render_compare(report, host, got.identity)
-            return
-        result = app_plan.plan(host, opts, got.root)
-        lines = (
-            emit_lines(
-                result.plan,
-                emit,
-                cmdline=cmdline,
-                bind_args=["--policy", result.plan.policy, *opts.given()],
-            )
-            if emit
-            else None
+        opts = app_plan.PlanCommandOptions(
+            host_source(sysroot, demo), plan_options(**locals()), emit
         )
-        if json_out:
-            doc = app_plan.plan_document(result.plan, got.identity, result.target_reason)
-            if emit and lines is not None:
-                doc["emit"] = {"kind": emit, "lines": lines}
-            print_json(doc)
-            return
-        if lines is not None:
-            from ascendtune.core.text import inert
+        respond(app_plan.run(opts), json_out, app_plan.document, render)
 
-            for line in lines:
-                print(inert(line))
-            return
-        render_plan(result.plan, host, result.target_reason, got.identity)
-        if result.better:
-            from ascendtune.cli.common import shown, stdout_console
 
-            stdout_console().print(shown(result.better))
+def render(report: PlanReport | CompareReport) -> None:
+    """A plan as a table (or the --emit lines), or every policy side by side."""
+    from ascendtune.app.plan import CompareReport
+
+    if isinstance(report, CompareReport):
+        if report.error is None:  # else its line says why, and there is nothing to show
+            _render_compare(report, report.host, report.identity)
+        return
+    if report.emitted is not None:
+        from ascendtune.core.text import inert
+
+        for line in report.emitted.lines:
+            print(inert(line))
+        return
+    render_plan(report.plan, report.host, report.target_reason, report.identity)
+    if report.better:
+        from ascendtune.cli.common import shown, stdout_console
+
+        stdout_console().print(shown(report.better))
 
 
 def _render_compare(

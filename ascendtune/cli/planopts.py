@@ -4,14 +4,13 @@ PlanOptions value the application layer takes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
 from typing import Annotated, Any
 
 import typer
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.app.planchoices import SOC_NAMES, policy_choices, visible_list
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend
 from ascendtune.core.cpulist import parse_cpulist
 from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.policies import POLICY_NAMES
@@ -128,17 +127,21 @@ NoIrqReserveOpt = Annotated[
 ]
 
 
-def _complete_target(incomplete: str) -> list[str]:
-    return [t for t in ("auto", *versions.names()) if t.startswith(incomplete)]
+def complete_target(incomplete: str) -> list[str]:
+    """Completion values of every --target: auto and every registry name."""
+    return [t for t in ("auto", *vllm_ascend.names()) if t.startswith(incomplete)]
 
 
 TARGET_HELP = (
     "vLLM-Ascend version whose behaviour applies: auto (the version a worker on the host runs, "
-    f"else the newest known, {versions.NEWEST}), or one of: {', '.join(versions.names())}."
+    f"else the newest known, {vllm_ascend.NEWEST.name}), a release from "
+    f"{vllm_ascend.ENTRIES[0].name} on (v0.18.0 or 0.18.0) or a main snapshot "
+    f"({', '.join(e.name for e in vllm_ascend.ENTRIES if not e.is_release)}); "
+    "`ascendtune explain versions` lists them."
 )
 TargetOpt = Annotated[
     str,
-    typer.Option("--target", metavar="VERSION", help=TARGET_HELP, autocompletion=_complete_target),
+    typer.Option("--target", metavar="VERSION", help=TARGET_HELP, autocompletion=complete_target),
 ]
 DpOpt = Annotated[
     int | None,
@@ -202,7 +205,7 @@ CmdlineOpt = Annotated[
 ]
 
 
-_PLAN_FIELDS = frozenset(f.name for f in fields(PlanOptions)) - {"env"}
+_PLAN_FIELDS = frozenset(PlanOptions._fields) - {"env"}
 
 
 def plan_options(**given: Any) -> PlanOptions:

@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
+
+if TYPE_CHECKING:
+    from ascendtune.app.snapshot import SnapshotReport
+
+
+def render(report: SnapshotReport) -> None:
+    """What was captured on stderr; the path alone on stdout (for `$(ascendtune snapshot D)`)."""
+    from ascendtune.cli.common import shown, stderr_console
+    from ascendtune.core.text import inert_line
+
+    missing = report.missing
+    stderr_console().print(
+        f"snapshot: {report.files} files, {report.links} links, "
+        f"{report.accelerators} accelerators, {report.cpus_online} CPUs -> "
+        f"{shown(report.path)}"
+        + (f" ({len(missing)} paths absent on this host)" if missing else "")
+    )
+    print(inert_line(report.path))
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("snapshot")
+    @app.command("snapshot", help=describe("snapshot"))
     @handle_errors
     def snapshot_cmd(
         dest: Annotated[
@@ -24,20 +43,8 @@ def register(app: typer.Typer) -> None:
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
     ) -> None:
-        """Capture everything ascendtune reads from this host into DIR (or DIR.tar.gz)."""
-        from ascendtune.app.snapshot import snapshot
-        from ascendtune.cli.common import open_root, shown, stderr_console
-        from ascendtune.core.text import inert_line
+        from ascendtune.app import snapshot
+        from ascendtune.cli.common import host_source, respond
 
-        summary = snapshot(open_root(sysroot, demo), dest, force=force)
-        if json_out:
-            print_json(summary)
-            return
-        missing = summary["missing"]
-        stderr_console().print(
-            f"snapshot: {summary['files']} files, {summary['links']} links, "
-            f"{summary['accelerators']} accelerators, {summary['cpus_online']} CPUs -> "
-            f"{shown(summary['path'])}"
-            + (f" ({len(missing)} paths absent on this host)" if missing else "")
-        )
-        print(inert_line(summary["path"]))
+        opts = snapshot.SnapshotOptions(dest, force, host_source(sysroot, demo))
+        respond(snapshot.run(opts), json_out, snapshot.document, render)

@@ -6,14 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ascendtune.app.topo import topo_document, topo_warnings
-from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors, print_json
+from ascendtune.app.topo import topo_warnings
+from ascendtune.cli.commands import describe
+from ascendtune.cli.common import DemoOpt, JsonOpt, SysrootOpt, handle_errors
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rich.console import Console
 
+    from ascendtune.app.topo import TopoReport
     from ascendtune.core.model import Host
     from ascendtune.core.vendors import VendorProfile
 
@@ -194,17 +196,18 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
         con.print(f"[yellow]![/yellow] {shown(w)}")
 
 
+def _render(report: TopoReport) -> None:
+    render_topo(report.host, report.identity)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("topo")
+    @app.command("topo", help=describe("topo"))
     @handle_errors
     def topo_cmd(
         json_out: JsonOpt = False, sysroot: SysrootOpt = None, demo: DemoOpt = None
     ) -> None:
-        """Show accelerators, links, NUMA nodes, and the cpuset beside each device's CPU affinity."""
-        from ascendtune.cli.common import load_host
+        from ascendtune.app import topo
+        from ascendtune.cli.common import host_source, respond
 
-        got = load_host(sysroot, demo)
-        if json_out:
-            print_json(topo_document(got.host, got.identity))
-        else:
-            render_topo(got.host, got.identity)
+        report = topo.run(topo.TopoOptions(host_source(sysroot, demo)))
+        respond(report, json_out, topo.document, _render)

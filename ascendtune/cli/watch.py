@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     JsonOpt,
     cpus_option,
     handle_errors,
     pid_option,
     plan_file_option,
-    print_json,
     rank_option,
 )
-from ascendtune.cli.planopts import TargetOpt, _complete_policy, plan_options
+from ascendtune.cli.planopts import TargetOpt, _complete_policy
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -151,6 +151,7 @@ def render(
 def register(app: typer.Typer) -> None:
     @app.command(
         "watch",
+        help=describe("watch"),
         epilog=(
             "Exit status: 0 done; 3 no such PID; 5 CPUs not online or a bad plan. Threads that "
             "exit while watched are counted, not errors."
@@ -211,76 +212,39 @@ def register(app: typer.Typer) -> None:
         ] = None,
         json_out: JsonOpt = False,
     ) -> None:
-        """See where each thread of a process really runs: CPUs, migrations, context switches,
-        time off the plan and off the device's node, noisy neighbours, memory per node."""
-        from ascendtune.app.watch import (
-            Session,
-            check_targets,
-            live_sampler,
-            own_pids,
-            targets_for,
-            watch_document,
+        from ascendtune.app import watch
+        from ascendtune.cli.common import respond
+
+        opts = watch.WatchOptions(
+            pids=tuple(pid or ()),
+            workers=workers,
+            cpus=cpus,
+            plan_file=None if plan is None else str(plan),
+            ranks=tuple(rank or ()),
+            policy=policy,
+            target=version,
+            interval_s=interval,
         )
-        from ascendtune.core.errors import UsageError
-
-        if workers and pid:
-            raise UsageError("give --workers or --pid PID, not both")
-        if workers and (cpus is not None or rank):
-            raise UsageError("--workers takes each worker's rank from the plan: drop --cpus/--rank")
-        if not pid and not workers:
-            raise UsageError(
-                "say what to watch: --pid PID (repeat for several processes) or --workers"
-            )
-        sampler = live_sampler()
-        from ascendtune.app.bind import read_plan_file
-
-        if policy is not None and (plan is not None or cpus is not None):
-            raise UsageError("give one of --plan FILE, --policy P or --cpus LIST")
-        plan_doc = read_plan_file(plan) if plan is not None else None
-        plan_source = str(plan) if plan is not None else ""
-        if policy is not None:
-            from ascendtune.app.plan import check_policy
-            from ascendtune.app.watch import live_plan_document
-
-            check_policy(policy)
-            plan_doc, plan_source = live_plan_document(plan_options(policy=policy, target=version))
-        if workers:
-            from ascendtune.app.watch import worker_targets
-
-            targets = worker_targets(
-                plan_doc, plan_source, online=sampler.online_cpus(), node_map=sampler.node_map()
-            )
-        else:
-            targets = targets_for(
-                list(pid or []),
-                cpus=cpus,
-                plan_doc=plan_doc,
-                plan_source=plan_source,
-                ranks=list(rank or []),
-                online=sampler.online_cpus(),
-                node_map=sampler.node_map(),
-            )
-        check_targets(targets, sampler)
-        session = Session(targets, sampler, interval_s=interval, ignore_pids=own_pids())
         if once:
-            time.sleep(interval)
-            report = session.step()
-            if json_out:
-                print_json(watch_document(report))
-            else:
-                from ascendtune.cli.common import stdout_console
-
-                stdout_console().print(render(report, live=False))
+            respond(watch.run(opts), json_out, watch.document, _render_once)
             return
+        session = watch.start(opts)
         if json_out:
             _json_lines(session, interval, count)
         else:
             _live(session, interval, count)
 
 
+def _render_once(report: WatchReport) -> None:
+    from ascendtune.cli.common import stdout_console
+
+    stdout_console().print(render(report, live=False))
+
+
 def _json_lines(session: Any, interval: float, count: int | None) -> None:
     """One compact document per interval, for a script that reads lines."""
-    from ascendtune.app.watch import watch_document
+    from ascendtune.app.watch import document
+    from ascendtune.core.jsondoc import versioned
 
     done = 0
     try:
@@ -288,7 +252,8 @@ def _json_lines(session: Any, interval: float, count: int | None) -> None:
             time.sleep(interval)
             report = session.step()
             done += 1
-            sys.stdout.write(json.dumps(watch_document(report), separators=(",", ":")) + "\n")
+            line = json.dumps(versioned(document(report)), separators=(",", ":"))
+            sys.stdout.write(line + "\n")
             sys.stdout.flush()
             if session.all_exited:
                 break

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
 from ascendtune.core.errors import InvalidInput, ParseError
+from ascendtune.core.jsondoc import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from ascendtune.core.planner.model import RankPlan
@@ -114,9 +115,9 @@ def target_from_plan(doc: Any, rank: int, *, source: str) -> BindTarget:
     if not isinstance(doc, dict):
         raise ParseError("a plan is a JSON object", source=source)
     version = doc.get("schema_version")
-    if version is not None and version != 1:
+    if version is not None and version != SCHEMA_VERSION:
         raise ParseError(
-            f"schema_version {version!r} is not supported (expected 1)",
+            f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})",
             source=source,
             hint="write the plan with this version of `ascendtune plan --json`",
         )
@@ -133,7 +134,9 @@ def target_from_plan(doc: Any, rank: int, *, source: str) -> BindTarget:
         where = f"{source} rank {rank}"
         cpus = _cpus_field(entry.get("cpus"), f"{where} cpus")
         if not cpus:
-            raise InvalidInput(f"{where}: the plan gives this rank no CPU")
+            skipped = entry.get("binding_skipped")
+            why = f" ({skipped})" if isinstance(skipped, str) and skipped else ""
+            raise InvalidInput(f"{where}: the plan gives this rank no CPU{why}")
         roles_raw = entry.get("roles") or {}
         if not isinstance(roles_raw, dict):
             raise ParseError("`roles` is not an object", source=where)

@@ -8,7 +8,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from ascendtune.core import versions as va_versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.errors import UsageError
 from ascendtune.core.vllm_config import explain_data as data
 from ascendtune.core.vllm_config.explain_data import KeyDoc
@@ -105,7 +105,7 @@ class KeyExplanation:
 
 
 def _tables() -> dict[str, Version]:
-    return {name: v.config for name, v in va_versions.VERSIONS.items()}
+    return {name: v.config for name, v in va.VERSIONS.items()}
 
 
 def known_paths() -> list[str]:
@@ -244,7 +244,7 @@ class ListedKey:
 def listing(target: str, search: str | None = None) -> dict[str, list[ListedKey]]:
     """Every key of target's schema grouped by concern (in CONCERNS order); search keeps keys
     whose path, summary or detail holds the word (case-insensitive)."""
-    table = va_versions.get(target).config
+    table = va.get(target).config
     docs = data.by_path()
     groups: dict[str, list[ListedKey]] = {c: [] for c in data.CONCERNS}
     word = search.lower() if search else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ascendtune.core import versions as va_versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import UsageError
 from ascendtune.core.model import Host
@@ -166,7 +166,7 @@ def _busy(trace: VllmTrace, rt: RankTrace) -> Step:
 def _npu(trace: VllmTrace, rt: RankTrace) -> Step:
     rule = (
         "sorted busy list indexed by local rank"
-        if trace.npu_of_rank == va_versions.SORTED_BUSY
+        if trace.npu_of_rank == va.SORTED_BUSY
         else "the device vLLM assigned the rank"
     )
     words = f"{trace.target}: {rule}; rank {rt.rank} gets NPU {rt.logical}'s pool ({rt.how})"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ascendtune.core.bindplan import ROLE_THREADS
 from ascendtune.core.cpulist import CpuSet
+from ascendtune.core.errors import AscendtuneError
 
 NEIGHBOUR_TRACK_CAP = 256  # neighbour threads remembered per worker; the smallest are dropped
 NEIGHBOUR_TOP = 10  # neighbours reported per worker
@@ -120,6 +121,14 @@ class WatchReport:
     elapsed_s: float
     samples: int
     clock_ticks: int
+
+    @property
+    def exit_code(self) -> int:
+        return 0  # what ran where is a view, not a verdict
+
+    @property
+    def error(self) -> AscendtuneError | None:
+        return None
 
 
 @dataclass

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metadata
 from ascendtune.host.roots import Root
+
+if TYPE_CHECKING:
+    from ascendtune.core.vllm_ascend.resolve import Resolved
 
 PROJECT = "vllm_ascend"
 OMNI = "vllm_omni"
@@ -31,8 +34,18 @@ class Detected(NamedTuple):
     pid: int | None = None
 
     @property
-    def entry(self) -> versions.VllmAscendVersion | None:
-        return versions.from_package_version(self.version)
+    def resolved(self) -> Resolved | None:
+        """The registry entry this version is, or stands nearest to (None: not a version)."""
+        return va.package_version(self.version)
+
+
+class TargetChoice(NamedTuple):
+    """The version whose behaviour a command models, and why."""
+
+    entry: va.VllmAscendVersion
+    reason: str  # JSON `target_reason`
+    detected: Detected | None = None
+    inferred: str = ""  # when the entry only stands in for what was found: the inference
 
 
 def _rel(path: str) -> str:
@@ -124,14 +137,13 @@ def detect_paths(root: Root, pid: int) -> list[str]:
     return paths
 
 
-def resolve_target(
-    root: Root, target: str | None, pids: Iterable[int] = ()
-) -> tuple[versions.VllmAscendVersion, str, Detected | None]:
-    """`--target VERSION|auto`: the version entry, why it was chosen (JSON `target_reason`), and
-    what detection found. auto: the first PID whose vllm_ascend is found, else the default
-    python's, else the newest known version."""
+def resolve_target(root: Root, target: str | None, pids: Iterable[int] = ()) -> TargetChoice:
+    """`--target VERSION|auto`: the version entry, why it was chosen (JSON `target_reason`), what
+    detection found, and the inference when the entry only stands in for the version found.
+    auto: the first PID whose vllm_ascend is found, else the default python's, else the newest
+    known version."""
     if target and target != "auto":
-        return versions.get(target), "given with --target", None
+        return TargetChoice(va.get(target), "given with --target")
     found: Detected | None = None
     for pid in pids:
         found = detect_pid(root, pid)
@@ -141,15 +153,19 @@ def resolve_target(
     if found is None:
         found = detect_default(root)
         where = "the default python's site-packages" if found else ""
-    newest = versions.newest()
     if found is None:
-        return newest, "newest known (no vllm_ascend found on this host)", None
-    entry = found.entry
-    if entry is None:
-        return (
-            newest,
-            f"vllm_ascend {found.version} found in {where} is not a version ascendtune knows: "
-            f"newest known ({newest.name})",
-            found,
+        return TargetChoice(va.NEWEST, "newest known (no vllm_ascend found on this host)")
+    said = f"vllm_ascend {found.version} found in {where}"
+    got = found.resolved
+    if got is None:
+        how = (
+            f"{found.version!r} is not a version string ascendtune can order: modelled as the "
+            f"newest known, {va.NEWEST.name}"
         )
-    return entry, f"vllm_ascend {found.version} found in {where}", found
+        return TargetChoice(va.NEWEST, f"{said}; {how}", found, how)
+    if got.exact:
+        return TargetChoice(
+            got.entry, f"{said} ({found.version} {got.how})" if got.how else said, found
+        )
+    how = f"{found.version} {got.how}"
+    return TargetChoice(got.entry, f"{said}; {how}", found, how)

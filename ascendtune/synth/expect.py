@@ -1,6 +1,6 @@
 """The Host a reader should see in a rendered spec, built in memory (no files, no parsing).
 
-tests/test_synth_properties.py checks that `expected_host(spec)` equals
+tests/synth/test_spec_roundtrip.py checks that `expected_host(spec)` equals
 `ascendtune.host.reader.read_host` of the rendered sysroot, so tests and benchmarks may plan
 on the in-memory Host and know it is the one the tool would read. Covered: CPUs, topology,
 caches, nodes, the cpuset, meta.json's arch and hostname, and Ascend NPUs from npu-smi (with

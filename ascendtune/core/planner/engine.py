@@ -8,16 +8,18 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core import policies, vendors
-from ascendtune.core import versions as va_versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import InvalidInput, MissingError, PlanError
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
-from ascendtune.core.planner import numa, torch_modes, vllm_ascend
+from ascendtune.core.planner import impls, numa, torch_modes, vllm_ascend, vllm_numa_split
 from ascendtune.core.planner.findings import explain
 from ascendtune.core.planner.model import (
     A5_CLUSTERS,
     GLOBAL_SLICE,
+    NO_BINDING,
+    NUMA_BALANCED,
     NUMA_LOCAL,
     NUMA_SLICE,
     TOPO_AFFINITY,
@@ -161,10 +163,22 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     if trace is not None:  # the trace records are only built for `explain binding`
         from ascendtune.core.planner.trace import PoolTrace, RankTrace
     host = ctx.host
-    target = req.target or va_versions.get(va_versions.PLANNER_DEFAULT)
+    target = req.target or va.PLANNER_DEFAULT
+    # the version's binding; its allocator is named by b.impl (cpu_binding.py's blob), the seam
+    # where each implementation's own pools plug in (core/planner/impls.py)
     b = target.binding
-    affinity = {d.logical_id: d.tool_affinity for d in ctx.devices if d.tool_affinity is not None}
-    mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity)
+    if not b.ships:
+        return _no_binding(ctx, req, target)
+    impl = impls.of(target)
+    if impl.allocator == impls.NUMA_SPLIT:
+        return vllm_numa_split.plan(
+            ctx.host, ctx.devices, list(ctx.visible), ctx.env_visible, req, target
+        )
+    affinity = vllm_ascend.affinity_read(ctx.devices, host)
+    mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity, impl)
+    irq = impl.irq_cpus(ctx.soc)
+    least = impl.least_pool(ctx.soc)
+    by_npu_id = impl.rank_npu == impls.NPU_ID
     jobs = list(ctx.visible)  # the devices the job drives, in rank order
     world = ctx.world or len(jobs)
     assigned = ctx.dp > 1 or req.device_ids is not None  # vLLM publishes assigned device ids
@@ -174,7 +188,8 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     cache: dict[tuple[int, ...], dict[int, list[int]]] = {}
     hidden: dict[int, tuple[int, ...]] = {}
     if trace is not None:
-        trace.target, trace.npu_of_rank, trace.dp_mode = target.name, b.npu_of_rank, b.dp
+        trace.target, trace.dp_mode = target.name, b.dp
+        trace.npu_of_rank = va.DEVICE_ID if by_npu_id else va.SORTED_BUSY
         trace.mode, trace.mode_notes, trace.soc = mode, list(notes), ctx.soc.value
         trace.all_ids, trace.jobs, trace.env_visible = list(ctx.all_ids), list(jobs), env
         trace.device_ids, trace.busy = req.device_ids, sorted(busy)
@@ -190,15 +205,17 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
                 trace.pools[key] = pt
             if mode == TOPO_AFFINITY:
                 every = vllm_ascend.topo_affinity_pools(
-                    host, ctx.all_ids, running, affinity, ctx.usable, pt
+                    host, ctx.all_ids, running, affinity, ctx.usable, pt, hidden=impl.hidden_npus
                 )
                 cache[key] = every
                 if not hidden:
                     hidden.update({n: tuple(p) for n, p in every.items() if n not in running})
             elif mode == GLOBAL_SLICE:
                 cache[key] = vllm_ascend.global_slice_pools(
-                    ctx.all_ids, running, affinity, ctx.usable, pt
+                    ctx.all_ids, running, affinity, ctx.usable, pt, least=least
                 )
+            elif mode == NUMA_BALANCED:
+                cache[key] = vllm_ascend.numa_balanced_pools(host, running, ctx.usable)
             else:
                 cache[key] = vllm_ascend.a5_cluster_pools(
                     host, ctx.all_ids, running, affinity, ctx.usable
@@ -210,7 +227,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
     for d in range(max(1, len(jobs) // world)):
         engine = jobs[d * world : (d + 1) * world]
         # what ASCEND_RT_VISIBLE_DEVICES holds in this engine's workers
-        if b.dp == va_versions.DP_NARROWED and ctx.dp > 1:
+        if b.dp == va.DP_NARROWED and ctx.dp > 1:
             seen = engine  # vLLM 0.23 narrows it per DP engine
         else:
             seen = list(env) if env is not None else list(ctx.all_ids)
@@ -225,7 +242,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
                     '("Can not get running npu info.")'
                 )
                 logical, how = device, "none: no busy NPU"
-            elif b.npu_of_rank == va_versions.SORTED_BUSY:
+            elif not by_npu_id:
                 how = f"entry {local} (the local rank) of the sorted busy list"
                 if local < len(running):
                     logical = running[local]
@@ -259,44 +276,114 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
                     replace(rp, locality=None, dp_rank=d, local_rank=local, skipped=skipped)
                 )
                 continue
+            if logical not in pools:
+                # a pool-less running NPU (numa_balanced deals too few nodes): KeyError
+                rp = _rank_plan(host, rank, device, logical, [], Roles())
+                why = f"NPU {logical} got no CPU pool (no NUMA node left for it)"
+                ranks.append(replace(rp, locality=None, dp_rank=d, local_rank=local, skipped=why))
+                continue
             pool = pools[logical]
             if device in pools:
                 own[device] = tuple(pools[device])
             if mode == A5_CLUSTERS:
                 roles = Roles(main=tuple(pool))  # no IRQ reservation, no acl/release split on 950
             else:
-                roles = vllm_ascend.split_roles(pool, npu=logical)
+                roles = vllm_ascend.split_roles(pool, npu=logical, irq=irq, least=least)
             rp = _rank_plan(host, rank, device, logical, pool, roles)
-            ranks.append(replace(rp, dp_rank=d, local_rank=local))
+            memory = vllm_ascend.memory_nodes(impl, host, pool, roles, req.engram_offload)
+            ranks.append(replace(rp, dp_rank=d, local_rank=local, memory_nodes=memory))
     if req.reserve:
         notes.append(
             f"--reserve {format_cpulist(req.reserve)} taken out of the cpuset, as if vLLM ran "
             "under a cpuset without them"
         )
-    if not req.irq_reserve and mode != A5_CLUSTERS:
+    if not req.irq_reserve and irq and mode != A5_CLUSTERS:
         notes.append("--no-irq-reserve does not apply: vLLM-Ascend always keeps 2 CPUs for IRQs")
     notes.append(_target_note(target, req.busy is not None))
-    findings = vllm_ascend.version_findings(target, ranks, jobs, env, req.device_ids, ctx.dp, own)
+    findings = _target_findings(req, target)
+    findings += vllm_ascend.version_findings(
+        target, ranks, jobs, env, req.device_ids, ctx.dp, own, by_npu_id=by_npu_id
+    )
+    findings += vllm_ascend.refusals(host, impl)
     return _Result(mode, ranks, notes, hidden, findings, target.name)
+
+
+def _target_findings(req: PlanRequest, target: va.VllmAscendVersion) -> list[Finding]:
+    """What the plan rests on about the version itself: an inferred target, binding off."""
+    out: list[Finding] = []
+    if req.target_inferred:
+        out.append(
+            Finding(
+                "target_inferred",
+                "info",
+                f"vLLM-Ascend {req.target_inferred}",
+                "give --target with the release it was built from if you know it "
+                "(`ascendtune explain versions` lists them)",
+            )
+        )
+    if target.binding.ships and not target.binding.on_by_default:
+        out.append(
+            Finding(
+                "cpu_binding_off_by_default",
+                "info",
+                f"on {target.name} enable_cpu_binding defaults to false: vLLM-Ascend binds no "
+                "CPU unless the server's --additional-config turns it on; the pools shown are "
+                "what it binds when it is on",
+                "with '{\"enable_cpu_binding\": true}' vLLM-Ascend binds these pools; or bind "
+                "with `ascendtune bind --workers`",
+            )
+        )
+    return out
+
+
+def _no_binding(ctx: _Ctx, req: PlanRequest, target: va.VllmAscendVersion) -> _Result:
+    """A version that ships no CPU binding: every rank keeps the whole cpuset."""
+    why = f"vLLM-Ascend {target.name} ships no CPU binding"
+    ranks = []
+    for rank, device in enumerate(ctx.visible):
+        rp = _rank_plan(ctx.host, rank, device, device, [], Roles())
+        ranks.append(replace(rp, locality=None, skipped=why))
+    findings = _target_findings(req, target)
+    findings.append(
+        Finding(
+            "no_cpu_binding",
+            "warning",
+            f"{why} (no cpu_binding.py, no enable_cpu_binding): every worker thread may run on "
+            "any CPU of the cpuset, away from its NPU's NUMA node",
+            "bind with `ascendtune bind --workers` (--policy numa-local), or run a release that "
+            "binds (v0.9.1rc2 on)",
+        )
+    )
+    return _Result(
+        NO_BINDING, ranks, [_target_note(target, False)], findings=findings, target=target.name
+    )
 
 
 def _join(xs: list[int]) -> str:
     return ",".join(map(str, xs))
 
 
-def _target_note(target: va_versions.VllmAscendVersion, busy_given: bool) -> str:
-    how = (
-        "each rank binds the NPU vLLM assigned it (device_id_to_physical_device_id)"
-        if target.binding.npu_of_rank == va_versions.DEVICE_ID
-        else "each rank binds the local-rank-th NPU of the sorted busy list"
-    )
+def _target_note(target: va.VllmAscendVersion, busy_given: bool) -> str:
+    b = target.binding
+    head = f"modelled on vLLM-Ascend {target.name} (vLLM {target.vllm})"
+    if not b.ships:
+        return f"{head}: no CPU binding in this release"
+    if b.npu_of_rank == va.DEVICE_ID:
+        how = "each rank binds the NPU vLLM assigned it (device_id_to_physical_device_id)"
+    elif b.npu_of_rank == va.VISIBLE_INDEX:
+        how = (
+            "each rank binds the local-rank-th entry of ASCEND_RT_VISIBLE_DEVICES as given "
+            "(else of every NPU, sorted)"
+        )
+    else:
+        how = "each rank binds the local-rank-th NPU of the sorted busy list"
     guess = [f.what for f in target.inferred]
     busy = (
         "busy NPUs as given by --busy"
         if busy_given
         else "busy NPUs: npu-smi's process table plus the job's own NPUs"
     )
-    return f"modelled on vLLM-Ascend {target.name} (vLLM {target.vllm}): {how}; {busy}" + (
+    return f"{head}: {how}; {busy}" + (
         f"; resting on inference: {'; '.join(guess)}" if guess else ""
     )
 

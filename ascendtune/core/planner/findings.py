@@ -203,27 +203,6 @@ def _vllm_flaws(host: Host, plan: Plan) -> list[Finding]:
                         ranks=(r.rank,),
                     )
                 )
-    if host.cpus_offline:
-        out.append(
-            Finding(
-                "offline_cpus",
-                "warning",
-                f"CPUs {format_cpulist(host.cpus_offline)} are offline: on ARM, `lscpu -e` prints "
-                "'-' as their node and vLLM-Ascend's binding fails (it only logs a warning)",
-                "bring the CPUs online, or start with enable_cpu_binding: false and bind with "
-                "ascendtune",
-            )
-        )
-    if host.arch and host.arch not in ("aarch64", "arm64") and not host.arch.startswith("arm"):
-        out.append(
-            Finding(
-                "not_arm",
-                "warning",
-                f"this host is {host.arch}: vLLM-Ascend binds CPUs only on ARM, so here it binds "
-                "nothing; apply a plan with `ascendtune bind`",
-                "apply a plan with `ascendtune bind`",
-            )
-        )
     return out
 
 

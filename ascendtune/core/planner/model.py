@@ -11,12 +11,15 @@ from typing import NamedTuple
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Soc
-from ascendtune.core.versions import VllmAscendVersion
+from ascendtune.core.vllm_ascend.registry import VllmAscendVersion
 
 # The rules vLLM-Ascend's binding applies (its own names), and the better policies' modes
 TOPO_AFFINITY = "topo_affinity"
 GLOBAL_SLICE = "global_slice"
 A5_CLUSTERS = "a5_clusters"  # Ascend 950: one 8-core cluster per NPU, no role split
+NUMA_BALANCED = "numa_balanced"  # 0.14-0.15: the busy NPUs dealt to nodes, each node split
+NUMA_SPLIT = "numa_split"  # 0.9.1-0.13.0: each NPU's node (from PCI) split among its NPUs
+NO_BINDING = "no_binding"  # the vLLM-Ascend version ships no CPU binding
 NUMA_LOCAL = "numa_local"
 NUMA_SLICE = "numa_slice"
 
@@ -41,7 +44,12 @@ class PlanRequest(NamedTuple):
     # NPUs with a process in npu-smi's table when binding runs; None: the host's process table
     # (when it lists any) plus the job's own NPUs, which show up after warm-up
     busy: tuple[int, ...] | None = None
-    target: VllmAscendVersion | None = None  # None: versions.PLANNER_DEFAULT
+    target: VllmAscendVersion | None = None  # None: vllm_ascend.PLANNER_DEFAULT
+    # the server runs Engram with CPU offload (0.30 on: the worker then skips page migration)
+    engram_offload: bool = False
+    # the target only stands in for the version found (nearest release below, newer than all):
+    # the inference in words, which the plan reports as a finding
+    target_inferred: str = ""
 
 
 class Roles(NamedTuple):
@@ -72,6 +80,8 @@ class RankPlan:  # a dataclass: cpuset is a cached_property
     dp_rank: int = 0
     local_rank: int | None = None  # the rank inside its DP engine (None: same as rank)
     skipped: str | None = None  # vLLM-Ascend skips binding this rank, and why (then no CPUs)
+    # vllm-ascend: the NUMA nodes migratepages moves the worker's memory to (None: not moved)
+    memory_nodes: tuple[int, ...] | None = None
 
     @property
     def local(self) -> int:

@@ -8,15 +8,21 @@ reproduced on purpose, so a plan predicts the log line a real worker prints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from ascendtune.core import versions
+from ascendtune.core import vllm_ascend as va
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import PlanError
 from ascendtune.core.findings import Finding
-from ascendtune.core.model import Host, Soc
+from ascendtune.core.model import Accelerator, Host, Soc, Vendor
 from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, RankPlan, Roles
 from ascendtune.core.planner.trace import PoolTrace
+
+if TYPE_CHECKING:
+    from ascendtune.core.planner.impls import Impl
+
+impls_POOLS = "pools"  # ascendtune.core.planner.impls.POOLS (imported there from here's model)
 
 MIN_CPUS_PER_NPU = 5  # 2 IRQ + >=1 main + 1 acl + 1 release
 A5_PHYSICAL_CPUS_PER_CLUSTER = 8
@@ -55,16 +61,85 @@ class _NumaMap:
         return sorted(set(pool) | {c for c in self.get(nxt) if c in allowed}), nxt
 
 
-def choose_mode(soc: Soc, affinity: Mapping[int, CpuSet]) -> tuple[str, list[str]]:
-    mode = MODE_OF_SOC.get(soc, TOPO_AFFINITY)
+def affinity_read(devices: Sequence[Accelerator], host: Host) -> dict[int, CpuSet]:
+    """Each NPU's CPU affinity as vLLM-Ascend reads it from `npu-smi info -t topo`: only rows
+    labelled NPU<n>; 910_93 (A3) labels its rows Phy-ID<n>, so there it reads none."""
+    if host.soc_detected == Soc.A3:
+        return {}
+    return {d.logical_id: d.tool_affinity for d in devices if d.tool_affinity is not None}
+
+
+def choose_mode(
+    soc: Soc, affinity: Mapping[int, CpuSet], impl: Impl | None = None
+) -> tuple[str, list[str]]:
+    """The rule impl applies on this SoC family, and a note when it is a fallback."""
+    if impl is None:
+        mode = MODE_OF_SOC.get(soc, TOPO_AFFINITY)
+        mode = GLOBAL_SLICE if mode == TOPO_AFFINITY and not affinity else mode
+        fallback = mode == GLOBAL_SLICE and MODE_OF_SOC.get(soc, TOPO_AFFINITY) == TOPO_AFFINITY
+    else:
+        mode = impl.mode(soc, bool(affinity))
+        fallback = mode != impl.mode(soc, True)
     notes: list[str] = []
-    if mode == TOPO_AFFINITY and not affinity:
+    if fallback and mode == GLOBAL_SLICE:
         notes.append(
             "npu-smi printed no CPU affinity, so vLLM-Ascend falls back to global slicing "
             '(its log: "NPU topo affinity not found. action: fallback to global-slice CPU binding.")'
         )
-        mode = GLOBAL_SLICE
+    elif fallback:
+        notes.append(
+            "npu-smi printed no CPU affinity, so this vLLM-Ascend deals the busy NPUs to the NUMA "
+            "nodes and splits each node among them"
+        )
     return mode, notes
+
+
+def refusals(host: Host, impl: Impl) -> list[Finding]:
+    """What makes impl bind nothing at all on this host, whatever the pools (it only logs)."""
+    out: list[Finding] = []
+    if impl.lscpu_e and host.cpus_offline:
+        out.append(
+            Finding(
+                "offline_cpus",
+                "warning",
+                f"CPUs {format_cpulist(host.cpus_offline)} are offline: on ARM, `lscpu -e` prints "
+                "'-' as their node and vLLM-Ascend's binding fails (it only logs a warning)",
+                "bring the CPUs online, or start with enable_cpu_binding: false and bind with "
+                "ascendtune",
+            )
+        )
+    npus = [a for a in host.accelerators if a.vendor == Vendor.HUAWEI]
+    if (
+        impl.allocator == impls_POOLS
+        and not impl.topo_by_label
+        and host.topo_supported
+        and host.links
+        and host.soc_detected != Soc.A3  # 910_93 labels its rows Phy-ID<n>, which it skips
+        and any(a.tool_affinity is None for a in npus)
+    ):
+        no_cell = sorted(a.logical_id for a in npus if a.tool_affinity is None)
+        out.append(
+            Finding(
+                "binding_refused",
+                "warning",
+                f"npu-smi info -t topo prints no CPU affinity for NPU {_ids(no_cell)}: this "
+                "vLLM-Ascend reads the last cell of every NPU row as a CPU list and fails on the "
+                'link name there ("invalid literal for int()"), so it binds nothing',
+                "upgrade to 0.22.1rc1 or later (it skips such rows), or bind with ascendtune",
+            )
+        )
+    arch = host.arch
+    if impl.arm_only and arch and arch not in ("aarch64", "arm64") and not arch.startswith("arm"):
+        out.append(
+            Finding(
+                "not_arm",
+                "warning",
+                f"this host is {arch}: vLLM-Ascend binds CPUs only on ARM, so here it binds "
+                "nothing; apply a plan with `ascendtune bind`",
+                "apply a plan with `ascendtune bind`",
+            )
+        )
+    return out
 
 
 def topo_affinity_pools(
@@ -74,14 +149,20 @@ def topo_affinity_pools(
     affinity: Mapping[int, CpuSet],
     allowed: CpuSet,
     trace: PoolTrace | None = None,
+    *,
+    hidden: bool = True,
 ) -> dict[int, list[int]]:
-    """The pool of every candidate NPU: the running ones first-class, and the hidden ones whose
-    affinity meets the cpuset (vLLM-Ascend computes theirs too, then keeps the running ones).
-    trace, when given, receives each step's intermediate pools."""
+    """The pool of every candidate NPU: the running ones first-class, and (hidden) the ones
+    not visible whose affinity meets the cpuset (vLLM-Ascend computes theirs too, then keeps
+    the running ones). trace, when given, receives each step's intermediate pools."""
     numa = _NumaMap(host)
     # every logical NPU that is visible, or whose affinity meets this cpuset (hidden NPUs count,
-    # so two services splitting one NUMA pair do not overlap: vLLM-Ascend PR #8792)
-    candidates = [n for n in all_ids if n in running or affinity.get(n, frozenset()) & allowed]
+    # so two services splitting one NUMA pair do not overlap: vLLM-Ascend PR #8792, 0.19.1rc1
+    # on); before that only the running NPUs, in the sorted running list's order
+    if hidden:
+        candidates = [n for n in all_ids if n in running or affinity.get(n, frozenset()) & allowed]
+    else:
+        candidates = list(running)
     pools: dict[int, list[int]] = {}
     for npu in candidates:
         base = sorted(affinity.get(npu, frozenset()) & allowed)
@@ -124,16 +205,18 @@ def global_slice_pools(
     affinity: Mapping[int, CpuSet],
     allowed: CpuSet,
     trace: PoolTrace | None = None,
+    *,
+    least: int = MIN_CPUS_PER_NPU,
 ) -> dict[int, list[int]]:
     cpus = sorted(allowed)
     total = len(all_ids) or len(affinity) or len(running)
     base, extra = divmod(len(cpus), total)
     if trace is not None:
         trace.total, trace.per_npu, trace.extra = total, base, extra
-    if base < MIN_CPUS_PER_NPU:
+    if base < least:
         raise PlanError(
             "Insufficient CPUs for binding with CPU role reservations: global slicing needs "
-            f"{total * MIN_CPUS_PER_NPU} CPUs ({MIN_CPUS_PER_NPU} for each of the host's {total} "
+            f"{total * least} CPUs ({least} for each of the host's {total} "
             f"NPUs, visible or not), found {len(cpus)} in the cpuset, {base} per NPU",
             "vLLM-Ascend raises this and binds nothing; widen the cpuset",
         )
@@ -207,9 +290,58 @@ def a5_cluster_pools(
     return {n: final[n] for n in running}
 
 
-def split_roles(pool: list[int], *, npu: int | None = None, irq: bool = True) -> Roles:
-    """vLLM-Ascend's role split: IRQ = first two, acl = second last, release = last, main = rest."""
-    need = MIN_CPUS_PER_NPU if irq else MIN_CPUS_PER_NPU - 2
+def numa_balanced_pools(host: Host, running: list[int], allowed: CpuSet) -> dict[int, list[int]]:
+    """0.14.0rc1-0.15.0rc1 without topo affinity (and 0.15.0rc1 on A3): the running NPUs dealt
+    in order to the nodes, ceil(NPUs / nodes) per node, each node's allowed CPUs split evenly
+    among its NPUs (the first ones one CPU more); nodes without an allowed CPU are passed over."""
+    numa = _NumaMap(host)
+    per_node = -(-len(running) // len(numa.cpus)) if numa.cpus else 0
+    pools: dict[int, list[int]] = {}
+    index = 0
+    for node in sorted(numa.cpus):
+        cpus = [c for c in numa.cpus[node] if c in allowed]
+        if not cpus:
+            continue
+        here = min(per_node, len(running) - index)
+        if here <= 0:
+            break
+        base, extra = divmod(len(cpus), here)
+        start = 0
+        for i in range(here):
+            end = start + base + (1 if i < extra else 0)
+            pools[running[index]] = cpus[start:end]
+            index += 1
+            start = end
+    return pools
+
+
+def memory_nodes(
+    impl: Impl, host: Host, pool: list[int], roles: Roles, engram_offload: bool
+) -> tuple[int, ...] | None:
+    """Where this implementation's migratepages moves a bound worker's memory: 0.15.0rc1 the
+    acl CPU's node and its pair (n, n^1); 0.16.0rc1 on the node of the pool's first CPU (IRQ
+    CPUs included); 0.30 not at all when Engram offloads to the CPU."""
+    from ascendtune.core.planner import impls
+
+    if impl.memory == impls.MEM_NONE or (impl.migrate_optional and engram_offload) or not pool:
+        return None
+    if impl.memory == impls.MEM_NODE_PAIR:
+        if not roles.acl:
+            return None
+        node = host.node_of(roles.acl[0])
+        if node is None:
+            return None
+        return (node, node + 1 if node % 2 == 0 else node - 1)
+    node = host.node_of(pool[0])
+    return None if node is None else (node,)
+
+
+def split_roles(
+    pool: list[int], *, npu: int | None = None, irq: bool = True, least: int | None = None
+) -> Roles:
+    """vLLM-Ascend's role split: IRQ = first two, acl = second last, release = last, main = rest.
+    least: the smallest pool it accepts (5 with IRQ CPUs, 3 without, 3 on 0.15.0rc1 with)."""
+    need = least if least is not None else MIN_CPUS_PER_NPU if irq else MIN_CPUS_PER_NPU - 2
     if len(pool) < need:
         whose = f"NPU {npu}'s pool" if npu is not None else "the pool"
         raise PlanError(
@@ -233,30 +365,37 @@ def _ids(xs: list[int] | tuple[int, ...]) -> str:
     return ",".join(map(str, xs))
 
 
-def _fixed_lines() -> list[str]:
-    return [
-        v.name for v in versions.VERSIONS.values() if v.binding.npu_of_rank == versions.DEVICE_ID
-    ]
+def _fixed_lines() -> str:
+    """The versions that carry the binding fix, in words: the first release, and main."""
+    fixed = [v for v in va.ENTRIES if v.binding.npu_of_rank == va.DEVICE_ID]
+    first = next(v.name for v in fixed if v.is_release)
+    mains = [v.name for v in fixed if not v.is_release]
+    return f"{first} or later" + (f" ({' or '.join(mains)} on main)" if mains else "")
 
 
 def version_findings(
-    target: versions.VllmAscendVersion,
+    target: va.VllmAscendVersion,
     ranks: list[RankPlan],
     jobs: list[int],
     env: tuple[int, ...] | None,
     device_ids: tuple[int, ...] | None,
     dp: int,
     own: Mapping[int, tuple[int, ...]],
+    *,
+    by_npu_id: bool | None = None,
 ) -> list[Finding]:
-    """The rank/NPU mismatches, DP overlaps, skipped bindings and CANN's ordering rule."""
+    """The rank/NPU mismatches, DP overlaps, skipped bindings and CANN's ordering rule.
+    by_npu_id: the implementation binds the NPU vLLM assigned the rank (None: as the entry says)."""
+    if by_npu_id is None:
+        by_npu_id = target.binding.npu_of_rank == va.DEVICE_ID
     out: list[Finding] = []
     upgrade = (
-        f"upgrade to {' or '.join(_fixed_lines())}, or start vLLM with "
+        f"upgrade to {_fixed_lines()}, or start vLLM with "
         '"enable_cpu_binding": false and bind with `ascendtune bind --workers`'
     )
     fix = (
-        f"fixed by {versions.BINDING_FIX}: upgrade to a line that carries it "
-        f"({', '.join(_fixed_lines())}), or start vLLM with "
+        f"fixed by {va.BINDING_FIX}: upgrade to a line that carries it "
+        f"({_fixed_lines()}), or start vLLM with "
         "--additional-config '{\"enable_cpu_binding\": false}' and bind with "
         "`ascendtune bind --workers`"
     )
@@ -273,7 +412,7 @@ def version_findings(
         )
     bound = [r for r in ranks if r.skipped is None]
     moved = [r for r in bound if r.device != r.logical_id]
-    if dp > 1 and target.binding.dp_overlap:
+    if dp > 1 and not by_npu_id and target.binding.dp == va.DP_RESTART:
         for d in sorted({r.dp_rank for r in moved}):
             mine = [r for r in moved if r.dp_rank == d]
             others = [

@@ -1,7 +1,8 @@
 """Validate a vLLM-Ascend `--additional-config` against the rules of one vLLM-Ascend version.
 
-`versions` holds each version's key table as data, `rules` the cross-key rules, `checker` runs
-both and returns a Report with findings and the effective config; `inputs` parses what users give.
+Each version's key table is data (ascendtune.core.vllm_ascend: the registry entry's `config`),
+`rules` the cross-key rules, `checker` runs both and returns a Report with findings and the
+effective config; `inputs` parses what users give.
 
 The names below are loaded on first use: `plan` reaches `inputs` (a command line's parsing) and
 must not pay for the rule tables (about 7 ms to import).
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ascendtune.core.vllm_config.checker import check, version
     from ascendtune.core.vllm_config.model import Facts, Finding, ModelFacts, Report, Rewrite
-    from ascendtune.core.vllm_config.versions import DEFAULT_TARGET, VERSIONS
 
 _HOME = {
     "check": "checker",
@@ -25,13 +25,9 @@ _HOME = {
     "ModelFacts": "model",
     "Report": "model",
     "Rewrite": "model",
-    "DEFAULT_TARGET": "versions",
-    "VERSIONS": "versions",
 }
 
 __all__ = [
-    "DEFAULT_TARGET",
-    "VERSIONS",
     "Facts",
     "Finding",
     "ModelFacts",

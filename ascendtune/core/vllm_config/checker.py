@@ -11,7 +11,6 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ascendtune.core.errors import UsageError
 from ascendtune.core.vllm_config import rules as rules_mod
 from ascendtune.core.vllm_config.model import Facts, Finding, Report, Severity, show
 from ascendtune.core.vllm_config.schema import (
@@ -26,18 +25,13 @@ from ascendtune.core.vllm_config.schema import (
     lax,
     type_ok,
 )
-from ascendtune.core.vllm_config.versions import DEFAULT_TARGET, VERSIONS
 
 
 def version(target: str | None) -> Version:
-    name = target or DEFAULT_TARGET
-    v = VERSIONS.get(name)
-    if v is None:
-        raise UsageError(
-            f"unknown --target {name!r}",
-            "known targets: " + ", ".join(VERSIONS),
-        )
-    return v
+    """The schema of `--target target` (a registry name or package version; None: the newest)."""
+    from ascendtune.core import vllm_ascend
+
+    return (vllm_ascend.get(target) if target else vllm_ascend.NEWEST).config
 
 
 def check(
@@ -536,9 +530,15 @@ class _Table:
 
 def did_you_mean(ver: Version, path: str, name: str, level: tuple[Key, ...]) -> str:
     """A hint for an unknown key: another version's key, the right place, or a near spelling."""
-    owners = [o.name for o in VERSIONS.values() if o is not ver and o.key(path) is not None]
+    from ascendtune.core import vllm_ascend
+
+    owners = [
+        e.name
+        for e in vllm_ascend.ENTRIES
+        if e.name != ver.name and (o := e.config) is not ver and o.key(path) is not None
+    ]
     if owners:
-        return f"{path} is a key of {', '.join(owners)}, not of {ver.name}: check --target"
+        return f"{path} is a key of {vllm_ascend.spans(owners)}, not of {ver.name}: check --target"
     paths = ver.all_paths()
     elsewhere = [p for p in paths if p.rsplit(".", 1)[-1] == name and p != path]
     if elsewhere:

@@ -173,12 +173,22 @@ DOCS: tuple[KeyDoc, ...] = (
         log=_BOUND_LOG,
         per_version=(
             (
-                "v0.23.0 … v0.26.0rc1, main-2026-08",
+                "v0.9.1rc1, v0.9.2rc1 … v0.11.0rc0",
+                "no CPU binding in the release: the key is not read",
+            ),
+            (
+                "v0.9.1rc2 … v0.14.0rc1",
+                "off by default; up to v0.13.0 the whole process is bound to its NPU's share of "
+                "the NPU's NUMA node (no IRQ, acl or release CPUs), rank r taking entry r of "
+                "ASCEND_RT_VISIBLE_DEVICES",
+            ),
+            (
+                "v0.14.0rc1 … v0.25.1rc1, main-2026-08",
                 "rank r binds the r-th NPU of the sorted busy list, which goes wrong with a "
                 "non-ascending device list or data parallel on vLLM >= 0.24",
             ),
             (
-                "v0.27.1rc1, main-2026-09",
+                "v0.26.0rc1 on, main-2026-09",
                 "rank r binds the NPU vLLM assigned it (device_id_to_physical_device_id)",
             ),
             (

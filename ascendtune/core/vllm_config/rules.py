@@ -3,7 +3,7 @@
 Each rule reads the effective config (defaults filled, earlier rewrites applied) and the facts,
 and reports through the Context: an error where vLLM-Ascend refuses to start, a rewrite where it
 silently changes a value, `needs` where the outcome depends on facts nobody gave. Which rules apply
-to which version, and in what order, is listed in ascendtune.core.vllm_config.versions.
+to which version, and in what order, is listed in each version's table (ascendtune.core.vllm_ascend.tables).
 Sources: vllm_ascend/ascend_config.py (AscendConfig) and vllm_ascend/platform.py
 (NPUPlatform.check_and_update_config), v0.23.0 and main; the docstring names the place.
 """

@@ -1,6 +1,6 @@
 """How a vLLM-Ascend version's additional-config is described: keys, sections, removed keys.
 
-A version is data (ascendtune.core.vllm_config.versions): a tree of `Key`s with type, default and
+A version is data (ascendtune.core.vllm_ascend.tables): a tree of `Key`s with type, default and
 range, the keys it no longer accepts, and the names of the cross-key rules that apply to it.
 `Key.check` records how that version treats a value of the wrong type, because that differs:
 

@@ -3,8 +3,6 @@ covers its workers, and each logged pool compared with the predicted one."""
 
 from __future__ import annotations
 
-import re
-
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.findings import Finding
 from ascendtune.core.planner.model import Plan, PlanRequest
@@ -12,35 +10,41 @@ from ascendtune.core.vllm_log.findings import worker_name
 from ascendtune.core.vllm_log.model import LogReport
 
 
-def _version_tuple(v: str) -> tuple[int, int] | None:
-    m = re.match(r"v?(\d+)\.(\d+)", v.strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def check_target(report: LogReport) -> tuple[str | None, str]:
-    """The known vLLM-Ascend version the log names (the registry in core/versions.py), and why
-    (None: the log names none, or one ascendtune does not know)."""
-    from ascendtune.core import versions
+    """The vLLM-Ascend version the log names (ascendtune.core.vllm_ascend), or the release that
+    pairs with the vLLM it names, and why (None: the log names neither, or a vLLM newer than any
+    release pairs with)."""
+    from ascendtune.core import vllm_ascend
+    from ascendtune.core.vllm_ascend import pep440
 
     raw = report.versions.get("vllm_ascend")
     if raw:
-        entry = versions.from_package_version(raw)
-        if entry is not None:
-            return entry.name, f"the log names vLLM-Ascend {raw}"
+        got = vllm_ascend.package_version(raw)
+        if got is not None:
+            said = f"the log names vLLM-Ascend {raw}"
+            return got.entry.name, f"{said} ({raw} {got.how})" if got.how else said
     vllm = report.versions.get("vllm")
-    if vllm:
-        vt = _version_tuple(vllm)
-        lines = [e for e in versions.VERSIONS.values() if not e.name.startswith("main")]
-        # a release line pairs with one vLLM: the newest line paired with that vLLM
-        paired = [e for e in lines if _version_tuple(e.vllm.lstrip("v")) == vt]
-        if paired:
-            return paired[-1].name, f"the log names vLLM {vllm}, which {paired[-1].name} pairs with"
-        oldest = lines[0]
-        old = _version_tuple(oldest.vllm.lstrip("v"))
-        if vt is not None and old is not None and vt < old:
-            return oldest.name, (
-                f"the log names vLLM {vllm}, older than any line ascendtune knows: "
-                f"{oldest.name} is the oldest"
+    parsed = pep440.parse(vllm) if vllm else None
+    if vllm and parsed is not None:
+        lines = [e for e in vllm_ascend.ENTRIES if e.is_release]
+        release = parsed.key[1]
+
+        def paired(e: vllm_ascend.VllmAscendVersion, n: int) -> bool:
+            p = pep440.parse(e.vllm)
+            return p is not None and p.key[1][:n] == release[:n]
+
+        # a release pairs with one vLLM: the release of the same number, else the newest release
+        # paired with that vLLM, else with its minor version
+        same = [e for e in lines if e.package_versions[0] == parsed.public]
+        for n in (len(release), 2):
+            hits = same or [e for e in lines if paired(e, n)]
+            if hits:
+                return hits[-1].name, f"the log names vLLM {vllm}, which {hits[-1].name} pairs with"
+        oldest = pep440.parse(lines[0].vllm)
+        if oldest is not None and parsed.key < oldest.key:
+            return lines[0].name, (
+                f"the log names vLLM {vllm}, older than any release ascendtune knows pairs with: "
+                f"{lines[0].name} is the oldest"
             )
     if raw or vllm:
         named = f"vLLM-Ascend {raw}" if raw else f"vLLM {vllm}"
@@ -51,7 +55,7 @@ def check_target(report: LogReport) -> tuple[str | None, str]:
 def plan_request(report: LogReport) -> PlanRequest:
     """What to ask the planner so its vllm-ascend prediction covers the logged workers, on the
     version the log names when it is known."""
-    from ascendtune.core import versions
+    from ascendtune.core import vllm_ascend
 
     name, _ = check_target(report)
     visible: list[int] = []
@@ -63,7 +67,7 @@ def plan_request(report: LogReport) -> PlanRequest:
         policy="vllm-ascend",
         visible=tuple(visible) if visible else None,
         visible_source="the log's visible_npus" if visible else "all",
-        target=versions.get(name) if name else None,
+        target=vllm_ascend.get(name) if name else None,
     )
 
 

@@ -1,0 +1,162 @@
+"""vLLM-Ascend's first allocator (0.9.1rc2-0.13.0, `cpu_binding.py` blobs 2cb1e84a and
+280e516e): each visible NPU's NUMA node from PCI, that node's CPUs split evenly among the
+visible NPUs on it, the whole worker process bound to its share. No thread roles, no IRQ
+CPUs, no cpuset awareness: the kernel keeps only the allowed CPUs of what it is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ascendtune.core.cpulist import format_cpulist
+from ascendtune.core.errors import PlanError
+from ascendtune.core.findings import Finding
+from ascendtune.core.model import Accelerator, Host, Soc, Source
+from ascendtune.core.planner.model import NUMA_SPLIT, PlanRequest, RankPlan, Roles
+
+if TYPE_CHECKING:
+    from ascendtune.core.planner.engine import _Result
+    from ascendtune.core.vllm_ascend import VllmAscendVersion
+
+
+def node_count(host: Host) -> int:
+    """What the release reads as the node count: the last digit of lscpu's "NUMA node(s):"
+    line (so 16 nodes read as 6)."""
+    return int(str(len(host.numa_nodes) or 1)[-1])
+
+
+def mcu_rows(host: Host) -> bool:
+    """`npu-smi info -m` lists an Mcu row after each card's chips (910B, 910_93, 310P; not 950).
+    This release keys its map by Chip Logic ID and reads the Mcu row's "-" as 0, so logical id
+    0 ends up naming the last card's Mcu."""
+    return host.soc_detected in (Soc.A2, Soc.A3, Soc.P310)
+
+
+def device_nodes(
+    devices: Sequence[int], by_id: dict[int, Accelerator], host: Host
+) -> tuple[dict[int, int], dict[int, list[int]], str]:
+    """(device -> node, node -> devices in the list's order, how): from each device's PCI
+    NUMA node; when no device has one, the devices dealt in order to the nodes."""
+    dev_node: dict[int, int] = {}
+    node_devs: dict[int, list[int]] = {}
+    for d in devices:
+        if d == 0 and mcu_rows(host):
+            continue  # its -m entry is the last card's Mcu row, whose board has no PCIe address
+        acc = by_id.get(d)
+        node = acc.numa_node if acc is not None and acc.numa_source == Source.SYSFS else None
+        if node is None or node < 0:
+            continue
+        dev_node[d] = node
+        node_devs.setdefault(node, []).append(d)
+    if dev_node:
+        return dev_node, node_devs, "the NPUs' NUMA nodes from PCI (lspci)"
+    k = node_count(host)
+    per, tail = divmod(len(devices), k) if k else (0, 0)
+    start = 0
+    for n in range(k):
+        take = per + (1 if n < tail else 0)
+        node_devs[n] = list(devices[start : start + take])
+        for d in node_devs[n]:
+            dev_node[d] = n
+        start += take
+    return (
+        dev_node,
+        node_devs,
+        "no NPU's NUMA node is known from PCI, so the NPUs are dealt in order to the nodes",
+    )
+
+
+def _node_cpus(host: Host, node: int) -> list[int] | str:
+    """The node's CPUs as the release parses lscpu's "NUMA nodeN CPU(s):" line, or why the
+    parse fails (it accepts only a-b ranges)."""
+    match = [n for n in host.numa_nodes if n.id == node]
+    if not match:
+        return f"lscpu prints no CPU list for NUMA node {node}"
+    cpus = sorted(match[0].cpus & host.cpus_online)
+    text = format_cpulist(cpus)
+    if any("-" not in part for part in text.split(",")):
+        return (
+            f"lscpu prints node {node}'s CPUs as {text or '(nothing)'}, and this release accepts "
+            'only a-b ranges there ("lscpu command output error, please check !")'
+        )
+    return cpus
+
+
+def eligible(host: Host) -> list[int]:
+    """What psutil binds for an empty CPU list: the first a-b range of Cpus_allowed_list as
+    /proc/self/status prints it, else CPUs 0..(online CPUs - 1)."""
+    text = format_cpulist(host.cpus_allowed)
+    first = text.split(",", 1)[0]
+    if host.allowed_from_status and "-" in first:
+        a, b = first.split("-")
+        return list(range(int(a), int(b) + 1))
+    return list(range(len(host.cpus_online)))
+
+
+def plan(
+    host: Host,
+    devices_all: Sequence[Accelerator],
+    jobs: list[int],
+    env: tuple[int, ...] | None,
+    req: PlanRequest,
+    target: VllmAscendVersion,
+) -> _Result:
+    from ascendtune.core.planner.engine import _rank_plan, _Result
+
+    by_id = {d.logical_id: d for d in devices_all}
+    # the visible variable as given, else every logical NPU of `npu-smi info -m`, sorted
+    devices = list(env) if env is not None else sorted(by_id)
+    dev_node, node_devs, how = device_nodes(devices, by_id, host)
+    notes = [
+        f"modelled on vLLM-Ascend {target.name}: the NUMA-split allocator of 0.9.1-0.13.0 "
+        "(the worker calls bind_cpus(local_rank, ratio=1.0)); " + how,
+        "no thread roles: the whole worker process is bound to one CPU set",
+    ]
+    bad = {n: got for n in node_devs if isinstance(got := _node_cpus(host, n), str)}
+    ranks: list[RankPlan] = []
+    findings: list[Finding] = []
+    allowed = host.cpus_allowed & host.cpus_online
+    for rank, device in enumerate(jobs):
+        skipped: str | None = None
+        cpus: list[int] = []
+        cur = devices[rank] if rank < len(devices) else device
+        node = dev_node.get(cur)
+        if bad:
+            skipped = next(iter(bad.values()))
+        elif node is None:
+            skipped = f"NPU {cur} has no NUMA node (its PCI device shows none)"
+        else:
+            shard = sorted(node_devs[node])
+            node_cpus = _node_cpus(host, node)
+            assert not isinstance(node_cpus, str)
+            per = len(node_cpus) // len(shard)
+            idx = shard.index(cur)
+            want = node_cpus[idx * per : (idx + 1) * per]
+            # psutil: an empty list means every CPU; the kernel keeps the allowed ones
+            cpus = sorted(allowed) if not want else sorted(set(want) & allowed)
+            if not cpus:
+                skipped = (
+                    f"its share {format_cpulist(want)} of node {node} lies wholly outside the "
+                    f"cpuset {format_cpulist(host.cpus_allowed)} (sched_setaffinity: EINVAL)"
+                )
+        rp = _rank_plan(host, rank, device, cur, cpus, Roles(main=tuple(cpus)))
+        if skipped is not None:
+            from dataclasses import replace
+
+            rp = replace(rp, locality=None, skipped=skipped)
+            findings.append(
+                Finding(
+                    "binding_skipped",
+                    "warning",
+                    f"on {target.name} rank {rank} drives NPU {device}: {skipped}; vLLM-Ascend "
+                    'skips binding it ("Skip binding cpu.") and its threads run anywhere in the '
+                    "cpuset",
+                    "bind it with `ascendtune bind --workers` once the server is up",
+                    ranks=(rank,),
+                )
+            )
+        ranks.append(rp)
+    if not ranks:
+        raise PlanError("no rank to plan")
+    return _Result(NUMA_SPLIT, ranks, notes, findings=findings, target=target.name)

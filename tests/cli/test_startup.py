@@ -1,0 +1,57 @@
+"""`ascendtune --help` stays light: no psutil, pyudev, torch_npu or ray at start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.modules import modules_after
+
+HEAVY = ("psutil", "pyudev", "torch_npu", "torch", "ray", "rich.table")
+
+
+def test_help_imports_nothing_heavy() -> None:
+    mods = modules_after(["--help"])
+    assert not {m for m in mods if m.split(".")[0] in HEAVY[:5]}, "heavy module imported by --help"
+
+
+def test_fleet_help_and_compare_need_no_ray(tmp_path: Path) -> None:
+    assert "ray" not in {m.split(".")[0] for m in modules_after(["fleet", "--help"])}
+    from tests.support.fleethosts import demo_copy
+
+    paths = [str(demo_copy(tmp_path / n, n)) for n in ("a", "b")]
+    mods = modules_after(["fleet", "compare", *paths, "--json"])
+    assert "ray" not in {m.split(".")[0] for m in mods}
+
+
+def test_topo_demo_needs_no_psutil_or_torch() -> None:
+    mods = modules_after(["topo", "--demo", "atlas-800i-a2", "--json"])
+    assert "psutil" not in mods and "torch_npu" not in mods and "torch" not in mods
+
+
+def test_usage_errors_are_one_line() -> None:
+    for args in (["snapshot"], ["plan", "--bogus"], ["plan", "--ranks", "x"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ascendtune", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2
+        lines = done.stderr.strip().splitlines()
+        assert (
+            len(lines) == 1 and lines[0].startswith("ascendtune: error: ") and "--help" in lines[0]
+        )
+
+
+@pytest.mark.parametrize("target", ["auto", "0.18.0"])
+def test_plan_loads_no_config_table(target: str) -> None:
+    """The registry is light; the check-config tables and rules load only for check-config."""
+    mods = set(modules_after(["plan", "--demo", "atlas-800i-a2", "--target", target, "--json"]))
+    assert "ascendtune.core.vllm_ascend.registry" in mods
+    tables = {"ascendtune.core.vllm_ascend.tables", "ascendtune.core.vllm_config.rules"}
+    assert not tables & mods

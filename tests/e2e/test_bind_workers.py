@@ -1,0 +1,291 @@
+"""`bind --workers` on real processes of this machine (CPUs 0 and 1), found the live way.
+
+A fake `npu-smi` on PATH (in tmp_path) prints `npu-smi info` with a process table naming the
+test's own child PIDs, plus `-m` and `-t topo`, so discovery runs end to end through the live
+Root (npu-smi's table, /proc/PID) and binding through the real sched_setaffinity. Every test
+reads the masks back from the kernel rather than trusting the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ascendtune.app.keep_bound import WatchEvent, watch_workers
+from ascendtune.app.options import HostSource
+from ascendtune.app.workers import WorkersOptions
+from tests.support import schemas
+from tests.support.cli import CLI, Cli
+from tests.support.workers import BOTH, DEVICES, Server, plan_doc, tids, write_plan
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux")
+    or not hasattr(os, "sched_setaffinity")
+    or not os.sched_getaffinity(0) >= BOTH,
+    reason="needs Linux with CPUs 0 and 1 usable",
+)
+
+
+def bind(*args: str) -> tuple[int, dict[str, Any] | None, str]:
+    res = CLI("bind", *args)
+    doc = None
+    if res.stdout.strip().startswith("{"):
+        doc = schemas.loads(schemas.bind_kind(args), res.stdout)
+    return res.exit_code, doc, res.stderr
+
+
+MEASURED: dict[str, Any] = {}
+
+
+def test_eight_workers_of_fifty_threads_every_thread_on_target_ten_of_ten(
+    server: Server, tmp_path: Path
+) -> None:
+    for d in range(DEVICES):
+        server.start(d, threads=50, spawners=1 if d % 2 == 0 else 0)  # half of them churn
+    plan = write_plan(tmp_path)
+    per_worker_ms: list[float] = []
+    missed: list[int] = []
+    for run in range(10):
+        server.reset_masks()
+        code, doc, err = bind("--workers", "--plan", str(plan), "--json")
+        off = server.off_target()
+        assert code == 0, err
+        assert doc is not None
+        ws = doc["workers"]
+        assert sorted(w["device"] for w in ws) == list(range(DEVICES))
+        assert {w["pid"] for w in ws} == {w.pid for w in server.workers.values()}
+        for w in ws:
+            assert w["verified"] is True and w["threads_failed"] == [] and w["error"] is None
+            assert w["rank"] == w["device"] and w["changed"] is True
+            assert w["threads_total"] >= 50
+            assert w["cpus_before"] == "0-1" and w["cpus_after"] == "0-1"
+            per_worker_ms.append(w["bind_ms"])
+        missed.append(sum(off.values()))
+        assert sum(off.values()) == 0, f"run {run}: threads off target: {off}"
+    MEASURED.update(
+        runs=len(missed),
+        threads_missed=sum(missed),
+        bind_ms_mean=round(sum(per_worker_ms) / len(per_worker_ms), 2),
+        bind_ms_max=round(max(per_worker_ms), 2),
+    )
+    print(f"\n8x50 workers, 10 runs: {MEASURED}")
+
+
+def test_a_second_bind_changes_nothing_and_says_so(server: Server, tmp_path: Path) -> None:
+    server.start(0, threads=10)
+    plan = write_plan(tmp_path)
+    code, doc, err = bind("--workers", "--plan", str(plan), "--json")
+    assert code == 0, err
+    code, doc, err = bind("--workers", "--plan", str(plan), "--json")
+    assert code == 0 and doc is not None
+    [w] = doc["workers"]
+    assert w["changed"] is False and w["threads_changed"] == 0 and w["verified"] is True
+
+
+def test_a_worker_without_a_rank_is_reported_and_the_others_still_bound(
+    server: Server, tmp_path: Path
+) -> None:
+    server.start(0, threads=5)
+    server.start(3, threads=5)
+    doc = plan_doc()
+    doc["ranks"] = [r for r in doc["ranks"] if r["device"] != 3]
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = bind("--workers", "--plan", str(path), "--json")
+    assert code == 1 and "1 of 2 workers not bound" in err
+    assert out is not None
+    by_dev = {w["device"]: w for w in out["workers"]}
+    assert by_dev[3]["error"] == "the plan has no rank on NPU 3" and by_dev[3]["verified"] is False
+    assert by_dev[0]["verified"] is True
+    assert server.off_target()[server.workers[0].pid] == 0
+
+
+def test_a_plan_of_another_host_is_refused_unless_forced(server: Server, tmp_path: Path) -> None:
+    w = server.start(0, threads=3)
+    before = {t: os.sched_getaffinity(t) for t in tids(w.pid)}
+    other = {"source": "demo", "root": "demo:atlas-800i-a2", "hostname": "atlas"}
+    plan = write_plan(tmp_path, other)
+    for args in (("--workers",), ("--rank", "0", "--pid", str(w.pid))):
+        code, _doc, err = bind(*args, "--plan", str(plan))
+        assert code == 2 and "was not made for this host" in err and "--force" in err
+        assert {t: os.sched_getaffinity(t) for t in tids(w.pid)} == before
+    code, _doc, err = bind("--workers", "--plan", str(plan), "--force")
+    assert code == 0, err
+    assert server.off_target()[w.pid] == 0
+
+
+def test_watch_binds_new_threads_and_a_restarted_worker(server: Server, tmp_path: Path) -> None:
+    first = server.start(0, threads=20, spawners=1)
+    server.start(1, threads=20)
+    old_pid = server.workers[1].pid
+    plan = write_plan(tmp_path)
+    now = [0.0]
+    ticks = [0]
+    events: list[WatchEvent] = []
+
+    def sleep(s: float) -> None:
+        # what happens on the server between two passes of the watch
+        ticks[0] += 1
+        if ticks[0] == 1:
+            first.spawn(7)  # threads born after the watch started, off the plan
+            assert server.off_target()[first.pid] >= 7
+        elif ticks[0] == 2:
+            server.stop(1)
+            server.start(1, threads=20)  # the worker restarts under a new PID
+        now[0] += s
+
+    summary = watch_workers(
+        WorkersOptions(source=HostSource(), plan_file=plan),
+        interval_s=1.0,
+        duration_s=3.0,
+        on_event=events.append,
+        clock=lambda: now[0],
+        sleep=sleep,
+        handle_signals=False,
+    )
+    off = server.off_target()
+    assert off == {first.pid: 0, server.workers[1].pid: 0}
+    kinds = [e.kind for e in events]
+    assert kinds.count("bound") == 2 and kinds[-1] == "stopped"
+    threads = [e for e in events if e.kind == "threads"]
+    assert threads and threads[0].pid == first.pid
+    [restart] = [e for e in events if e.kind == "restarted"]
+    assert restart.device == 1 and restart.pid == server.workers[1].pid != old_pid
+    assert f"PID {old_pid} -> {server.workers[1].pid}" in restart.message
+    assert summary.restarts == 1 and summary.failures == 0 and summary.ticks == 3
+    assert summary.threads_bound >= 7
+    assert summary.workers == {0: first.pid, 1: server.workers[1].pid}
+
+
+def test_watch_from_the_cli_stops_at_its_deadline(server: Server, tmp_path: Path, cli: Cli) -> None:
+    w = server.start(0, threads=4)
+    plan = write_plan(tmp_path)
+    code, _doc, err = bind(
+        "--workers", "--watch", "--plan", str(plan), "--interval", "0.05", "--for", "0.2s"
+    )
+    res = cli("bind", "--workers", "--watch", "--plan", str(plan), "--for", "0.1", "--json")
+    assert code == 0, err
+    assert res.exit_code == 0, res.stderr
+    docs = [json.loads(line) for line in res.stdout.splitlines()]
+    assert docs[0]["kind"] == "bound" and docs[0]["pid"] == w.pid
+    assert docs[-1]["watch"]["workers"] == {"0": w.pid}
+    assert server.off_target()[w.pid] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--watch"], "give --workers --watch"),
+        (["--workers", "--pid", "1"], "--pid do not go with it"),
+        (["--workers", "--watch", "--dry-run"], "does not go with --dry-run"),
+        (["--workers", "--for", "1s"], "--for bounds --watch"),
+        (["--workers", "--watch", "--for", "soon"], "expected a duration"),
+    ],
+)
+def test_usage_errors(server: Server, tmp_path: Path, args: list[str], message: str) -> None:
+    server.start(0, threads=2)
+    code, _doc, err = bind(*args, "--plan", str(write_plan(tmp_path)))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_no_worker_is_exit_3(server: Server, tmp_path: Path) -> None:
+    code, _doc, err = bind("--workers", "--plan", str(write_plan(tmp_path)))
+    assert code == 3 and "no accelerator worker found" in err
+
+
+# ---- a captured host: only the dry run ------------------------------------------------------
+
+
+def test_demo_dry_run_lists_both_workers() -> None:
+    code, doc, err = bind("--workers", "--dry-run", "--demo", "container-a2-half", "--json")
+    assert code == 0, err
+    assert doc is not None and doc["dry_run"] is True
+    by_dev = {w["device"]: w for w in doc["workers"]}
+    assert sorted(by_dev) == [0, 1]
+    bound, unbound = by_dev[0], by_dev[1]
+    assert bound["changed"] is False and bound["cpus_before"] == bound["cpus_after"] == "2-11"
+    assert bound["threads_bound"] == bound["threads_total"] == 7
+    assert unbound["changed"] is True and unbound["rank"] == 1
+    assert unbound["cpus_before"] == "0-23" and unbound["target_cpus"] == "12-23"
+    assert unbound["cpus_after"] == "14-23" and unbound["threads_bound"] == 0
+    assert unbound["roles"] == {"irq": "12-13", "main": "14-21", "acl": "22", "release": "23"}
+
+
+def test_demo_without_dry_run_is_refused(cli: Cli) -> None:
+    res = cli("bind", "--workers", "--demo", "container-a2-half")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "only --dry-run is allowed" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_leftover_sysroot_variable_is_refused_too(cli: Cli) -> None:
+    leftover = {"ASCENDTUNE_SYSROOT": "/nonexistent-but-captured"}
+    res = cli("bind", "--cpus", "0", "--pid", str(os.getpid()), env=leftover)
+    assert res.exit_code == 2 and "only --dry-run is allowed" in res.stderr
+
+
+# ---- --show --------------------------------------------------------------------------------
+
+
+def test_show_groups_the_masks_and_compares_with_a_plan(
+    server: Server, tmp_path: Path, cli: Cli
+) -> None:
+    w = server.start(0, threads=6)
+    code, doc, err = bind("--pid", str(w.pid), "--show", "--json")
+    assert code == 0, err
+    assert doc is not None and doc["threads_total"] == 6 and doc["target"] is None
+    [group] = doc["masks"]
+    assert group["cpus"] == "0-1" and group["threads"] == 6
+    assert any(r.startswith("acl_thread ") for r in group["role_threads"])
+    plan = write_plan(tmp_path)
+    code, doc, err = bind(
+        "--pid", str(w.pid), "--show", "--plan", str(plan), "--rank", "0", "--json"
+    )
+    assert code == 0, err
+    assert doc is not None and doc["off_target"] == 6
+    assert {(g["expected"], g["matches"]) for g in doc["masks"]} == {("0", False), ("1", False)}
+    assert {frozenset(os.sched_getaffinity(t)) for t in tids(w.pid)} == {BOTH}, "a read only"
+    res = cli("bind", "--pid", str(w.pid), "--show", "--cpus", "0-1")
+    assert res.exit_code == 0 and "0 off --cpus" in res.stdout
+
+
+def test_watch_stops_on_sigterm_with_every_worker_whole(server: Server, tmp_path: Path) -> None:
+    w = server.start(0, threads=6)
+    plan = write_plan(tmp_path)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ascendtune",
+            "bind",
+            "--workers",
+            "--watch",
+            "--plan",
+            str(plan),
+            "--interval",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the first pass is done once it prints
+        assert f"PID {w.pid} (device 0, rank 0)" in first
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1].split(" ", 1)[1].startswith("watch stopped after")
+    assert server.off_target()[w.pid] == 0

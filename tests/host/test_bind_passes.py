@@ -1,0 +1,334 @@
+"""How bind_process spends its kernel calls, on real threads on CPUs 0-1: one mask read and at
+most one write per thread, two listings; and what the confirming pass still catches (a thread born
+on an old mask, a write the kernel narrowed, a thread renamed into another role, a thread gone).
+
+Each case runs twice where it can: through the inline loop bind_process takes with the stock
+Tasks, and through the per-thread path an overriding Tasks takes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections import Counter
+
+import pytest
+
+from ascendtune.core.bindplan import BindTarget
+from ascendtune.host.affinity import Tasks, bind_process
+from ascendtune.host.affinity import bind as bind_engine
+from ascendtune.host.affinity import masks as mask_io
+from tests.support.children import (  # noqa: F401 (spawn: a fixture)
+    BOTH,
+    CHILD,
+    Spawn,
+    assert_ready,
+    masks,
+    needs_cpus_0_1,
+    popen_child,
+)
+
+pytestmark = needs_cpus_0_1
+
+
+class Counting(Tasks):
+    """Counts the calls (and so takes the per-thread path)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+
+    def list_names(self, pid: int) -> list[str] | None:
+        self.calls["list"] += 1
+        return super().list_names(pid)
+
+    def get(self, tid: int) -> frozenset[int] | None:
+        self.calls["get"] += 1
+        return super().get(tid)
+
+    def set(self, tid: int, cpus: frozenset[int]) -> None:
+        self.calls["set"] += 1
+        super().set(tid, cpus)
+
+
+def counting_os(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count the os calls the inline loop makes (the stock Tasks keeps its fast path)."""
+    calls: Counter[str] = Counter()
+    get, set_, listdir = os.sched_getaffinity, os.sched_setaffinity, os.listdir
+
+    def counted_get(tid: int) -> set[int]:
+        calls["get"] += 1
+        return get(tid)
+
+    def counted_set(tid: int, cpus: frozenset[int]) -> None:
+        calls["set"] += 1
+        set_(tid, cpus)
+
+    def counted_listdir(path: str | int) -> list[str]:
+        # an fd is the tail of /proc/PID/task (_list_tail), a listing too
+        if isinstance(path, int) or str(path).endswith("/task"):
+            calls["list"] += 1
+        return listdir(path)
+
+    monkeypatch.setattr(os, "sched_getaffinity", counted_get)
+    monkeypatch.setattr(os, "sched_setaffinity", counted_set)
+    monkeypatch.setattr(os, "listdir", counted_listdir)
+    return calls
+
+
+@pytest.mark.parametrize("path", ["inline", "per-thread"])
+def test_one_read_and_one_write_per_thread_and_two_listings(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    pid = spawn(threads=40)
+    n = len(masks(pid))
+    tasks = Counting() if path == "per-thread" else None
+    calls = tasks.calls if tasks is not None else counting_os(monkeypatch)
+    report = bind_process(pid, BindTarget(cpus=frozenset({1})), tasks=tasks)
+    assert report.verified and report.converged and report.passes == 2
+    assert report.threads_total == report.threads_bound == report.threads_changed == n
+    # {1} lies inside every thread's old mask {0,1}: the kernel cannot have narrowed a write,
+    # so no thread is read twice
+    assert (calls["get"], calls["set"], calls["list"]) == (n, n, 2)
+    monkeypatch.undo()
+    assert set(masks(pid).values()) == {frozenset({1})}
+
+    # already there: one listing, one read each, no write
+    calls.clear()
+    if path == "inline":
+        calls = counting_os(monkeypatch)
+    report = bind_process(pid, BindTarget(cpus=frozenset({1})), tasks=tasks)
+    assert report.verified and report.passes == 1 and report.threads_changed == 0
+    assert (calls["get"], calls["set"], calls["list"]) == (n, 0, 1)
+
+
+@pytest.mark.parametrize("extra", [0, 150])
+@pytest.mark.parametrize("path", ["inline", "per-thread"])
+def test_a_thread_born_meanwhile_on_the_old_mask_is_caught(
+    monkeypatch: pytest.MonkeyPatch, path: str, extra: int
+) -> None:
+    """Bind this test process: right after the main thread is moved, a thread not yet moved
+    creates one. The newborn inherits the old mask and is in no listing before the writes.
+    With 150 idle threads more the confirming pass lists only the end of /proc/PID/task."""
+    idle = threading.Event()
+    idlers = [threading.Thread(target=idle.wait) for _ in range(extra)]
+    for t in idlers:
+        t.start()
+    try:
+        _born_meanwhile(monkeypatch, path)
+    finally:
+        idle.set()
+        for t in idlers:
+            t.join()
+
+
+def _born_meanwhile(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    mine = frozenset(os.sched_getaffinity(0))
+    one = frozenset({max(mine)})
+    stop, go, born = threading.Event(), threading.Event(), []
+    newborn_ready = threading.Event()
+    newborn_tid: list[int] = []
+
+    def newborn() -> None:
+        newborn_tid.append(threading.get_native_id())
+        newborn_ready.set()
+        stop.wait()
+
+    def creator() -> None:
+        go.wait()
+        t = threading.Thread(target=newborn)
+        t.start()
+        born.append(t)
+
+    c = threading.Thread(target=creator)
+    c.start()
+    real_set = os.sched_setaffinity
+    pid = os.getpid()
+
+    def on_write(tid: int) -> None:
+        if tid == pid and not go.is_set():
+            go.set()
+            assert newborn_ready.wait(10)
+
+    tasks: Tasks | None = None
+    if path == "per-thread":
+
+        class Hooked(Tasks):
+            def set(self, tid: int, cpus: frozenset[int]) -> None:
+                super().set(tid, cpus)
+                on_write(tid)
+
+        tasks = Hooked()
+    else:
+
+        def hooked(tid: int, cpus: frozenset[int]) -> None:
+            real_set(tid, cpus)
+            on_write(tid)
+
+        monkeypatch.setattr(os, "sched_setaffinity", hooked)
+    try:
+        report = bind_process(pid, BindTarget(cpus=one), tasks=tasks)
+        monkeypatch.undo()
+        assert newborn_tid, "the creator did not run"
+        assert newborn_tid[0] not in report.rolled_back
+        assert frozenset(os.sched_getaffinity(newborn_tid[0])) == one
+        assert report.verified and report.passes >= 2
+        for t in os.listdir("/proc/self/task"):
+            assert frozenset(os.sched_getaffinity(int(t))) == one
+    finally:
+        monkeypatch.undo()
+        for t in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(t), mine)
+        go.set()
+        c.join()
+        stop.set()
+        for t in born:
+            t.join()
+
+
+class Narrowing(Tasks):
+    """A write to `victim` lands narrowed to CPU 0, as the kernel does with a cpuset of CPU 0."""
+
+    def __init__(self, victim: int) -> None:
+        super().__init__()
+        self.victim = victim
+        self.reads: Counter[int] = Counter()
+
+    def get(self, tid: int) -> frozenset[int] | None:
+        self.reads[tid] += 1
+        return super().get(tid)
+
+    def set(self, tid: int, cpus: frozenset[int]) -> None:
+        super().set(tid, cpus & {0} if tid == self.victim else cpus)
+
+
+def test_a_write_the_kernel_may_narrow_is_read_back(spawn: Spawn) -> None:
+    pid = spawn(threads=5, initial=[0])
+    before = masks(pid)
+    victim = max(before)
+    tasks = Narrowing(victim)
+    report = bind_process(pid, BindTarget(cpus=BOTH), tasks=tasks)
+    assert not report.verified and report.rolled_back
+    assert [(f.tid, f.errno_name) for f in report.threads_failed] == [(victim, "EINVAL")]
+    assert "narrowed" in report.threads_failed[0].error
+    assert masks(pid) == before
+
+    tasks = Narrowing(victim)
+    report = bind_process(pid, BindTarget(cpus=BOTH), keep_partial=True, tasks=tasks)
+    after = masks(pid)
+    assert not report.verified and not report.rolled_back
+    assert after[victim] == frozenset({0})
+    assert all(m == BOTH for t, m in after.items() if t != victim)
+    assert report.threads_total == len(before) and report.threads_bound == len(before) - 1
+    # {0,1} reaches outside the old mask {0}: every written thread was read back, once
+    assert all(tasks.reads[t] == 2 for t in before)
+
+
+def test_a_thread_renamed_between_passes_gets_its_new_role(spawn: Spawn) -> None:
+    pid = spawn(threads=4)
+    tids = sorted(masks(pid))
+    victim = tids[-1]
+
+    class Renaming(Tasks):
+        seen = 0
+
+        def name(self, pid: int, tid: int) -> str | None:
+            if tid == victim:
+                self.seen += 1
+                return "python3" if self.seen == 1 else "acl_thread"
+            return super().name(pid, tid)
+
+    target = BindTarget(
+        cpus=BOTH, roles={"main": frozenset({0}), "acl": frozenset({1})}, source="test"
+    )
+    report = bind_process(pid, target, tasks=Renaming())
+    got = masks(pid)
+    assert report.verified and report.passes == 3
+    assert got[victim] == frozenset({1})
+    assert all(m == frozenset({0}) for t, m in got.items() if t != victim)
+    assert report.roles_placed == {"acl": (victim,)}
+
+
+@pytest.mark.parametrize("path", ["inline", "per-thread"])
+def test_a_thread_that_exits_midway_is_skipped(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    pid = spawn(threads=6)
+    before = masks(pid)
+    victim = max(before)
+    gone = ProcessLookupError(3, "No such process")
+    tasks: Tasks | None = None
+    if path == "per-thread":
+
+        class Gone(Tasks):
+            def get(self, tid: int) -> frozenset[int] | None:
+                return None if tid == victim else super().get(tid)
+
+        tasks = Gone()
+    else:
+        real = os.sched_getaffinity
+
+        def get(tid: int) -> set[int]:
+            if tid == victim:
+                raise gone
+            return real(tid)
+
+        monkeypatch.setattr(os, "sched_getaffinity", get)
+    report = bind_process(pid, BindTarget(cpus=frozenset({1})), tasks=tasks)
+    monkeypatch.undo()
+    assert report.verified and not report.threads_failed
+    assert report.threads_total == report.threads_bound == len(before) - 1
+    assert report.threads_exited == 1
+    got = masks(pid)
+    assert got[victim] == before[victim]  # never written
+    assert all(m == frozenset({1}) for t, m in got.items() if t != victim)
+
+
+def test_a_refused_write_on_the_inline_path_rolls_back(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = spawn(threads=6, masks=[[0], [1], [0, 1]])
+    before = masks(pid)
+    victim = max(before)
+    real = os.sched_setaffinity
+
+    def refusing(tid: int, cpus: frozenset[int]) -> None:
+        if tid == victim and cpus == frozenset({1}):
+            raise OSError(22, os.strerror(22))
+        real(tid, cpus)
+
+    monkeypatch.setattr(os, "sched_setaffinity", refusing)
+    report = bind_process(pid, BindTarget(cpus=frozenset({1})))
+    monkeypatch.undo()
+    assert masks(pid) == before
+    assert not report.verified and report.rolled_back
+    assert [(f.tid, f.errno_name) for f in report.threads_failed] == [(victim, "EINVAL")]
+
+
+def test_the_inline_path_is_kept_for_overriding_tasks_only_when_nothing_is_overridden() -> None:
+    class Plain(Tasks):
+        pass
+
+    class Overrides(Tasks):
+        def get(self, tid: int) -> frozenset[int] | None:
+            return super().get(tid)
+
+    assert type(Plain()).get is mask_io.STOCK_GET and type(Plain()).set is mask_io.STOCK_SET
+    assert type(Overrides()).get is not mask_io.STOCK_GET
+
+
+def test_the_tail_of_the_listing_anchors_on_a_thread_listed_before(spawn: Spawn) -> None:
+    pid = spawn(threads=200)
+    names = os.listdir(f"/proc/{pid}/task")
+    tail = bind_engine._list_tail(pid, names, Tasks())
+    assert tail is not None
+    margin = bind_engine.tail_margin(len(names))
+    assert tail.before == len(names) - margin and tail.new == 0
+    assert tail.tids == sorted(int(n) for n in names[-margin:])
+    # a last listing none of whose last `margin` threads is there any more: no anchor, list
+    # them all
+    gone = [str(2**22 + i) for i in range(len(names))]
+    assert bind_engine._list_tail(pid, gone, Tasks()) is None
+    assert bind_engine._list_tail(pid, names[:10], Tasks()) is None  # too few to bother

@@ -1,0 +1,168 @@
+"""Hypothesis strategies for the hosts and jobs of the reference tier: A2, A3, 310P and 950
+layouts with cpusets, visible-device lists in any order, offline CPUs, CPU-less nodes, NPUs
+hidden from the container or busy with other services, too few CPUs and no topo support.
+
+`draw_cases` collects a fixed number of examples with derandomize=True, so CI sees the same
+hosts every run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ascendtune.core.cpulist import format_cpulist
+from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, adjacent
+from ascendtune.synth.text import LEGEND_910_93, TOPO_UNSUPPORTED
+from tests.reference.harness import Case
+
+FAMILIES = ("A2", "A3", "_310P", "A5")
+CHIP_NAME = {"A2": "910B3", "A3": "Ascend910", "_310P": "310P3", "A5": "Ascend950DT"}
+PCI_DEVICE = {"A2": "0xd802", "A3": "0xd803", "_310P": "0xd500", "A5": "0xd806"}
+
+
+def _rare() -> st.SearchStrategy[bool]:
+    """True about one time in eight."""
+    return st.sampled_from((False,) * 7 + (True,))
+
+
+@st.composite
+def cases(draw: st.DrawFn, family: str) -> Case:
+    # --- CPUs and NUMA nodes
+    k = draw(st.sampled_from((1, 2, 4, 8) if family != "A3" else (2, 4)))
+    smt = draw(st.sampled_from((1, 2))) if family in ("A3", "A5") else 1
+    # a realistic size first (hypothesis favours a list's first entries), small ones too
+    per_node = draw(st.sampled_from((24, 48, 32, 64, 12, 16, 6, 8, 4, 10, 2, 3, 5))) * smt
+    ncpu = k * per_node
+    present = frozenset(range(ncpu))
+    offline: frozenset[int] = frozenset()
+    if draw(_rare()):
+        offline = frozenset(draw(st.sets(st.sampled_from(sorted(present)), min_size=1, max_size=2)))
+        if offline == present:
+            offline = frozenset()
+    online = present - offline
+    node_cpus = {n: frozenset(range(n * per_node, (n + 1) * per_node)) for n in range(k)}
+    nodes = [Node(n, cs) for n, cs in node_cpus.items()]
+    if draw(_rare()):  # a memory-only node (CXL, HBM)
+        nodes.append(Node(k, frozenset()))
+    # --- NPUs: cards, chips, logical ids, their node
+    if family == "A3":
+        ncards, chips_per = draw(st.sampled_from((8, 4, 2))), 2
+    elif family == "_310P":
+        ncards, chips_per = draw(st.integers(1, 4)), 2
+    else:
+        ncards, chips_per = draw(st.sampled_from((2, 4, 8, 16 if family == "A5" else 8))), 1
+    total = ncards * chips_per
+    card_node = [draw(st.integers(0, k - 1)) for _ in range(ncards)]
+    if draw(st.booleans()):
+        card_node = sorted(card_node)
+    card_ids = list(range(ncards))
+    if family == "_310P" and draw(st.booleans()):
+        card_ids = sorted(draw(st.sets(st.integers(1, 12), min_size=ncards, max_size=ncards)))
+    chips: list[Chip] = []
+    pci: list[Pci] = []
+    topo_kind = draw(st.sampled_from(("affinity", "affinity", "affinity", "none", "unsupported")))
+    if family == "A3":
+        topo_kind = draw(st.sampled_from(("none", "none", "unsupported", "affinity")))
+    pci_node_known = not draw(_rare())
+    for ci, card in enumerate(card_ids):
+        node = card_node[ci]
+        bus = f"0000:{0x01 + 0x10 * ci:02x}:00.0"
+        aff = format_cpulist(node_cpus[node]) if topo_kind == "affinity" else None
+        for chip in range(chips_per):
+            logical = ci * chips_per + chip
+            chip_bus = bus if family == "_310P" else f"0000:{0x01 + 0x10 * ci + chip:02x}:00.0"
+            chips.append(
+                Chip(card, chip, logical, CHIP_NAME[family], chip_bus.upper(), affinity=aff)
+            )
+            if family != "_310P" or chip == 0:
+                pci.append(
+                    Pci(
+                        chip_bus,
+                        device=PCI_DEVICE[family],
+                        pci_class="0x120000",
+                        numa_node=node if pci_node_known else -1,
+                        # a device the firmware gives no node: its local_cpulist is left out.
+                        # (A real one lists every CPU; ascendtune's host model then places it
+                        # on the node holding every CPU when only one node has CPUs, where
+                        # lspci, like 0.9.1-0.13.0, sees no node: a known blind spot.)
+                        local_cpus=node_cpus[node] if pci_node_known else "",
+                    )
+                )
+    smi_kw: dict[str, object] = {}
+    if family == "A3":
+        smi_kw = dict(layout="a3", phy_col=True, label="Phy-ID", legend=LEGEND_910_93)
+    elif family == "_310P":
+        smi_kw = dict(layout="310p")
+    elif family == "A5":
+        smi_kw = dict(logic_col=False, phy_col=True)
+    if topo_kind == "unsupported":
+        smi_kw["topo"] = TOPO_UNSUPPORTED
+    smi = NpuSmi(tuple(chips), **smi_kw)  # type: ignore[arg-type]
+    # --- the cpuset
+    how = draw(st.sampled_from(("all", "nodes", "all", "all", "range", "random")))
+    allowed = online
+    if how == "range":
+        a = draw(st.integers(0, ncpu - 1))
+        b = draw(st.integers(a, ncpu - 1))
+        allowed = online & frozenset(range(a, b + 1))
+    elif how == "nodes":
+        picked = draw(st.sets(st.integers(0, k - 1), min_size=1, max_size=k))
+        allowed = online & frozenset().union(*(node_cpus[n] for n in picked))
+    elif how == "random":
+        allowed = frozenset(draw(st.sets(st.sampled_from(sorted(online)), min_size=1)))
+    if not allowed:
+        allowed = online
+    # --- the job: visible list (any order), busy NPUs
+    ids = list(range(total))
+    visible: tuple[int, ...] | None = None
+    if draw(st.integers(0, 2)) != 0:
+        visible = tuple(draw(st.permutations(ids))[: draw(st.integers(1, total))])
+        if draw(st.booleans()):
+            visible = tuple(sorted(visible))
+    job = list(visible) if visible is not None else ids
+    busy = set(job)
+    if draw(st.integers(0, 3)) == 0:
+        busy |= set(draw(st.sets(st.sampled_from(ids), max_size=total)))
+    if draw(st.integers(0, 5)) == 0:
+        busy -= set(draw(st.sets(st.sampled_from(job), max_size=len(job))))
+    arch = "x86_64" if draw(_rare()) else "aarch64"
+    spec = HostSpec(
+        cpus=Cpus(online, present=present, threads=adjacent(sorted(present), smt=smt)),
+        nodes=tuple(nodes),
+        pci=tuple(pci),
+        self_proc=SelfProc(format_cpulist(allowed), "0"),
+        npu_smi=smi,
+        meta={"arch": arch},
+        meta_indent=None,
+    )
+    return Case(
+        id="",
+        spec=spec,
+        family=family,
+        visible=visible,
+        busy=tuple(sorted(busy)),
+        engram_offload=draw(st.booleans()),
+        irq_writable=not draw(_rare()),
+        note=f"{family} k={k} smt={smt} cpus={ncpu} topo={topo_kind} cpuset={how}",
+    )
+
+
+def draw_cases(family: str, count: int, seed_tag: str = "") -> list[Case]:
+    """count generated cases of one family, the same every run."""
+    out: list[Case] = []
+
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(cases(family))
+    def collect(case: Case) -> None:
+        out.append(case)
+
+    collect()
+    return [replace(c, id=f"{family}{seed_tag}-{i}") for i, c in enumerate(out)]

@@ -1,0 +1,97 @@
+"""The reference tier: every distinct vLLM-Ascend cpu_binding.py, run unchanged from its
+release's sdist, against every demo and 240 hypothesis-generated hosts (60 each of A2, A3,
+310P and 950); ascendtune's `plan --policy vllm-ascend` must agree with it on every rank
+(bound or not, the NPU, main/acl/release CPUs, and the IRQ CPUs wherever it steered IRQs).
+
+Run with `python3 -m pytest -m reference tests/reference` (it downloads the sdists once into
+the shared cache; a failed download fails the tier)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ascendtune.synth.standard import DEMO_SPECS
+from tests.reference import harness as h
+from tests.reference import hostgen
+
+pytestmark = pytest.mark.reference
+
+DEMOS = (
+    ("atlas-800i-a2", "A2"),
+    ("atlas-800i-a3", "A3"),
+    ("atlas-300i-duo", "_310P"),
+    ("container-a2-half", "A2"),
+)
+PER_FAMILY = 60
+
+
+def demo_cases() -> list[h.Case]:
+    return [h.Case(f"demo:{name}", DEMO_SPECS[name]("demo"), fam) for name, fam in DEMOS]
+
+
+@pytest.fixture(scope="module")
+def generated() -> list[h.Case]:
+    return [c for fam in hostgen.FAMILIES for c in hostgen.draw_cases(fam, PER_FAMILY)]
+
+
+def _blob(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+@pytest.mark.parametrize("impl", h.IMPLS, ids=lambda i: f"{i.blob}-{i.release}")
+def test_release_is_that_implementation(impl: h.Impl) -> None:
+    source = h.modules(impl)["vllm_ascend.cpu_binding"].encode()
+    assert _blob(source).startswith(impl.blob)
+
+
+@pytest.mark.parametrize("impl", h.IMPLS, ids=lambda i: f"{i.blob}-{i.release}")
+def test_plan_matches_the_release(impl: h.Impl, generated: list[h.Case]) -> None:
+    cases = demo_cases() + generated
+    tally = h.compare(impl, cases)
+    print(
+        f"{impl.blob} ({impl.release}): {tally.cases} hosts, {tally.ranks} ranks, "
+        f"{tally.bound} bound, {tally.skipped} not bound, {tally.irq_checked} IRQ pairs, "
+        f"{tally.memory_moved} page migrations, "
+        f"{len(tally.diffs)} differences"
+    )
+    assert tally.cases >= 200 + len(DEMOS)
+    assert not tally.diffs, "\n".join(map(str, tally.diffs[:10]))
+    # the tier must exercise both outcomes, or it proves little
+    assert tally.bound > 0 and tally.skipped > 0
+
+
+@pytest.mark.parametrize("blob", ["0cbc0e2b", "cc55125b"])
+def test_whole_cli_matches_the_release(blob: str, tmp_path: object) -> None:
+    """`ascendtune plan --json` as a user runs it (a separate process, the demo sysroot) gives
+    the release's own binding for every rank."""
+    impl = h.BY_BLOB[blob]
+    case = h.Case("demo:atlas-800i-a2", DEMO_SPECS["atlas-800i-a2"]("demo"), "A2")
+    ref = h.run_reference(impl, [case])[case.id]
+    target = h.target_for(impl).name
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "ascendtune", "plan", "--demo", "atlas-800i-a2"),
+            *("--policy", "vllm-ascend", "--target", target, "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "", "NO_COLOR": "1", "PYTHONPATH": str(h.REPO)},
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert len(doc["ranks"]) == len(ref) == 8
+    for rank, r in zip(doc["ranks"], ref, strict=True):
+        out = h.reference_outcome(r, None, impl)
+        assert out.bound
+        assert rank["logical_id"] == out.npu
+        assert h.cpus(rank["roles"]["main"]) == frozenset(out.main)
+        assert h.cpus(rank["roles"]["acl"]) == frozenset(out.acl)
+        assert h.cpus(rank["roles"]["release"]) == frozenset(out.release)
+        assert out.irq is not None and h.cpus(rank["roles"]["irq"]) == frozenset(out.irq)
