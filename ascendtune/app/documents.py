@@ -715,6 +715,21 @@ class PerVersion(TypedDict):
     what: Annotated[str, "how the key behaves there"]
 
 
+class _HistoryBody(TypedDict):
+    release: Annotated[str, "the first release (`v0.15.0rc1`) where it differs from the one before"]
+    event: Annotated[
+        Literal["added", "default", "type", "removed"],
+        "what changed: the key appeared, its default or type changed, or it went",
+    ]
+
+
+class HistoryEvent(_HistoryBody, total=False):
+    default: Annotated[Any, "added or default: its default from this release on"]
+    default_unknown: Annotated[bool, "the source computes the default at run time"]
+    before: Annotated[Any, "default or type: the value before this release"]
+    type: Annotated[str, "its type from this release on"]
+
+
 class ExplainKeyDocument(TypedDict):
     """`ascendtune explain KEY --json`: one additional-config key across every known version."""
 
@@ -740,6 +755,10 @@ class ExplainKeyDocument(TypedDict):
     log: Annotated[list[LogLine], "the log lines that show it"]
     per_version: Annotated[list[PerVersion], "how its behaviour changed between versions"]
     also: Annotated[list[str], "related keys"]
+    history: Annotated[
+        list[HistoryEvent],
+        "its life across every vLLM-Ascend release, read from each release's source",
+    ]
 
 
 class ListedKey(TypedDict):

@@ -80,6 +80,11 @@ def _render_key(doc: dict[str, Any], target: str | None) -> None:
         _out(con, "per version:")
         for pv in doc["per_version"]:
             _out(con, f"  - {pv['versions']}: {pv['what']}")
+    if doc.get("history"):
+        _out(con)
+        _out(con, "across releases (read from each release's source):")
+        for e in doc["history"]:
+            _out(con, f"  {e['release']:14} {_event(e)}")
     _out(con)
     _out(con, "how to verify:")
     for v in doc["verify"]:
@@ -105,6 +110,20 @@ def _row_text(row: dict[str, Any]) -> str:
     if row.get("note"):
         text += f": {row['note']}"
     return str(text)
+
+
+def _event(e: dict[str, Any]) -> str:
+    if e["event"] == "added":
+        text = f"appears, {e.get('type', '?')}"
+        if "default" in e:
+            text += ", default " + ("unknown" if e.get("default_unknown") else _show(e["default"]))
+        return text
+    if e["event"] == "default":
+        new = "unknown" if e.get("default_unknown") else _show(e["default"])
+        return f"default {_show(e['before'])} -> {new}"
+    if e["event"] == "type":
+        return f"type {e['before']} -> {e.get('type')}"
+    return "gone"
 
 
 def _out(con: Any, text: str = "") -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from ascendtune.core import vllm_ascend as va
 from ascendtune.core.errors import UsageError
 from ascendtune.core.vllm_config import explain_data as data
+from ascendtune.core.vllm_config import extracted
 from ascendtune.core.vllm_config.explain_data import KeyDoc
 from ascendtune.core.vllm_config.rules import RULES
 from ascendtune.core.vllm_config.schema import Key, Version
@@ -71,6 +72,8 @@ class KeyExplanation:
     doc: KeyDoc
     versions: tuple[VersionRow, ...]
     interactions: tuple[Interaction, ...]
+    # its life across every release, read from each release's source (extracted schemas)
+    history: tuple[extracted.Event, ...] = ()
 
     @property
     def verify(self) -> tuple[str, ...]:
@@ -101,6 +104,7 @@ class KeyExplanation:
             ],
             "per_version": [{"versions": v, "what": w} for v, w in d.per_version],
             "also": list(d.also),
+            "history": [e.to_json() for e in self.history],
         }
 
 
@@ -202,6 +206,9 @@ def explain_key(key: str) -> KeyExplanation:
             if key in t.legacy:
                 doc = docs.get(t.legacy[key])
                 break
+    if doc is None and extracted.releases_with(key):
+        gone = next((r for t in tables.values() for r in t.removed if r.path == key), None)
+        doc = _undocumented(key, gone.why if gone else None)
     if doc is None:
         removed = next((r for t in tables.values() for r in t.removed if r.path == key), None)
         if removed is not None:
@@ -217,7 +224,44 @@ def explain_key(key: str) -> KeyExplanation:
             else "`ascendtune explain` lists every key",
         )
     rows = tuple(_row(t, key, doc) for t in tables.values())
-    return KeyExplanation(key, doc, rows, _interactions(doc, tables))
+    return KeyExplanation(key, doc, rows, _interactions(doc, tables), extracted.history(key))
+
+
+# an undocumented key's concern, guessed from its name (the first hint that matches)
+_CONCERN_HINTS = (
+    ("binding", "binding"),
+    ("multistream", "multistream"),
+    ("eplb", "moe"),
+    ("mc2", "moe"),
+    ("expert", "moe"),
+    ("moe", "moe"),
+    ("sched", "scheduler"),
+    ("graph", "graph"),
+    ("compil", "graph"),
+    ("kernel", "graph"),
+    ("kv", "kv"),
+    ("spec", "spec"),
+    ("sampl", "spec"),
+    ("parallel", "parallel"),
+    ("_tp", "parallel"),
+    ("dump", "debug"),
+    ("log", "debug"),
+    ("rl_", "debug"),
+)
+
+
+def _undocumented(key: str, gone: str | None) -> KeyDoc:
+    """A key some release reads that ascendtune has no description of (or that the modelled
+    versions no longer read: `gone` says why): what is known is its life across the releases."""
+    concern = next((c for hint, c in _CONCERN_HINTS if hint in key), "kernels")
+    last = extracted.releases_with(key)[-1]
+    summary = (
+        f"no longer read ({gone}); releases up to v{last} read it"
+        if gone
+        else "not described by ascendtune yet; its type and default per release below are "
+        "read from each release's own source"
+    )
+    return KeyDoc(key, concern, "device", "startup", summary)
 
 
 @dataclass(frozen=True)
@@ -249,7 +293,8 @@ def listing(target: str, search: str | None = None) -> dict[str, list[ListedKey]
     groups: dict[str, list[ListedKey]] = {c: [] for c in data.CONCERNS}
     word = search.lower() if search else None
     for path in table.all_paths():
-        doc = docs[path]
+        # a key read from a release's source that ascendtune does not describe yet
+        doc = docs.get(path) or _undocumented(path, None)
         if word is not None and not any(
             word in s.lower() for s in (path, doc.summary, doc.detail, *doc.failure)
         ):

@@ -43,10 +43,10 @@ def host_of(spec: HostSpec) -> Host:
 
 
 def plan(blob: str, host: Host, visible: Sequence[int] | None = None, **kw: object) -> Plan:
-    from ascendtune.core import versions
+    from ascendtune.core import vllm_ascend
 
-    name = RELEASE[blob]
-    target = versions.VERSIONS.get(name) or impls.stand_in(name, blob)
+    target = vllm_ascend.get(RELEASE[blob])
+    assert target.binding.impl == blob
     vis = tuple(visible) if visible is not None else None
     return make_plan(host, PlanRequest("vllm-ascend", vis, target=target, **kw))  # type: ignore[arg-type]
 
