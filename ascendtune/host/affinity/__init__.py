@@ -10,8 +10,9 @@ run, the launch nor migratepages (about 5 ms of imports on a loaded machine, doc
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ascendtune.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from ascendtune.host.affinity.bind import DEFAULT_MAX_PASSES, bind_process, tail_margin
@@ -97,10 +98,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOME)

@@ -8,12 +8,12 @@ a captured one take the same code path. Commands are run on a live root and read
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ascendtune.core.errors import MissingError
+from ascendtune.core.lazy import lazy_names
 from ascendtune.host.roots.base import (
     MAX_FILE_BYTES,
     CommandOutput,
@@ -61,13 +61,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOME)
 
 
 _TOP_LEVEL = ("sys", "proc", "commands", "meta.json", "etc")
