@@ -14,7 +14,7 @@ from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host
 from ascendtune.core.planner import Plan, PlanRequest, impls, make_plan
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import MemRoot
+from ascendtune.host.roots import MemRoot
 from ascendtune.synth.render import render
 from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, adjacent
 from ascendtune.synth.standard import A5_AFFINITY, a2_chips, atlas_800i_a2
