@@ -13,7 +13,8 @@ the demo archives made first, so one run settles everything):
     tests/golden/*.txt           rendered demo output at 80 and 200 columns (scripts/gen_golden.py)
     tests/golden/json/*.json     the demos' --json documents (scripts/gen_golden_json.py)
     docs/config-reference.md     `ascendtune explain --markdown`
-    README.md                    its JSON key list and its two sample outputs
+    README.md                    its JSON key list, its version table (scripts/gen_versions.py)
+                                 and its two sample outputs
 
 A file the generators no longer make (a golden of a removed demo, a schema of a removed
 document) is stale too: it is removed. The single scripts still run on their own.
@@ -43,6 +44,7 @@ from scripts import (  # noqa: E402
     gen_golden,
     gen_golden_json,
     gen_schemas,
+    gen_versions,
     make_demos,
 )
 
@@ -131,7 +133,11 @@ def readme_samples(text: str) -> str:
 
 def _readme(_tmp: Path) -> Files:
     text = (REPO / "README.md").read_text()
-    return {"README.md": readme_samples(gen_schemas.readme_with_section(text)).encode()}
+    return {
+        "README.md": readme_samples(
+            gen_versions.readme_with_section(gen_schemas.readme_with_section(text))
+        ).encode()
+    }
 
 
 PARTS = (

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.core.vllm_config.model import Facts, Report
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 
 class CheckConfigOptions(NamedTuple):

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ascendtune.core.doctor import Check, PlanFacts
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 SECTION_NAMES = ("host", "workers")
 
@@ -106,12 +106,8 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     """`doctor` of a root already open (`fleet` opens each node's snapshot itself)."""
     from ascendtune.app.plan import check_policy
     from ascendtune.core.doctor import DoctorInput, host_checks, worker_checks
-    from ascendtune.host.facts import (
-        find_workers,
-        gather_host_facts,
-        scan_processes,
-        scanned_note,
-    )
+    from ascendtune.host.facts import gather_host_facts
+    from ascendtune.host.workers import find_workers, scan_processes, scanned_note
 
     check_policy(opts.plan.policy)
     for s in opts.sections:

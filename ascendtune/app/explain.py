@@ -17,7 +17,7 @@ from ascendtune.core.vllm_config import explain_data as data
 if TYPE_CHECKING:
     from ascendtune.core.explain import KeyExplanation, ListedKey
     from ascendtune.core.model import Host
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 BINDING = "binding"  # `explain binding`: the binding steps, not a key
 VERSIONS = "versions"  # `explain versions`: every version --target takes, not a key

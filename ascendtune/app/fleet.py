@@ -20,7 +20,7 @@ from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
     from ascendtune.host.ray_fleet import Gathered
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 __all__ = ["FleetCompareOptions", "FleetOptions", "FleetReport", "compare", "document", "run"]
 
@@ -163,7 +163,7 @@ def snapshot_paths(args: list[str]) -> list[str]:
 def compare(paths: list[str], view: str = "doctor", plan: PlanOptions | None = None) -> FleetReport:
     """`fleet compare`: the fleet view over snapshots gathered any other way (no Ray)."""
     check_view(view)
-    from ascendtune.host.sysroot import open_root
+    from ascendtune.host.roots import open_root
 
     inputs = []
     for path in snapshot_paths(paths):
@@ -200,8 +200,8 @@ def gather(opts: FleetOptions) -> FleetReport:
 
 def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
     """Judge what a gather brought back (each archive replayed as a sysroot)."""
+    from ascendtune.host.roots import open_archive
     from ascendtune.host.snapshot import is_archive
-    from ascendtune.host.sysroot import open_archive
 
     save = Path(opts.save) if opts.save else None
     if save is not None:

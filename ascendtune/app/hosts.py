@@ -9,12 +9,12 @@ from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 
 def open_root(source: HostSource) -> Root:
     """The root a read command looks through: a demo, a sysroot, or the live host."""
-    from ascendtune.host import sysroot as sr
+    from ascendtune.host import roots as sr
 
     if source.demo is not None and source.sysroot is not None:
         raise UsageError("give --demo or --sysroot, not both")
@@ -64,8 +64,8 @@ def worker_pids() -> list[tuple[int, str]]:
     any error gives an empty list (a completion must never fail or print).
     """
     try:
-        from ascendtune.host.facts import find_workers
-        from ascendtune.host.sysroot import open_root as _open
+        from ascendtune.host.roots import open_root as _open
+        from ascendtune.host.workers import find_workers
 
         return [(w.pid, w.comm or "") for w in find_workers(_open(None), None) if w.present]
     except Exception:  # completion: whatever went wrong, offer nothing

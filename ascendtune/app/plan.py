@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
     from ascendtune.core.vllm_config.inputs import Cmdline
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
     from ascendtune.host.vllm_detect import TargetChoice
 
 

@@ -9,7 +9,7 @@ from ascendtune.app.source import THIS_HOST, HostSource
 if TYPE_CHECKING:
     from ascendtune.app.documents import SnapshotDocument
     from ascendtune.core.errors import AscendtuneError
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 
 class SnapshotOptions(NamedTuple):
@@ -52,7 +52,7 @@ def snapshot(root: Root, dest: str, *, force: bool = False) -> SnapshotReport:
     left behind."""
     from ascendtune.host import snapshot as snap
     from ascendtune.host.reader import read_host
-    from ascendtune.host.sysroot import MemRoot
+    from ascendtune.host.roots import MemRoot
 
     cap = snap.capture(root)
     path = snap.write(cap, dest, force=force)

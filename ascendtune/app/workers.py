@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ascendtune.core.doctor import ThreadFacts, WorkerFacts
     from ascendtune.core.model import Host
     from ascendtune.host.affinity import Tasks
-    from ascendtune.host.sysroot import Root
+    from ascendtune.host.roots import Root
 
 DRY_RUN_ONLY = (
     "--workers changes processes of this host, and {what} is another host's view: "

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -237,9 +236,9 @@ def register(app: typer.Typer) -> None:
         HANDLERS[app_bind.bind_mode(given, foreign)](args)
 
 
-@dataclass(frozen=True)
-class BindArgs:
-    """What the command line asked of `bind`, for the handler of its mode."""
+class BindArgs(NamedTuple):
+    """What the command line asked of `bind`, for the handler of its mode (a NamedTuple: it is
+    made on every bind's start-up, docs/startup.md)."""
 
     command: list[str]
     rank: int | None

@@ -28,13 +28,7 @@ from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host
 from ascendtune.host.roots import Root
-from ascendtune.host.workers import ProcessScan, meta_of
-
-# worker discovery lives in host.workers; these names stay importable here for the application
-# layer's doctor and worker_pids, which have not moved to it yet
-from ascendtune.host.workers import find_workers as find_workers
-from ascendtune.host.workers import scan_processes as scan_processes
-from ascendtune.host.workers import scanned_note as scanned_note
+from ascendtune.host.workers import ProcessScan, find_workers, meta_of, scan_processes
 
 PCI_DIR = "sys/bus/pci/devices"
 TUNED_DIR = "usr/lib/tuned"

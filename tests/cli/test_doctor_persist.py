@@ -4,7 +4,7 @@ kernel command line, tuned, the irqbalance config), per distribution and with or
 from __future__ import annotations
 
 from ascendtune.host.facts import gather_host_facts
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import Cli
 from tests.support.doctor_hosts import TOOLS_ALL, doctor_json, rows, tuned, untuned

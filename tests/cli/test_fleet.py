@@ -183,7 +183,7 @@ def test_capture_task_replays_its_source(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv(ray_fleet.SOURCE_ENV, str(src))
     got = ray_fleet.capture_here()
     assert got["info"]["replayed"] == str(src)
-    from ascendtune.host.sysroot import open_archive
+    from ascendtune.host.roots import open_archive
 
     assert api.topo is not None and open_archive(got["archive"], "x").read_text("meta.json")
     monkeypatch.setenv(ray_fleet.SOURCE_ENV, "demo:atlas-800i-a3")

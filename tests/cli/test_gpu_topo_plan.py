@@ -16,7 +16,7 @@ from ascendtune.core.parsers.nvidia_smi import parse_topo_m
 from ascendtune.core.planner import Plan, PlanRequest, make_plan
 from ascendtune.core.vendors.nvidia import build_gpus
 from ascendtune.host import pci
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI, Cli

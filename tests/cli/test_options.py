@@ -119,10 +119,10 @@ def test_pid_completes_worker_pids(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_worker_pids_never_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     from ascendtune.app import hosts
-    from ascendtune.host import facts
+    from ascendtune.host import workers
 
     def broken(*_: object) -> None:
         raise OSError("no proc")
 
-    monkeypatch.setattr(facts, "find_workers", broken)
+    monkeypatch.setattr(workers, "find_workers", broken)
     assert hosts.worker_pids() == []

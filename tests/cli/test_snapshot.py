@@ -7,8 +7,8 @@ import tarfile
 from pathlib import Path
 
 from ascendtune.host.reader import read_host
+from ascendtune.host.roots import DirRoot, open_root
 from ascendtune.host.snapshot import redact_cmdline
-from ascendtune.host.sysroot import DirRoot, open_root
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import Cli

@@ -12,7 +12,7 @@ import pytest
 from ascendtune.core.errors import InvalidInput
 from ascendtune.core.redact import redact_args, redact_environ
 from ascendtune.host import reader, snapshot
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import Cli
 from tests.support.hosts import atlas_a2

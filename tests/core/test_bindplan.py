@@ -19,7 +19,7 @@ from ascendtune.core.bindplan import (
 )
 from ascendtune.core.errors import InvalidInput, ParseError
 from ascendtune.host.affinity import cpuset_cpus
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 
 PLAN = {
     "schema_version": 1,

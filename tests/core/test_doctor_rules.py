@@ -28,9 +28,10 @@ from ascendtune.core.doctor import (
     worker_checks,
 )
 from ascendtune.core.doctor.host_rules import declared_reads
-from ascendtune.host.facts import doctor_paths, find_workers, gather_host_facts
+from ascendtune.host.facts import doctor_paths, gather_host_facts
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
+from ascendtune.host.workers import find_workers
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI

@@ -14,7 +14,7 @@ from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host
 from ascendtune.core.planner import Plan, PlanRequest, impls, make_plan
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import MemRoot
+from ascendtune.host.roots import MemRoot
 from ascendtune.synth.render import render
 from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, adjacent
 from ascendtune.synth.standard import A5_AFFINITY, a2_chips, atlas_800i_a2
@@ -43,10 +43,10 @@ def host_of(spec: HostSpec) -> Host:
 
 
 def plan(blob: str, host: Host, visible: Sequence[int] | None = None, **kw: object) -> Plan:
-    from ascendtune.core import versions
+    from ascendtune.core import vllm_ascend
 
-    name = RELEASE[blob]
-    target = versions.VERSIONS.get(name) or impls.stand_in(name, blob)
+    target = vllm_ascend.get(RELEASE[blob])
+    assert target.binding.impl == blob
     vis = tuple(visible) if visible is not None else None
     return make_plan(host, PlanRequest("vllm-ascend", vis, target=target, **kw))  # type: ignore[arg-type]
 

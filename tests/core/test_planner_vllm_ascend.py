@@ -18,7 +18,7 @@ from ascendtune.core.parsers.npu_smi import parse_topo
 from ascendtune.core.planner import Plan, PlanRequest, Roles, make_plan
 from ascendtune.core.planner import vllm_ascend as va
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support.builder import SysrootBuilder
 from tests.support.planner_hosts import (
     A2_NONMONOTONIC,

@@ -24,9 +24,9 @@ from ascendtune.core.vendors.base import (
     VendorReading,
     placed_by_affinity,
 )
-from ascendtune.host import facts, pci, snapshot
+from ascendtune.host import pci, snapshot, workers
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot, command_file
+from ascendtune.host.roots import DirRoot, command_file
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI
 
@@ -249,7 +249,7 @@ def test_a_registered_vendor_is_read_filtered_found_and_captured(
     assert dict(host.tools) == {"acme-smi": None}
     assert vendors.vendor_of(host) is acme
     # worker discovery: /dev/acme0 is a device, /dev/acmectl is not
-    (w,) = facts.find_workers(root, host)
+    (w,) = workers.find_workers(root, host)
     assert (w.pid, w.devices, w.vendor, w.found_by) == (77, (0,), "acme", ("fd",))
     # doctor's word for the worker
     from ascendtune.core.doctor.workers import _dev_word

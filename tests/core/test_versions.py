@@ -19,7 +19,7 @@ from ascendtune.host import vllm_detect
 from ascendtune.host.demos import open_demo
 from ascendtune.host.facts import doctor_paths
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support.builder import SysrootBuilder
 
 # --- the registry -------------------------------------------------------------------------------

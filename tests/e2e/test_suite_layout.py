@@ -1,5 +1,5 @@
 """The suite mirrors the package (issue 22): test modules in tests/{core,host,app,cli,synth,e2e}/
-(and the reference and release tiers' own folders), named by behaviour, never importing one another; shared
+(and the download tiers' and the scripts' own folders), named by behaviour, never importing one another; shared
 helpers in tests/support/; commands run in process only through the one `cli` fixture."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import ast
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-FOLDERS = {"core", "host", "app", "cli", "synth", "e2e", "reference", "release_schemas"}
+# beside the layers: the download tiers (reference, release_schemas) and the scripts' own tests
+FOLDERS = {"core", "host", "app", "cli", "synth", "e2e", "reference", "release_schemas", "scripts"}
 HISTORY = ("harden", "review", "fixes")  # words that date a module instead of naming a behaviour
 
 

@@ -25,7 +25,7 @@ from ascendtune.host.affinity import cpuset_cpus
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.facts import doctor_paths, gather_host_facts
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot, MemRoot, open_root
+from ascendtune.host.roots import DirRoot, MemRoot, open_root
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI, Cli

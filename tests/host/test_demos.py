@@ -19,7 +19,7 @@ import pytest
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from ascendtune.core.errors import UsageError
 from ascendtune.host import demos
-from ascendtune.host.sysroot import MemRoot, Root
+from ascendtune.host.roots import MemRoot, Root
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "ascendtune" / "demos"

@@ -8,7 +8,7 @@ from typing import Any
 
 from ascendtune.host import nvml
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support.builder import SysrootBuilder
 
 

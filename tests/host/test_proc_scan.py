@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from ascendtune.core.errors import InvalidInput
-from ascendtune.host.roots import walker
-from ascendtune.host.sysroot import DirRoot, MemRoot, Root
+from ascendtune.host.roots import DirRoot, MemRoot, Root, walker
 from ascendtune.host.workers import find_workers, scan_processes
 from tests.support.builder import SysrootBuilder
 

@@ -13,7 +13,7 @@ from ascendtune.core.errors import InvalidInput, MissingError, ParseError
 from ascendtune.core.model import Soc, Source, Vendor
 from ascendtune.host import pci
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot, open_root
+from ascendtune.host.roots import DirRoot, open_root
 from tests.support import schemas
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import Cli

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2

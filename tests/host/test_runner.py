@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ascendtune.host import runner
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 
 HANG = """#!/bin/sh
 sleep 1000 &

@@ -18,9 +18,8 @@ import pytest
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.host.files import read_plan_json, read_user_file
-from ascendtune.host.roots import archive, walker
+from ascendtune.host.roots import DirRoot, archive, open_archive, open_root, walker
 from ascendtune.host.snapshot import capture
-from ascendtune.host.sysroot import DirRoot, open_archive, open_root
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2

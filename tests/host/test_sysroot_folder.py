@@ -13,7 +13,7 @@ import pytest
 
 from ascendtune.core.errors import InvalidInput
 from ascendtune.host import reader
-from ascendtune.host.sysroot import DirRoot, Root
+from ascendtune.host.roots import DirRoot, Root
 from tests.support.builder import SysrootBuilder
 from tests.support.hosts import atlas_a2
 

@@ -22,7 +22,7 @@ from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.planner import PlanRequest, make_plan
 from ascendtune.core.planner import impls as planner_impls
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import MemRoot
+from ascendtune.host.roots import MemRoot
 from ascendtune.synth import tools
 from ascendtune.synth.render import render
 from ascendtune.synth.spec import HostSpec, NpuProcess

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
 from ascendtune.core.model import Host
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from ascendtune.synth import spec, text
 from ascendtune.synth.render import write_caches, write_threads
 from ascendtune.synth.tree import Tree

@@ -15,7 +15,7 @@ from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.model import Host, Soc
 from ascendtune.core.planner import PlanRequest
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot
+from ascendtune.host.roots import DirRoot
 from ascendtune.synth import standard, text
 from ascendtune.synth.expect import expected_host
 from ascendtune.synth.spec import (

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ascendtune.core.model import Host
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot, MemRoot, open_archive
+from ascendtune.host.roots import DirRoot, MemRoot, open_archive
 from ascendtune.synth.expect import expected_host
 from ascendtune.synth.render import render
 from ascendtune.synth.spec import (

@@ -15,7 +15,7 @@ from ascendtune.core.parsers.npu_smi import parse_board, parse_info, parse_info_
 from ascendtune.core.parsers.numa_tools import parse_lscpu_numa, parse_numactl_hardware
 from ascendtune.core.parsers.nvidia_smi import parse_topo_m, parse_topo_m_details
 from ascendtune.host.reader import read_host
-from ascendtune.host.sysroot import DirRoot, MemRoot
+from ascendtune.host.roots import DirRoot, MemRoot
 from ascendtune.synth import standard, text
 from ascendtune.synth.expect import expected_host
 from ascendtune.synth.render import render

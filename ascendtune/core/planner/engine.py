@@ -171,9 +171,10 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: VllmTrace | None = None) -> _
         return _no_binding(ctx, req, target)
     impl = impls.of(target)
     if impl.allocator == impls.NUMA_SPLIT:
-        return vllm_numa_split.plan(
+        got = vllm_numa_split.plan(
             ctx.host, ctx.devices, list(ctx.visible), ctx.env_visible, req, target
         )
+        return got._replace(findings=[*_target_findings(req, target), *got.findings])
     affinity = vllm_ascend.affinity_read(ctx.devices, host)
     mode, notes = vllm_ascend.choose_mode(ctx.soc, affinity, impl)
     irq = impl.irq_cpus(ctx.soc)

@@ -10,8 +10,9 @@ must not pay for the rule tables (about 7 ms to import).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ascendtune.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from ascendtune.core.vllm_config.checker import check, version
@@ -38,10 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOME)

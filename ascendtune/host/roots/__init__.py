@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ascendtune.core.errors import MissingError
-from ascendtune.host.roots.archive import (
-    MAX_ARCHIVE_BYTES,
-    MAX_ARCHIVE_MEMBERS,
-    open_archive,
-    read_archive_file,
-)
+from ascendtune.core.lazy import lazy_names
 from ascendtune.host.roots.base import (
     MAX_FILE_BYTES,
     CommandOutput,
@@ -27,8 +23,25 @@ from ascendtune.host.roots.base import (
     error_file,
     read_capped,
 )
-from ascendtune.host.roots.memroot import MemRoot
 from ascendtune.host.roots.walker import DirRoot
+
+if TYPE_CHECKING:
+    from ascendtune.host.roots.archive import (
+        MAX_ARCHIVE_BYTES,
+        MAX_ARCHIVE_MEMBERS,
+        open_archive,
+        read_archive_file,
+    )
+    from ascendtune.host.roots.memroot import MemRoot
+
+# loaded on first use: the live root (a bind, a live doctor) reads no archive (docs/startup.md)
+_HOME = {
+    "MAX_ARCHIVE_BYTES": "archive",
+    "MAX_ARCHIVE_MEMBERS": "archive",
+    "open_archive": "archive",
+    "read_archive_file": "archive",
+    "MemRoot": "memroot",
+}
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",
@@ -46,6 +59,9 @@ __all__ = [
     "read_archive_file",
     "read_capped",
 ]
+
+
+__getattr__ = lazy_names(__name__, _HOME)
 
 
 _TOP_LEVEL = ("sys", "proc", "commands", "meta.json", "etc")
@@ -70,6 +86,8 @@ def open_root(sysroot: str | None) -> Root:
     if p.is_dir():
         return _not_empty(DirRoot(p), sysroot)
     if p.exists():
+        from ascendtune.host.roots.archive import open_archive, read_archive_file
+
         return _not_empty(open_archive(read_archive_file(p), str(p)), sysroot)
     raise MissingError(
         f"sysroot {sysroot} does not exist",
