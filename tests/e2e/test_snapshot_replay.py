@@ -2,8 +2,8 @@
 the way an untuned host has it, is captured and replayed, and doctor says the same of the replay.
 
 The knobs are written here by hand, as an operator's host has them, not from the rules'
-declarations (Rule.reads): a rule that reads a file it does not declare is not captured, and its
-check turns from warn into skip on the replay. Every check that reads a knob must judge it on the
+declarations (Rule.reads): a rule reading a file it does not declare fails (HostFacts.only), and
+a file the snapshot misses turns its check from warn into skip on the replay. Every check that reads a knob must judge it on the
 original (all but NOT_KNOBS), so a new rule's knob must be set below for the test to pass."""
 
 from __future__ import annotations
