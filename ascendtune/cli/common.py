@@ -310,6 +310,8 @@ def handle_errors(func: F) -> F:
                 MAX_ERROR_LINE - len(tail),
             )
             sys.stderr.write(line + tail + "\n")
-            raise typer.Exit(1) from None
+            from ascendtune.core.errors import INTERNAL_ERROR_EXIT
+
+            raise typer.Exit(INTERNAL_ERROR_EXIT) from None
 
     return wrapper  # type: ignore[return-value]

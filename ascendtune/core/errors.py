@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+# a defect of ascendtune itself (SPEC.md section 4: sysexits EX_SOFTWARE)
+INTERNAL_ERROR_EXIT = 70
+
+
 class AscendtuneError(Exception):
     """Base of every error the tool reports as one line on stderr."""
 

@@ -2,7 +2,7 @@
 one line on stderr, never a traceback (issue 18, item 4).
 
 Paths: files inside a sysroot folder, a sysroot archive, --file, --plan, --cmdline, --env-file,
-the inline config. Exit 1 with "internal error" is a bug in the tool, reported as such.
+the inline config. Exit 70 with "internal error" is a bug in the tool, reported as such.
 """
 
 from __future__ import annotations
