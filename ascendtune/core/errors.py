@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 # a defect of ascendtune itself (SPEC.md section 4: sysexits EX_SOFTWARE)
 INTERNAL_ERROR_EXIT = 70
 
