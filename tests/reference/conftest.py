@@ -3,18 +3,10 @@ it downloads vLLM-Ascend source distributions. Asked for, a failed download fail
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
+from tests.support.tiers import deselect_unless_asked
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanted = "reference" in (config.getoption("-m") or "") or (
-        os.environ.get("ASCENDTUNE_REFERENCE_TIER") == "run"
-    )
-    if wanted:
-        return
-    tier = [i for i in items if i.get_closest_marker("reference") is not None]
-    if tier:
-        config.hook.pytest_deselected(items=tier)
-        items[:] = [i for i in items if i.get_closest_marker("reference") is None]
+    deselect_unless_asked(config, items, "reference", "ASCENDTUNE_REFERENCE_TIER")

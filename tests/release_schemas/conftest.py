@@ -3,18 +3,10 @@ downloads vLLM-Ascend source distributions. Asked for, a failed download fails i
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
+from tests.support.tiers import deselect_unless_asked
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanted = "releases" in (config.getoption("-m") or "") or (
-        os.environ.get("ASCENDTUNE_RELEASE_TIER") == "run"
-    )
-    if wanted:
-        return
-    tier = [i for i in items if i.get_closest_marker("releases") is not None]
-    if tier:
-        config.hook.pytest_deselected(items=tier)
-        items[:] = [i for i in items if i.get_closest_marker("releases") is None]
+    deselect_unless_asked(config, items, "releases", "ASCENDTUNE_RELEASE_TIER")
