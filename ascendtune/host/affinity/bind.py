@@ -505,14 +505,18 @@ def _rollback(
     thread's old mask (what they would have inherited). Returns (restored, failures)."""
     restored: list[int] = []
     failed: list[ThreadFailure] = []
-    for tid, prev in reversed(list(run.previous.items())):
+
+    def restore(tid: int, mask: CpuSet) -> None:
         try:
-            tasks.set(tid, prev)
+            tasks.set(tid, mask)
             restored.append(tid)
         except OSError as e:
-            if e.errno != errno.ESRCH:
+            if e.errno != errno.ESRCH:  # a thread gone needs no rollback
                 text, name = errno_text(e)
                 failed.append(ThreadFailure(tid, text, name))
+
+    for tid, prev in reversed(list(run.previous.items())):
+        restore(tid, prev)
     base = run.previous.get(pid)
     if base is not None:
         new_masks = target.masks(use_roles=use)
@@ -522,11 +526,5 @@ def _rollback(
                 continue
             cur = tasks.get(tid)
             if cur is not None and cur in new_masks and cur != base:
-                try:
-                    tasks.set(tid, base)
-                    restored.append(tid)
-                except OSError as e:
-                    if e.errno != errno.ESRCH:
-                        text, name = errno_text(e)
-                        failed.append(ThreadFailure(tid, text, name))
+                restore(tid, base)
     return tuple(restored), tuple(failed)
