@@ -65,6 +65,11 @@ COMMANDS: dict[str, Command] = {
         "The same answers for every node of a Ray cluster, or for a folder of snapshots: nodes "
         "grouped by topology, what differs from the majority.",
     ),
+    "agent": Command(
+        "ascendtune.cli.agent",
+        "Run as a node service: keep every worker bound across restarts, re-check NPU "
+        "interrupts, serve Prometheus metrics.",
+    ),
 }
 
 

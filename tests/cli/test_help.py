@@ -33,6 +33,7 @@ def test_root_help_summaries_are_whole() -> None:
         "log",
         "explain",
         "fleet",
+        "agent",
     }
     for name, summary in entries.items():
         assert summary.rstrip().endswith("."), (name, summary)  # the first sentence, whole
