@@ -13,6 +13,7 @@ the demo archives made first, so one run settles everything):
     tests/golden/*.txt           rendered demo output at 80 and 200 columns (scripts/gen_golden.py)
     tests/golden/json/*.json     the demos' --json documents (scripts/gen_golden_json.py)
     docs/config-reference.md     `ascendtune explain --markdown`
+    docs/metrics.md              the agent's metrics table (ascendtune/app/agent/metrics.py)
     README.md                    its JSON key list, its version table (scripts/gen_versions.py)
                                  and its two sample outputs
 
@@ -116,6 +117,23 @@ def _config_reference(_tmp: Path) -> Files:
     return {"docs/config-reference.md": _invoke(["explain", "--markdown"], 200).encode()}
 
 
+METRICS_HEAD = """# The metrics of `ascendtune agent`
+
+Generated from `ascendtune/app/agent/metrics.py` by `python -m scripts.regen`; do not edit.
+Served on `/metrics` (default `127.0.0.1:9477`) or written with `--textfile` for
+node_exporter's textfile collector. An empty label (`rank` of a worker the plan has no rank
+for) is left out of the series. Alert rules: `deploy/prometheus/ascendtune-rules.yml`; a
+Grafana dashboard beside vLLM's TPOT and TTFT: `deploy/grafana/ascendtune-dashboard.json`.
+
+"""
+
+
+def _metrics(_tmp: Path) -> Files:
+    from ascendtune.app.agent.metrics import markdown_table
+
+    return {"docs/metrics.md": (METRICS_HEAD + markdown_table()).encode()}
+
+
 # a README sample: the command in an sh block, its output (at 80 columns) in the text block after
 SAMPLE = re.compile(r"(```sh\n(ascendtune [^\n]+)\n```\n\n```text\n)(.+?)(```)", flags=re.S)
 
@@ -147,6 +165,7 @@ PARTS = (
     Part("goldens", "tests/golden", "*.txt", _golden),
     Part("JSON goldens", "tests/golden/json", "*.json", _golden_json),
     Part("config reference", "docs", "config-reference.md", _config_reference),
+    Part("agent metrics", "docs", "metrics.md", _metrics),
     Part("README", ".", "README.md", _readme),
 )
 

@@ -16,7 +16,17 @@ from ascendtune.core.errors import UsageError
 if TYPE_CHECKING:
     from ascendtune.core.planner import Plan, RankPlan
 
-EMITS = ("taskset", "numactl", "env", "cpu-affinity-conf", "systemd", "docker", "vllm")
+EMITS = (
+    "taskset",
+    "numactl",
+    "env",
+    "cpu-affinity-conf",
+    "systemd",
+    "docker",
+    "vllm",
+    "systemd-unit",  # the agent's forms (app.agent.install)
+    "daemonset",
+)
 ASCEND_ONLY = ("cpu-affinity-conf",)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -107,6 +117,10 @@ def emit_lines(
             f"--emit {kind} is torch_npu's variable, for Ascend NPUs; this is a {plan.vendor} host",
             "use --emit taskset, numactl, systemd or docker",
         )
+    if kind in ("systemd-unit", "daemonset"):
+        from ascendtune.app.agent.install import emit_agent
+
+        return emit_agent(kind, bind_args)
     word = profile.word
     argv = _command(cmdline)
     if kind == "cpu-affinity-conf":
