@@ -197,6 +197,7 @@ class Agent:
             while not self.flags.stop:
                 try:
                     self.plan()
+                    self.resumed = time.process_time()  # the plan is made once, not per sample
                     retry = self.cfg.interval_s
                     if self.cfg.mode == "keep":
                         self.keep()
