@@ -381,6 +381,8 @@ class Agent:
         if now >= self.next_doctor:
             self.next_doctor = now + self.cfg.doctor_interval_s
             self.run_doctor()
+        for pid in [p for p in self.failing if p not in s.workers]:
+            del self.failing[pid]  # exited: forget why it was not bound
         with s.lock:
             s.samples += 1
             s.last_sample_at = time.time()
