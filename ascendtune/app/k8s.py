@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from ascendtune.app.documents import Kubernetes, PlanPod
     from ascendtune.app.options import PlanOptions
     from ascendtune.core.doctor import Check
     from ascendtune.core.k8s.align import Assessment
@@ -230,6 +231,35 @@ def find_pod(rep: K8sReport, wanted: str) -> list[Assessment]:
     return [a for a in match if a.npus] or match
 
 
+def in_pod(
+    root: Root, host: Host, wanted: str, opts: PlanOptions
+) -> tuple[Host, PlanOptions, PlanPod]:
+    """`plan --pod`: the host as the pod sees it, the plan options with the pod's NPUs as the
+    visible devices (unless given), and the pod as the plan document names it."""
+    from ascendtune.core.errors import MissingError
+
+    rep = report(root, host)
+    if rep is None:
+        raise MissingError(
+            f"--pod {wanted}: not a Kubernetes node (no kubelet state under var/lib/kubelet)"
+        )
+    found = find_pod(rep, wanted)
+    a = found[0]
+    if opts.visible_devices is None and a.logical_ids:
+        opts = opts._replace(visible_devices=",".join(map(str, a.logical_ids)))
+    pod: PlanPod = {
+        "label": a.pod.label,
+        "uid": a.pod.uid,
+        "namespace": a.pod.namespace,
+        "name": a.pod.name,
+        "container": a.container.name,
+        "source": rep.view.source,
+        "summary": summary_of(a),
+        "aligned": a.aligned,
+    }
+    return pod_host(host, a), opts, pod
+
+
 # ---- doctor --------------------------------------------------------------------------------
 
 
@@ -301,7 +331,7 @@ def _row(a: Assessment, view: KubeletView, host: Host, opts: PlanOptions, root: 
     return Check(
         f"pod:{a.pod.label}/{a.container.name}",
         a.status,  # type: ignore[arg-type]
-        describe(a),
+        summary_of(a),
         "CPUs on the NUMA node of the container's NPUs",
         first.fix if first else None,
         SECTION,
@@ -326,7 +356,7 @@ def _row(a: Assessment, view: KubeletView, host: Host, opts: PlanOptions, root: 
     )
 
 
-def describe(a: Assessment) -> str:
+def summary_of(a: Assessment) -> str:
     from ascendtune.core.cpulist import format_cpulist
 
     nodes = ",".join(map(str, a.cpu_nodes)) or "?"
@@ -341,7 +371,7 @@ def describe(a: Assessment) -> str:
 # ---- documents -------------------------------------------------------------------------------
 
 
-def document(rep: K8sReport) -> dict[str, Any]:
+def document(rep: K8sReport) -> Kubernetes:
     """The `kubernetes` object of `topo --json`."""
     from ascendtune.core.cpulist import format_cpulist as f
 
@@ -377,8 +407,8 @@ def document(rep: K8sReport) -> dict[str, Any]:
                     for n in a.npus
                 ],
                 "aligned": a.aligned,
-                "status": a.status,
-                "findings": [fd._asdict() for fd in a.findings],
+                "status": a.status,  # type: ignore[typeddict-item]
+                "findings": [fd._asdict() for fd in a.findings],  # type: ignore[misc]
             }
             for a in rep.assessments
         ],

@@ -152,3 +152,145 @@ def k8s_node(
         for uid, (ns, name) in ((UID_A, POD_A), (UID_B, POD_B)):
             b.file(f"var/log/pods/{ns}_{name}_{uid}/{CONTAINER}/0.log", "")
     return tmp
+
+
+# ---- a PodResources v1 server ----------------------------------------------------------------
+
+PROTO = Path(__file__).resolve().parents[2] / "ascendtune" / "host" / "k8s" / "podresources.proto"
+SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
+
+
+def compile_proto(out: Path) -> Any:
+    """podresources.proto compiled by protoc (grpcio-tools): protobuf's own classes, so the
+    server encodes as a kubelet does, independently of ascendtune's decoder."""
+    import importlib.util
+
+    from grpc_tools import protoc
+
+    out.mkdir(parents=True, exist_ok=True)
+    rc = protoc.main(["protoc", f"-I{PROTO.parent}", f"--python_out={out}", PROTO.name])
+    assert rc == 0, "protoc failed on podresources.proto"
+    spec = importlib.util.spec_from_file_location("podresources_pb2", out / "podresources_pb2.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def list_answer(pb: Any, pods: list[tuple[str, str, str, str, int | None]]) -> Any:
+    """(namespace, name, cpulist, device id, NUMA node or None) per pod, one container each."""
+    from ascendtune.core.cpulist import parse_cpulist
+
+    out = pb.ListPodResourcesResponse()
+    for ns, name, cpus, dev, node in pods:
+        p = out.pod_resources.add(name=name, namespace=ns)
+        c = p.containers.add(name=CONTAINER)
+        c.cpu_ids.extend(sorted(parse_cpulist(cpus)))
+        d = c.devices.add(resource_name="huawei.com/Ascend910", device_ids=[dev])
+        if node is not None:
+            d.topology.nodes.add(ID=node)
+        m = c.memory.add(memory_type="memory", size=64 << 30)
+        if node is not None:
+            m.topology.nodes.add(ID=node)
+    # a pod with no resources (the API lists every pod)
+    out.pod_resources.add(name="coredns-5d78c9869d-abcde", namespace="kube-system").containers.add(
+        name="coredns"
+    )
+    return out
+
+
+def issue_pods(node: int | None = 6) -> list[tuple[str, str, str, str, int | None]]:
+    return [
+        (*POD_A, CPUS[UID_A], NPUS[UID_A], node),
+        (*POD_B, CPUS[UID_B], NPUS[UID_B], node),
+    ]
+
+
+class PodResourcesServer:
+    """A gRPC server on root/var/lib/kubelet/pod-resources/kubelet.sock: List answers
+    `answer` (a message, or raw bytes for hostile answers), GetAllocatableResources
+    `allocatable` (None: UNIMPLEMENTED, as kubelets before 1.23 answer)."""
+
+    def __init__(self, root: Path, answer: Any, allocatable: Any = None) -> None:
+        from concurrent import futures
+
+        import grpc
+
+        self.path = root / SOCKET
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+        def encode(msg: Any) -> bytes:
+            return msg if isinstance(msg, bytes) else msg.SerializeToString()
+
+        def list_(_req: bytes, _ctx: Any) -> Any:
+            return answer
+
+        def alloc(_req: bytes, ctx: Any) -> Any:
+            if allocatable is None:
+                ctx.abort(grpc.StatusCode.UNIMPLEMENTED, "GetAllocatableResources is off")
+            return allocatable
+
+        handlers = {
+            "List": grpc.unary_unary_rpc_method_handler(
+                list_, request_deserializer=bytes, response_serializer=encode
+            ),
+            "GetAllocatableResources": grpc.unary_unary_rpc_method_handler(
+                alloc, request_deserializer=bytes, response_serializer=encode
+            ),
+        }
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("v1.PodResourcesLister", handlers),)
+        )
+        self.server.add_insecure_port(f"unix:{self.path}")
+
+    def __enter__(self) -> PodResourcesServer:
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop(grace=None).wait(5)
+
+
+class RawSocketServer:
+    """A unix socket that accepts and then either hangs (says nothing) or answers garbage."""
+
+    def __init__(self, root: Path, *, garbage: bytes | None = None) -> None:
+        import socket
+        import threading
+
+        self.path = root / SOCKET
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(self.path))
+        self.sock.listen(8)
+        self.garbage = garbage
+        self.conns: list[Any] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.conns.append(conn)
+            if self.garbage is not None:
+                try:
+                    conn.sendall(self.garbage)
+                    conn.close()
+                except OSError:
+                    pass
+
+    def __enter__(self) -> RawSocketServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        for c in self.conns:
+            c.close()
+        self.sock.close()
