@@ -20,6 +20,8 @@ SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
 # what the API answered, as `snapshot` saved it (a captured host has no socket to ask)
 API_ANSWER = "var/lib/kubelet/pod-resources/ascendtune-answer.json"
 POD_LOGS = "var/log/pods"  # NAMESPACE_NAME_UID folders: a pod's name from its UID
+# the names of those folders, as `snapshot` saved them (a snapshot holds files, not folders)
+POD_NAMES = "var/lib/kubelet/ascendtune-pod-names.json"
 PODS_DIR = "var/lib/kubelet/pods"
 DOWNWARD_API = "volumes/kubernetes.io~downward-api"
 STATE_FILES = (
@@ -122,10 +124,67 @@ def pod_names(root: Root) -> dict[str, tuple[str, str]]:
     """UID -> (namespace, name) from the kubelet's log folders NAMESPACE_NAME_UID (names and
     namespaces hold no `_`; the UID is the last field)."""
     out: dict[str, tuple[str, str]] = {}
-    for entry in (root.listdir(POD_LOGS) or [])[:MAX_PODS]:
+    entries = root.listdir(POD_LOGS)
+    if entries is None:
+        entries = _saved_names(root)
+    for entry in entries[:MAX_PODS]:
         parts = entry.split("_")
         if len(parts) == 3 and _UID.match(parts[2]):
             out[parts[2]] = (parts[0], parts[1])
+    return out
+
+
+def _saved_names(root: Root) -> list[str]:
+    import json
+
+    try:
+        doc = json.loads(root.read_text(POD_NAMES) or "[]")
+    except (ValueError, AscendtuneError):
+        return []
+    return [str(e) for e in doc] if isinstance(doc, list) else []
+
+
+def capture(root: Root) -> dict[str, str]:
+    """What `snapshot` saves of the kubelet (path -> text): its configuration and the kubelet
+    process that names it, the managers' checkpoints, the pods' annotations (secrets masked)
+    and names, and, where the socket answers, what the PodResources API said."""
+    import json
+
+    from ascendtune.core.k8s.annotations import redact_annotations
+    from ascendtune.core.redact import redact_args
+
+    if not is_kubernetes_node(root):
+        return {}
+    out: dict[str, str] = {}
+    for pid in root.listdir("proc") or []:
+        if pid.isdigit() and (root.read_text(f"proc/{pid}/comm") or "").strip() == "kubelet":
+            out[f"proc/{pid}/comm"] = "kubelet\n"
+            cmdline = root.read_text(f"proc/{pid}/cmdline") or ""
+            out[f"proc/{pid}/cmdline"] = "\0".join(redact_args(cmdline.split("\0")))
+    for rel in (config_file(root), *STATE_FILES[1:]):
+        try:
+            text = root.read_text(rel)
+        except AscendtuneError:
+            continue
+        if text is not None:
+            out[rel] = text
+    _annotations, files = pod_annotations(root)
+    for rel in files:
+        text = root.read_text(rel)
+        if text is not None:
+            out[rel] = redact_annotations(text)
+    names = root.listdir(POD_LOGS)
+    if names is not None:
+        out[POD_NAMES] = json.dumps(sorted(names)[:MAX_PODS], indent=1) + "\n"
+    sock = socket_path(root)
+    if sock is not None:
+        from ascendtune.host.k8s import api
+
+        answer = api.ask(sock)
+        if isinstance(answer, api.ApiAnswer):
+            out[API_ANSWER] = json.dumps(api.answer_document(answer), indent=1) + "\n"
+    elif (saved := root.read_text(API_ANSWER)) is not None:
+        out[API_ANSWER] = saved
     return out
 
 
