@@ -229,10 +229,17 @@ def _scalar(text: str, source: str, line: int) -> Any:
 
 
 def _flow_to_json(text: str) -> str:
-    """`{a: "1", b: c}` / `[x, y]` of scalars as JSON (plain scalars become strings)."""
+    """`{a: "1", b: 'c', d: e}` / `[x, y]` of scalars as JSON (plain scalars become strings)."""
 
     def word(m: re.Match[str]) -> str:
         w = m.group(0).strip()
-        return json.dumps(w) if w and w[0] not in '"' else w
+        if w.startswith('"'):
+            return w
+        if w.startswith("'"):
+            return json.dumps(w[1:-1].replace("''", "'"))
+        return json.dumps(w)
 
-    return re.sub(r'"[^"]*"|[^\s{}\[\],:"][^{}\[\],:]*', word, text)
+    return re.sub(_FLOW_WORD, word, text)
+
+
+_FLOW_WORD = re.compile(r""""[^"]*"|'(?:[^']|'')*'|[^\s{}\[\],:"'][^{}\[\],:]*""")

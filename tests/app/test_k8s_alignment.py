@@ -1,0 +1,129 @@
+"""Each NPU container judged for NUMA alignment from the kubelet's files, with the kubelet-level
+fix that the configuration in force calls for; bad files are reported, never fatal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ascendtune.app import k8s
+from ascendtune.app.options import PlanOptions
+from ascendtune.host.reader import read_host
+from ascendtune.host.roots import open_root
+from tests.support import k8s as K
+
+
+def _report(tmp: Path) -> k8s.K8sReport:
+    root = open_root(str(tmp))
+    rep = k8s.report(root, read_host(root))
+    assert rep is not None
+    return rep
+
+
+def _by_pod(rep: k8s.K8sReport) -> dict[str, object]:
+    return {a.pod.name: a for a in rep.assessments}
+
+
+def _codes(a: object) -> list[str]:
+    return [f.code for f in a.findings]  # type: ignore[attr-defined]
+
+
+def test_the_issue_node_a_aligned_b_not_with_the_topology_manager_fix(tmp_path: Path) -> None:
+    rep = _report(K.k8s_node(tmp_path))
+    assert rep.view.source == "kubelet files"
+    pods = _by_pod(rep)
+    a, b = pods["qwen-a"], pods["qwen-b"]
+    assert (a.status, a.aligned, a.cpu_nodes, a.npu_nodes) == ("ok", True, (6,), (6,))
+    assert (b.status, b.aligned, b.cpu_nodes, b.npu_nodes) == ("fail", False, (0,), (6,))
+    (f,) = [f for f in b.findings if f.code == "k8s_numa_misaligned"]
+    assert f.fragment is not None and "topologyManagerPolicy: single-numa-node" in f.fragment
+    # static is already on: the fragment does not repeat it
+    assert "cpuManagerPolicy" not in f.fragment
+
+
+def test_without_the_static_cpu_manager_the_fix_turns_it_on(tmp_path: Path) -> None:
+    cfg = K.KUBELET_CONFIG.replace("cpuManagerPolicy: static", "cpuManagerPolicy: none")
+    rep = _report(K.k8s_node(tmp_path, config=cfg))
+    (f,) = [f for f in _by_pod(rep)["qwen-b"].findings if f.code == "k8s_numa_misaligned"]
+    assert f.fragment is not None and f.fragment.startswith("cpuManagerPolicy: static")
+    assert any("refuses to start" in w for w in rep.view.warnings)  # state says static
+
+
+def test_an_aligning_policy_already_in_force_points_at_the_pod(tmp_path: Path) -> None:
+    cfg = K.KUBELET_CONFIG.replace(
+        "topologyManagerPolicy: none", "topologyManagerPolicy: restricted"
+    )
+    rep = _report(K.k8s_node(tmp_path, config=cfg))
+    (f,) = [f for f in _by_pod(rep)["qwen-b"].findings if f.code == "k8s_numa_misaligned"]
+    assert "already restricted" in f.message and f.fragment is None
+
+
+def test_the_list_form_reports_no_device_numa_and_the_host_still_places_the_npu(
+    tmp_path: Path,
+) -> None:
+    rep = _report(K.k8s_node(tmp_path, devices=K.device_checkpoint("list")))
+    b = _by_pod(rep)["qwen-b"]
+    assert "k8s_device_numa" in _codes(b) and "k8s_numa_misaligned" in _codes(b)
+    assert b.npu_nodes == (6,)  # from the host's view of NPU 1
+
+
+def test_a_container_without_exclusive_cpus_runs_in_the_shared_pool(tmp_path: Path) -> None:
+    state = K.cpu_manager_v2({K.UID_A: {K.CONTAINER: "144-167"}})
+    rep = _report(K.k8s_node(tmp_path, cpu_state=state))
+    b = _by_pod(rep)["qwen-b"]
+    assert not b.exclusive and b.status == "warn"
+    (f,) = [f for f in b.findings if f.code == "k8s_shared_pool"]
+    assert f.fragment is not None and "requests" in f.fragment
+
+
+def test_the_ascend_real_annotation_wins_over_the_kubelets_record(tmp_path: Path) -> None:
+    K.k8s_node(tmp_path)
+    vol = tmp_path / f"var/lib/kubelet/pods/{K.UID_B}/volumes/kubernetes.io~downward-api/podinfo"
+    vol.mkdir(parents=True)
+    (vol / "annotations").write_text(
+        'huawei.com/kltDev="Ascend910-1"\nhuawei.com/AscendReal="Ascend910-4"\n'
+    )
+    b = _by_pod(_report(tmp_path))["qwen-b"]
+    assert "k8s_device_record" in _codes(b)
+    assert b.logical_ids == (4,) and b.npu_nodes == (0,)  # NPU 4 sits on node 0, beside 0-23
+    assert b.aligned is True and b.npus[0].how == "huawei.com/AscendReal annotation"
+
+
+def test_ids_that_name_no_device(tmp_path: Path) -> None:
+    devices = K.device_checkpoint().replace("Ascend910-1", "Ascend910-99")
+    b = _by_pod(_report(K.k8s_node(tmp_path, devices=devices)))["qwen-b"]
+    assert "k8s_unknown_device" in _codes(b) and b.logical_ids == ()
+
+
+def test_a_truncated_state_file_is_a_warning_and_the_rest_is_read(tmp_path: Path) -> None:
+    rep = _report(K.k8s_node(tmp_path, cpu_state=K.cpu_manager_v2()[:40]))
+    assert any("cpu_manager_state" in w and "not JSON" in w for w in rep.view.warnings)
+    b = _by_pod(rep)["qwen-b"]  # the device checkpoint still names its NPU
+    assert b.logical_ids == (1,) and not b.exclusive
+
+
+def test_a_stale_checksum_warns_on_the_kubelet_row(tmp_path: Path) -> None:
+    doc = json.loads(K.cpu_manager_v2())
+    doc["checksum"] += 1
+    K.k8s_node(tmp_path, cpu_state=json.dumps(doc))
+    root = open_root(str(tmp_path))
+    rows = k8s.checks(root, read_host(root), PlanOptions(), asked=True)
+    kubelet = next(r for r in rows if r.id == "kubelet")
+    assert kubelet.status == "warn" and "checksum" in (kubelet.detail or "")
+
+
+def test_pod_names_come_from_the_log_folders_else_the_uid(tmp_path: Path) -> None:
+    rep = _report(K.k8s_node(tmp_path, names=False))
+    assert {a.pod.label for a in rep.assessments} == {K.UID_A, K.UID_B}
+
+
+def test_not_a_kubernetes_node(tmp_path: Path) -> None:
+    from tests.support.builder import SysrootBuilder
+    from tests.support.hosts import atlas_a2
+
+    atlas_a2(SysrootBuilder(tmp_path))
+    root = open_root(str(tmp_path))
+    assert k8s.report(root, read_host(root)) is None
+    assert k8s.checks(root, read_host(root), PlanOptions(), asked=False) == []
+    (row,) = k8s.checks(root, read_host(root), PlanOptions(), asked=True)
+    assert row.status == "skip"
