@@ -362,14 +362,15 @@ class PlanCompareDocument(WithHost, PlanCompareBody):
 class _CheckBody(TypedDict):
     id: Annotated[
         str,
-        "the check (`cpu_governor`, `numa_balancing`, ..., `worker:PID`, `overlap:PID,PID`, `npu_irq:N`)",
+        "the check (`cpu_governor`, `numa_balancing`, ..., `worker:PID`, `overlap:PID,PID`, "
+        "`npu_irq:N`, `kubelet`, `pod:NAMESPACE/NAME/CONTAINER`)",
     ]
     status: Annotated[Status, "`ok`, `warn`, `fail` or `skip`"]
     value: Annotated[str | None, "what was found"]
     expected: Annotated[str | None, "what it should be"]
     fix: Annotated[str | None, "a command that fixes it now"]
     fix_persistent: Annotated[str | None, "the form of the fix that survives a reboot"]
-    section: Annotated[str, "`host` or `workers`"]
+    section: Annotated[str, "`host`, `workers` or `k8s`"]
     detail: Annotated[str | None, "more words about it"]
 
 
@@ -391,7 +392,9 @@ class DoctorDocument(TypedDict):
     root: Annotated[str, "the root read (`/`, a sysroot, `demo:NAME`)"]
     live: Annotated[bool, "the live host was read"]
     hostname: Annotated[str | None, "the host's name (null: the host model could not be read)"]
-    sections: Annotated[list[str], "the sections run (`host`, `workers`)"]
+    sections: Annotated[
+        list[str], "the sections run (`host`, `workers`; `k8s` on a Kubernetes node or when asked)"
+    ]
     policy: Annotated[str, "the policy workers are compared with"]
     target: Annotated[str | None, "the vLLM-Ascend version modelled"]
     target_reason: Annotated[str | None, "why that version"]

@@ -127,3 +127,14 @@ def test_not_a_kubernetes_node(tmp_path: Path) -> None:
     assert k8s.checks(root, read_host(root), PlanOptions(), asked=False) == []
     (row,) = k8s.checks(root, read_host(root), PlanOptions(), asked=True)
     assert row.status == "skip"
+
+
+def test_a_checkpoint_past_the_size_bound_is_a_warning(tmp_path: Path) -> None:
+    # a million containers' worth of entries: past the 8 MiB bound on one file
+    entries = ",".join(
+        f'{{"PodUID":"u{i}","ContainerName":"c","DeviceIDs":[]}}' for i in range(200_000)
+    )
+    big = '{"Data": {"PodDeviceEntries": [' + entries + "]}}"
+    rep = _report(K.k8s_node(tmp_path, devices=big))
+    assert any("kubelet_internal_checkpoint" in w and "limit" in w for w in rep.view.warnings)
+    assert _by_pod(rep)["qwen-b"].exclusive  # the CPU manager's file still read
