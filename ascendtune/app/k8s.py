@@ -26,7 +26,7 @@ class K8sReport(NamedTuple):
     assessments: list[Assessment]
 
 
-def read_view(root: Root, host: Host | None = None) -> KubeletView | None:
+def read_view(root: Root) -> KubeletView | None:
     """What the kubelet gave each pod; None when the root is not a Kubernetes node."""
     from ascendtune.core.k8s import view as v
     from ascendtune.core.k8s.config import DEFAULT
@@ -126,18 +126,20 @@ def _from_files(got: KubeletFiles, notes: list[str]) -> list[PodGrant]:
             f"{len(gone)} pod UID(s) in the kubelet's checkpoints have no folder under var/log/pods: "
             "entries can outlive their pods"
         )
+    names_of: dict[str, list[str]] = {}
+    for uid, c in keys:
+        names_of.setdefault(uid, []).append(c)
     out = []
     for uid in uids:
         ns, name = got.names.get(uid, (None, None))
         containers = tuple(
             ContainerGrant(
                 c,
-                cpus.get((u, c), frozenset()),
-                tuple(devices.get((u, c), ())),
-                memory.get((u, c), ()),
+                cpus.get((uid, c), frozenset()),
+                tuple(devices.get((uid, c), ())),
+                memory.get((uid, c), ()),
             )
-            for u, c in keys
-            if u == uid
+            for c in names_of[uid]
         )
         out.append(
             PodGrant(
@@ -155,7 +157,7 @@ def _from_files(got: KubeletFiles, notes: list[str]) -> list[PodGrant]:
 def report(root: Root, host: Host) -> K8sReport | None:
     from ascendtune.core.k8s.align import assess
 
-    view = read_view(root, host)
+    view = read_view(root)
     if view is None:
         return None
     return K8sReport(view, assess(view, host))

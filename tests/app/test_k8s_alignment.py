@@ -138,3 +138,14 @@ def test_a_checkpoint_past_the_size_bound_is_a_warning(tmp_path: Path) -> None:
     rep = _report(K.k8s_node(tmp_path, devices=big))
     assert any("kubelet_internal_checkpoint" in w and "limit" in w for w in rep.view.warnings)
     assert _by_pod(rep)["qwen-b"].exclusive  # the CPU manager's file still read
+
+
+def test_many_pods_in_the_checkpoints_cost_linear_time(tmp_path: Path) -> None:
+    import time
+
+    entries = {f"{i:08x}-0000-4000-8000-000000000000": {"c": "2-3"} for i in range(50_000)}
+    K.k8s_node(tmp_path, cpu_state=K.cpu_manager_v2(entries))
+    t = time.monotonic()
+    rep = _report(tmp_path)
+    assert len(rep.view.pods) == 50_002  # and the two of the device checkpoint
+    assert time.monotonic() - t < 60
