@@ -149,3 +149,29 @@ def test_many_pods_in_the_checkpoints_cost_linear_time(tmp_path: Path) -> None:
     rep = _report(tmp_path)
     assert len(rep.view.pods) == 50_002  # and the two of the device checkpoint
     assert time.monotonic() - t < 60
+
+
+def test_exclusive_cpus_without_their_smt_siblings(tmp_path: Path) -> None:
+    from tests.support.builder import SysrootBuilder
+
+    b = SysrootBuilder(tmp_path).cpus("0-7", smt=2).node(0, "0-7")
+    b.file("var/lib/kubelet/cpu_manager_state", K.cpu_manager_v2({"u": {"c": "0-1"}}, "2-7"))
+    (a,) = _report(tmp_path).assessments
+    (f,) = [f for f in a.findings if f.code == "k8s_smt_split"]
+    assert "0-1" in f.message and f.fragment is not None and "full-pcpus-only" in f.fragment
+    b.file(
+        "var/lib/kubelet/cpu_manager_state", K.cpu_manager_v2({"u": {"c": "0-1,4-5"}}, "2-3,6-7")
+    )
+    (a,) = _report(tmp_path).assessments
+    assert a.findings == ()
+
+
+def test_memory_pinned_away_from_the_npus(tmp_path: Path) -> None:
+    blocks = {K.UID_B: {K.CONTAINER: [{"numaAffinity": [0], "type": "memory", "size": 1 << 34}]}}
+    K.k8s_node(tmp_path)
+    (tmp_path / "var/lib/kubelet/memory_manager_state").write_text(
+        json.dumps({"policyName": "Static", "machineState": {}, "entries": blocks, "checksum": 0})
+    )
+    b = _by_pod(_report(tmp_path))["qwen-b"]
+    assert "k8s_memory_numa" in _codes(b)
+    assert b.container.memory_nodes == (0,)

@@ -190,6 +190,22 @@ def _assess_one(
         )
     if exclusive and npu_nodes and not set(cpu_nodes) <= set(npu_nodes):
         findings.append(_misaligned(cfg, c.cpus, cpu_nodes, npu_nodes, bool(unreported)))
+    if npu_nodes and c.memory_nodes and not set(c.memory_nodes) <= set(npu_nodes):
+        findings.append(
+            K8sFinding(
+                "k8s_memory_numa",
+                "warn",
+                f"the memory manager pinned its memory on node "
+                f"{','.join(map(str, c.memory_nodes))}, its NPUs sit on "
+                f"{','.join(map(str, npu_nodes))}",
+                "let the Topology Manager align memory too (the Static memory manager needs "
+                "reservedMemory per NUMA node summing to the kube and system reservations and the "
+                "hard eviction threshold); " + DRAIN,
+                "memoryManagerPolicy: Static\ntopologyManagerPolicy: single-numa-node\n"
+                "reservedMemory:  # one entry per NUMA node\n"
+                "- numaNode: 0\n  limits: {memory: 1Gi}",
+            )
+        )
     split = _split_cores(host, c.cpus)
     if exclusive and split:
         findings.append(
