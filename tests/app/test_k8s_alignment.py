@@ -175,3 +175,13 @@ def test_memory_pinned_away_from_the_npus(tmp_path: Path) -> None:
     b = _by_pod(_report(tmp_path))["qwen-b"]
     assert "k8s_memory_numa" in _codes(b)
     assert b.container.memory_nodes == (0,)
+
+
+def test_the_api_plans_inside_a_pod(tmp_path: Path) -> None:
+    from ascendtune import api
+
+    K.k8s_node(tmp_path)
+    doc = api.plan(sysroot=str(tmp_path), pod="inference/qwen-a")
+    assert doc["pod"]["name"] == "qwen-a" and doc["cpus_allowed"] == "144-167"
+    rows = api.doctor(sysroot=str(tmp_path), section="k8s")["checks"]
+    assert {r["id"]: r["status"] for r in rows}["pod:inference/qwen-b/vllm"] == "fail"
