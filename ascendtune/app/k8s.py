@@ -308,14 +308,23 @@ def checks(root: Root, host: Host | None, opts: PlanOptions, *, asked: bool) -> 
             {"source": view.source},
         )
     ]
-    for a in rep.assessments:
-        if not a.npus:
-            continue
-        rows.append(_row(a, view, host, opts, root))
+    from ascendtune.host.k8s.files import pod_processes
+
+    with_npus = [a for a in rep.assessments if a.npus]
+    procs = pod_processes(root, {a.pod.uid for a in with_npus if a.pod.uid})
+    for a in with_npus:
+        rows.append(_row(a, view, host, opts, root, procs.get(a.pod.uid or "", [])))
     return rows
 
 
-def _row(a: Assessment, view: KubeletView, host: Host, opts: PlanOptions, root: Root) -> Check:
+def _row(
+    a: Assessment,
+    view: KubeletView,
+    host: Host,
+    opts: PlanOptions,
+    root: Root,
+    procs: list[tuple[int, str]],
+) -> Check:
     from ascendtune.core.cpulist import format_cpulist
     from ascendtune.core.doctor import Check
 
@@ -337,7 +346,17 @@ def _row(a: Assessment, view: KubeletView, host: Host, opts: PlanOptions, root: 
         "CPUs on the NUMA node of the container's NPUs",
         first.fix if first else None,
         SECTION,
-        "; ".join([*(f.message for f in worst), said]),
+        "; ".join(
+            [
+                *(f.message for f in worst),
+                said,
+                *(
+                    ["processes: " + ", ".join(f"{pid} ({comm})" for pid, comm in procs[:8])]
+                    if procs
+                    else []
+                ),
+            ]
+        ),
         {
             "uid": a.pod.uid,
             "namespace": a.pod.namespace,
@@ -353,6 +372,7 @@ def _row(a: Assessment, view: KubeletView, host: Host, opts: PlanOptions, root: 
             "aligned": a.aligned,
             "findings": [f._asdict() for f in a.findings],
             "vllm_ascend": vllm,
+            "pids": [pid for pid, _ in procs],
         },
         first.fragment if first else None,
     )

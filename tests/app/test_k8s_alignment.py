@@ -185,3 +185,21 @@ def test_the_api_plans_inside_a_pod(tmp_path: Path) -> None:
     assert doc["pod"]["name"] == "qwen-a" and doc["cpus_allowed"] == "144-167"
     rows = api.doctor(sysroot=str(tmp_path), section="k8s")["checks"]
     assert {r["id"]: r["status"] for r in rows}["pod:inference/qwen-b/vllm"] == "fail"
+
+
+def test_a_pod_ties_to_its_processes_through_their_cgroup(tmp_path: Path) -> None:
+    K.k8s_node(tmp_path)
+    systemd = f"kubepods-pod{K.UID_B.replace('-', '_')}.slice"
+    for pid, cgroup in (
+        (4242, f"0::/kubepods.slice/kubepods-besteffort.slice/{systemd}/cri-containerd-ab.scope\n"),
+        (4343, f"12:cpuset:/kubepods/pod{K.UID_A}/0123abcd\n"),
+        (4444, "0::/system.slice/kubelet.service\n"),
+    ):
+        (tmp_path / f"proc/{pid}").mkdir(parents=True)
+        (tmp_path / f"proc/{pid}/cgroup").write_text(cgroup)
+        (tmp_path / f"proc/{pid}/comm").write_text("VLLM::Worker_TP\n")
+    root = open_root(str(tmp_path))
+    rows = {r.id: r for r in k8s.checks(root, read_host(root), PlanOptions(), asked=True)}
+    assert rows["pod:inference/qwen-b/vllm"].data["pids"] == [4242]
+    assert rows["pod:inference/qwen-a/vllm"].data["pids"] == [4343]
+    assert "4242 (VLLM::Worker_TP)" in (rows["pod:inference/qwen-b/vllm"].detail or "")

@@ -138,6 +138,31 @@ def pod_names(root: Root) -> dict[str, tuple[str, str]]:
     return out
 
 
+def pod_processes(root: Root, uids: set[str], cap: int = 64) -> dict[str, list[tuple[int, str]]]:
+    """UID -> (PID, comm) of the processes whose cgroup path names the pod: `pod<UID>` with
+    the cgroupfs driver, `pod<UID with _ for ->` with the systemd one. At most cap a pod."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    if not uids:
+        return out
+    forms = {u.replace("-", "_"): u for u in uids} | {u: u for u in uids}
+    pattern = re.compile(r"pod(" + "|".join(re.escape(f) for f in forms) + r")\b")
+    for pid in root.listdir("proc") or []:
+        if not pid.isdigit():
+            continue
+        try:
+            cgroup = root.read_text(f"proc/{pid}/cgroup")
+        except AscendtuneError:
+            continue
+        m = pattern.search(cgroup or "")
+        if m is None:
+            continue
+        found = out.setdefault(forms[m.group(1)], [])
+        if len(found) < cap:
+            comm = (root.read_text(f"proc/{pid}/comm") or "").strip()
+            found.append((int(pid), comm))
+    return {u: sorted(p) for u, p in out.items()}
+
+
 def _saved_names(root: Root) -> list[str]:
     import json
 
