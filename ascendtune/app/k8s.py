@@ -28,12 +28,13 @@ class K8sReport(NamedTuple):
 
 def read_view(root: Root) -> KubeletView | None:
     """What the kubelet gave each pod; None when the root is not a Kubernetes node."""
-    from ascendtune.core.k8s import view as v
-    from ascendtune.core.k8s.config import DEFAULT
-    from ascendtune.host.k8s import api, files
+    from ascendtune.host.k8s import files
 
     if not files.is_kubernetes_node(root):
         return None
+    from ascendtune.core.k8s import view as v
+    from ascendtune.core.k8s.config import DEFAULT
+    from ascendtune.host.k8s import api
     got = files.read_files(root)
     notes: list[str] = []
     warnings = list(got.problems)
@@ -155,11 +156,11 @@ def _from_files(got: KubeletFiles, notes: list[str]) -> list[PodGrant]:
 
 
 def report(root: Root, host: Host) -> K8sReport | None:
-    from ascendtune.core.k8s.align import assess
-
     view = read_view(root)
     if view is None:
         return None
+    from ascendtune.core.k8s.align import assess
+
     return K8sReport(view, assess(view, host))
 
 
