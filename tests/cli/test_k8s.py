@@ -177,3 +177,14 @@ def test_a_snapshot_replays_the_same_answers(
     assert after["kubelet"]["data"]["source"] == want
     saved = (snap / vol.relative_to(node) / "annotations").read_text()
     assert "s3cr3t" not in saved and "hunter2" not in saved and "Ascend910-1" in saved
+
+
+def test_the_documents_validate_against_their_schemas(cli: Cli, node: Path) -> None:
+    from tests.support.schemas import checked
+
+    topo = json.loads(cli("topo", "--sysroot", str(node), "--json").stdout)
+    checked("topo", topo)
+    plan = json.loads(cli("plan", "--sysroot", str(node), "--pod", "qwen-a", "--json").stdout)
+    checked("plan", plan)
+    doctor = json.loads(cli("doctor", "--sysroot", str(node), "--json").stdout)
+    checked("doctor", doctor)
