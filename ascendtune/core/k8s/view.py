@@ -61,7 +61,3 @@ class KubeletView(NamedTuple):
     # facts an operator must know: unreadable files, stale checksums, disagreeing sources
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-
-    def pod(self, wanted: str) -> PodGrant | None:
-        found = [p for p in self.pods if p.matches(wanted)]
-        return found[0] if len(found) == 1 else None
