@@ -35,6 +35,7 @@ def read_view(root: Root) -> KubeletView | None:
     from ascendtune.core.k8s import view as v
     from ascendtune.core.k8s.config import DEFAULT
     from ascendtune.host.k8s import api
+
     got = files.read_files(root)
     notes: list[str] = []
     warnings = list(got.problems)
