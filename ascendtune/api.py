@@ -172,16 +172,18 @@ def plan_report(
     policy: str = "auto",
     *,
     emit: str | None = None,
+    pod: str | None = None,
     **options: Unpack[PlanKeywords],
 ) -> PlanReport | CompareReport:
     """`ascendtune plan`: the plan under policy (a PlanReport), or with policy="compare" every
     policy side by side (a CompareReport; `report.error` when none can plan the host). options
     are PlanOptions' fields (visible_devices="6,4", ranks, soc, reserve, no_irq_reserve, spill,
-    target, dp, tp, pp, device_ids, busy, cmdline, env); emit: `--emit KIND`'s lines."""
+    target, dp, tp, pp, device_ids, busy, cmdline, env); emit: `--emit KIND`'s lines; pod:
+    `--pod`, plan inside that Kubernetes pod's cpuset with its NPUs."""
     from ascendtune.app import plan
 
     opts = PlanOptions(policy=policy, **options)
-    return plan.run(plan.PlanCommandOptions(HostSource(sysroot, demo), opts, emit))
+    return plan.run(plan.PlanCommandOptions(HostSource(sysroot, demo), opts, emit, pod))
 
 
 def plan(
@@ -190,10 +192,11 @@ def plan(
     policy: str = "auto",
     *,
     emit: str | None = None,
+    pod: str | None = None,
     **options: Unpack[PlanKeywords],
 ) -> dict[str, Any]:
     """`ascendtune plan --json` (policy="compare": every policy); the options of plan_report."""
-    return document(plan_report(sysroot, demo, policy, emit=emit, **options))
+    return document(plan_report(sysroot, demo, policy, emit=emit, pod=pod, **options))
 
 
 # ---- doctor ---------------------------------------------------------------------------------
@@ -207,8 +210,8 @@ def doctor_report(
     **options: Unpack[PlanKeywords],
 ) -> DoctorReport:
     """`ascendtune doctor` (read-only): every check (`report.checks`), running workers compared
-    with the plan under policy and options (PlanOptions' fields); section: "host" or "workers"
-    only. `report.exit_code` is 1 when a check failed."""
+    with the plan under policy and options (PlanOptions' fields); section: "host", "workers"
+    or "k8s" only. `report.exit_code` is 1 when a check failed."""
     from ascendtune.app import doctor
 
     opts = doctor.DoctorOptions(

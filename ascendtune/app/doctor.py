@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     from ascendtune.core.model import Host
     from ascendtune.host.roots import Root
 
-SECTION_NAMES = ("host", "workers")
+SECTION_NAMES = ("host", "workers", "k8s")
 
 
 class DoctorOptions(NamedTuple):
     """`doctor`: the sections to run, the plan running workers are compared with, the host."""
 
-    sections: tuple[str, ...] = ("host", "workers")
+    sections: tuple[str, ...] = SECTION_NAMES
     plan: PlanOptions = PlanOptions()
     source: HostSource = THIS_HOST
 
@@ -129,9 +129,17 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     if "workers" in opts.sections:
         workers = find_workers(root, host, scan)
         checks += worker_checks(workers, inp, scanned_note(root, host, scan))
+    sections = tuple(opts.sections)
+    if "k8s" in opts.sections:
+        from ascendtune.app import k8s
+
+        # a node without a kubelet has no such section, unless it was the one asked for
+        rows = k8s.checks(root, host, opts.plan, asked=sections == ("k8s",))
+        checks += rows
+        sections = tuple(s for s in sections if s != "k8s" or rows)
     from ascendtune.app.hosts import identity
 
-    return DoctorReport(checks, root, host, plan, tuple(opts.sections), identity(root), reason)
+    return DoctorReport(checks, root, host, plan, sections, identity(root), reason)
 
 
 def unread_views(host: Host | None) -> list[Check]:

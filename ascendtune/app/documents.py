@@ -179,7 +179,69 @@ class TopoBody(TypedDict):
     warnings: Annotated[list[str], "what an operator must know, in words"]
 
 
-class TopoDocument(WithHost, TopoBody):
+class K8sFinding(TypedDict):
+    code: Annotated[str, "a stable identifier (`k8s_numa_misaligned`, `k8s_shared_pool`, ...)"]
+    severity: Annotated[Literal["fail", "warn", "info"], "how bad"]
+    message: Annotated[str, "what is wrong, in words"]
+    fix: Annotated[str | None, "what to do, in words"]
+    fragment: Annotated[
+        str | None, "what to paste: kubelet configuration YAML (or a pod spec's resources)"
+    ]
+
+
+class K8sDevice(TypedDict):
+    resource: Annotated[str, "the extended resource (`huawei.com/Ascend910`)"]
+    id: Annotated[str, "the device plugin's id (`Ascend910-4`)"]
+    reported_numa_nodes: Annotated[list[int], "the NUMA nodes the plugin reported (empty: none)"]
+    logical_id: Annotated[int | None, "the NPU of this host it names (null: none)"]
+    numa_node: Annotated[int | None, "that NPU's NUMA node on this host"]
+    source: Annotated[str, "what the answer rests on: `kubelet`, or the AscendReal annotation"]
+
+
+class K8sContainer(TypedDict):
+    uid: Annotated[str | None, "the pod's UID"]
+    namespace: Annotated[str | None, "the pod's namespace"]
+    pod: Annotated[str | None, "the pod's name (null: only its UID is known)"]
+    container: Annotated[str, "the container's name"]
+    cpus: Annotated[CpuList, "the CPUs it may run on (exclusive, else the shared pool)"]
+    exclusive: Annotated[bool, "the static CPU manager gave it these CPUs alone"]
+    cpu_numa_nodes: Annotated[list[int], "the NUMA nodes of those CPUs"]
+    devices: Annotated[list[K8sDevice], "the accelerators it was given"]
+    aligned: Annotated[bool | None, "its CPUs lie on its NPUs' NUMA nodes (null: no NPU known)"]
+    status: Annotated[Status, "`ok`, `warn` or `fail`"]
+    findings: Annotated[list[K8sFinding], "what is wrong, each with its kubelet-level fix"]
+
+
+class Kubernetes(TypedDict):
+    source: Annotated[
+        str, "`pod-resources API`, `pod-resources API (captured answer)` or `kubelet files`"
+    ]
+    cpu_manager_policy: Annotated[
+        str, "`none` or `static` (the CPU manager's state, else the config)"
+    ]
+    cpu_manager_options: Annotated[dict[str, str], "cpuManagerPolicyOptions"]
+    topology_manager_policy: Annotated[
+        str, "`none`, `best-effort`, `restricted` or `single-numa-node`"
+    ]
+    topology_manager_scope: Annotated[str, "`container` or `pod`"]
+    memory_manager_policy: Annotated[str, "`None` or `Static`"]
+    reserved_cpus: Annotated[CpuList | None, "reservedSystemCPUs"]
+    shared_cpus: Annotated[CpuList | None, "the shared pool (defaultCpuSet)"]
+    allocatable_cpus: Annotated[CpuList | None, "GetAllocatableResources' CPUs"]
+    containers: Annotated[
+        list[K8sContainer], "each container that holds an accelerator or exclusive CPUs"
+    ]
+    notes: Annotated[list[str], "how it was read"]
+    warnings: Annotated[
+        list[str], "unreadable files, stale checksums, settings the kubelet refuses"
+    ]
+
+
+class _TopoKubernetes(TypedDict, total=False):
+    kubernetes: Annotated[Kubernetes, "on a Kubernetes node: what the kubelet gave each pod"]
+
+
+class TopoDocument(WithHost, TopoBody, _TopoKubernetes):
     """`ascendtune topo --json`: the host's CPUs, NUMA nodes, accelerators and links."""
 
 
@@ -258,7 +320,22 @@ class _MadeFor(TypedDict):
     ]
 
 
-class PlanDocument(_MadeFor, PlanBody):
+class PlanPod(TypedDict):
+    label: Annotated[str, "NAMESPACE/NAME (the UID where the name is unknown)"]
+    uid: Annotated[str | None, "the pod's UID"]
+    namespace: Annotated[str | None, "its namespace"]
+    name: Annotated[str | None, "its name"]
+    container: Annotated[str, "the container planned (the one holding the NPUs)"]
+    source: Annotated[str, "where the kubelet's answer was read"]
+    summary: Annotated[str, "its CPUs and NPUs with their NUMA nodes, in words"]
+    aligned: Annotated[bool | None, "its CPUs lie on its NPUs' NUMA nodes"]
+
+
+class _PlanPod(TypedDict, total=False):
+    pod: Annotated[PlanPod, "`--pod`: the pod whose cpuset and NPUs were planned"]
+
+
+class PlanDocument(_MadeFor, PlanBody, _PlanPod):
     """`ascendtune plan --json`: one policy's plan; `bind --plan FILE` reads it back."""
 
 
@@ -285,14 +362,15 @@ class PlanCompareDocument(WithHost, PlanCompareBody):
 class _CheckBody(TypedDict):
     id: Annotated[
         str,
-        "the check (`cpu_governor`, `numa_balancing`, ..., `worker:PID`, `overlap:PID,PID`, `npu_irq:N`)",
+        "the check (`cpu_governor`, `numa_balancing`, ..., `worker:PID`, `overlap:PID,PID`, "
+        "`npu_irq:N`, `kubelet`, `pod:NAMESPACE/NAME/CONTAINER`)",
     ]
     status: Annotated[Status, "`ok`, `warn`, `fail` or `skip`"]
     value: Annotated[str | None, "what was found"]
     expected: Annotated[str | None, "what it should be"]
     fix: Annotated[str | None, "a command that fixes it now"]
     fix_persistent: Annotated[str | None, "the form of the fix that survives a reboot"]
-    section: Annotated[str, "`host` or `workers`"]
+    section: Annotated[str, "`host`, `workers` or `k8s`"]
     detail: Annotated[str | None, "more words about it"]
 
 
@@ -314,7 +392,9 @@ class DoctorDocument(TypedDict):
     root: Annotated[str, "the root read (`/`, a sysroot, `demo:NAME`)"]
     live: Annotated[bool, "the live host was read"]
     hostname: Annotated[str | None, "the host's name (null: the host model could not be read)"]
-    sections: Annotated[list[str], "the sections run (`host`, `workers`)"]
+    sections: Annotated[
+        list[str], "the sections run (`host`, `workers`; `k8s` on a Kubernetes node or when asked)"
+    ]
     policy: Annotated[str, "the policy workers are compared with"]
     target: Annotated[str | None, "the vLLM-Ascend version modelled"]
     target_reason: Annotated[str | None, "why that version"]

@@ -26,7 +26,7 @@ from ascendtune.core.errors import AscendtuneError, InvalidInput, ParseError, Pl
 from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, make_plan
 
 if TYPE_CHECKING:
-    from ascendtune.app.documents import PlanBody, PlanCompareBody
+    from ascendtune.app.documents import PlanBody, PlanCompareBody, PlanPod
     from ascendtune.app.hosts import Loaded
     from ascendtune.core.model import Host
     from ascendtune.core.planner import Plan, PlanRequest
@@ -42,6 +42,7 @@ class PlanCommandOptions(NamedTuple):
     source: HostSource = THIS_HOST
     plan: PlanOptions = PlanOptions()
     emit: str | None = None
+    pod: str | None = None  # plan inside this Kubernetes pod's cpuset (NAME, NS/NAME or UID)
 
 
 def check_policy(policy: str, *, compare: bool = False) -> None:
@@ -161,6 +162,7 @@ class PlanReport(NamedTuple):
     better: str | None = None  # vllm-ascend plans: the policy that beats it, in words
     identity: dict[str, Any] | None = None  # the host it was made for (None: not said)
     emitted: Emitted | None = None
+    pod: PlanPod | None = None  # `--pod`: the pod whose cpuset was planned
 
     @property
     def exit_code(self) -> int:
@@ -340,9 +342,22 @@ def run(opts: PlanCommandOptions) -> PlanReport | CompareReport:
 
 def of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareReport:
     """`plan` of a host already read (`fleet` reads each node's snapshot itself)."""
+    pod = None
+    if opts.pod is not None:
+        from ascendtune.app import k8s
+
+        host, plan_opts, pod = k8s.in_pod(got.root, got.host, opts.pod, opts.plan)
+        got, opts = got._replace(host=host), opts._replace(plan=plan_opts)
     if opts.plan.policy == COMPARE:
         return compare(got.host, opts.plan, got.root)._replace(identity=got.identity)
-    report = plan(got.host, opts.plan, got.root)._replace(identity=got.identity)
+    try:
+        report = plan(got.host, opts.plan, got.root)._replace(identity=got.identity, pod=pod)
+    except PlanError as e:
+        if pod is None:
+            raise
+        raise PlanError(
+            f"inside pod {pod['label']} ({pod['summary']}): {e.message}", e.hint
+        ) from None
     if opts.emit is None:
         return report
     from ascendtune.app.emit import emit_lines
@@ -361,6 +376,8 @@ def document(report: PlanReport | CompareReport) -> dict[str, Any]:
     if isinstance(report, CompareReport):
         return compare_document(report, report.identity)
     doc = plan_document(report.plan, report.identity, report.target_reason)
+    if report.pod is not None:
+        doc["pod"] = dict(report.pod)
     if report.emitted is not None:
         doc["emit"] = {"kind": report.emitted.kind, "lines": list(report.emitted.lines)}
     return doc

@@ -9,6 +9,7 @@ from ascendtune.core import vendors
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import TopoBody
+    from ascendtune.app.k8s import K8sReport
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
 
@@ -24,6 +25,7 @@ class TopoReport(NamedTuple):
 
     host: Host
     identity: dict[str, Any]
+    kubernetes: K8sReport | None = None  # on a Kubernetes node: what the kubelet gave each pod
 
     @property
     def exit_code(self) -> int:
@@ -36,15 +38,21 @@ class TopoReport(NamedTuple):
 
 def run(opts: TopoOptions) -> TopoReport:
     """`topo`: read the host opts.source names."""
+    from ascendtune.app import k8s
     from ascendtune.app.hosts import load
 
     got = load(opts.source)
-    return TopoReport(got.host, got.identity)
+    return TopoReport(got.host, got.identity, k8s.report(got.root, got.host))
 
 
 def document(report: TopoReport) -> dict[str, Any]:
     """`topo --json` without schema_version (the printer adds it)."""
-    return topo_document(report.host, report.identity)
+    doc = topo_document(report.host, report.identity)
+    if report.kubernetes is not None:  # the key is there on a Kubernetes node only
+        from ascendtune.app import k8s
+
+        doc["kubernetes"] = k8s.document(report.kubernetes)
+    return doc
 
 
 def topo_document(host: Host, identity: dict[str, Any] | None = None) -> dict[str, Any]:

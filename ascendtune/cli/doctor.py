@@ -67,7 +67,11 @@ def render(report: DoctorReport) -> None:
             if plan.plan and plan.plan.target and plan.policy == "vllm-ascend"
             else ""
         )
-        title = "Host" if section == "host" else f"Workers (compared with the {against} plan)"
+        title = {
+            "host": "Host",
+            "workers": f"Workers (compared with the {against} plan)",
+            "k8s": "Kubernetes (what the kubelet gave each pod)",
+        }.get(section, section)
         cells: list[list[Any]] = [
             [
                 Text(c.status, style=_STYLE[c.status]),
@@ -97,7 +101,13 @@ def render(report: DoctorReport) -> None:
             if c.fix:
                 con.print(Text(plain(f"    fix: {c.fix}")))
             if c.fix_persistent:
-                con.print(Text(plain(f"    persistent: {c.fix_persistent}")))
+                block = c.fix_persistent.splitlines()
+                if len(block) == 1:
+                    con.print(Text(plain(f"    persistent: {block[0]}")))
+                else:  # a configuration fragment: a block to paste, line by line
+                    con.print(Text("    persistent:"))
+                    for row in block:
+                        con.print(Text(plain(f"      {row}")))
     if host is not None:
         shown_as_rows = {
             d for c in checks if c.id.endswith("_view") for d in (c.detail or "").split("; ")
@@ -129,7 +139,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--section",
                 metavar="SECTION",
-                help="Run one part only: host or workers.",
+                help="Run one part only: host, workers or k8s.",
                 autocompletion=complete_section,
             ),
         ] = None,

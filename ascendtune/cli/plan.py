@@ -183,6 +183,15 @@ def register(app: typer.Typer) -> None:
         device_ids: DeviceIdsOpt = None,
         busy: BusyOpt = None,
         cmdline: CmdlineOpt = None,
+        pod: Annotated[
+            str | None,
+            typer.Option(
+                "--pod",
+                metavar="POD",
+                help="Plan inside a Kubernetes pod's cpuset with its NPUs, as the kubelet gave "
+                "them (NAME, NAMESPACE/NAME or UID; read from the kubelet on this node).",
+            ),
+        ] = None,
         emit: Annotated[
             str | None,
             typer.Option(
@@ -202,7 +211,7 @@ def register(app: typer.Typer) -> None:
         from ascendtune.cli.common import host_source, respond
 
         opts = app_plan.PlanCommandOptions(
-            host_source(sysroot, demo), plan_options(**locals()), emit
+            host_source(sysroot, demo), plan_options(**locals()), emit, pod
         )
         respond(app_plan.run(opts), json_out, app_plan.document, render)
 
@@ -221,6 +230,14 @@ def render(report: PlanReport | CompareReport) -> None:
         for line in report.emitted.lines:
             print(inert(line))
         return
+    if report.pod is not None:
+        from ascendtune.cli.common import shown, stdout_console
+
+        stdout_console().print(
+            shown(
+                f"inside pod {report.pod['label']} ({report.pod['source']}): {report.pod['summary']}"
+            )
+        )
     render_plan(report.plan, report.host, report.target_reason, report.identity)
     if report.better:
         from ascendtune.cli.common import shown, stdout_console

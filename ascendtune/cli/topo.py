@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from ascendtune.app.k8s import K8sReport
     from ascendtune.app.topo import TopoReport
     from ascendtune.core.model import Host
     from ascendtune.core.vendors import VendorProfile
@@ -198,6 +199,40 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
 
 def _render(report: TopoReport) -> None:
     render_topo(report.host, report.identity)
+    if report.kubernetes is not None:
+        render_pods(report.kubernetes)
+
+
+def render_pods(rep: K8sReport) -> None:
+    """The pods table of a Kubernetes node: each container's CPUs and NPUs, and their nodes."""
+    from ascendtune.app.k8s import summary_of
+    from ascendtune.cli.cells import fitted_table, show
+    from ascendtune.cli.common import shown, stdout_console
+
+    con = stdout_console()
+    view, cfg = rep.view, rep.view.config
+    con.print(
+        shown(
+            f"kubelet ({view.source}): cpuManagerPolicy {view.cpu_policy}, "
+            f"topologyManagerPolicy {cfg.topology_manager_policy} "
+            f"(scope {cfg.topology_manager_scope}), memoryManagerPolicy {cfg.memory_manager_policy}"
+        )
+    )
+    rows = [
+        [
+            shown(a.pod.label),
+            shown(a.container.name),
+            shown(summary_of(a)),
+            {True: "yes", False: "NO", None: "-"}[a.aligned],
+        ]
+        for a in rep.assessments
+    ]
+    if rows:
+        show(con, fitted_table(con, "pods", ("pod", "container", "CPUs and NPUs", "aligned"), rows))
+    else:
+        con.print("pods: none holds an accelerator or exclusive CPUs")
+    for w in view.warnings:
+        con.print(f"[yellow]![/yellow] {shown(w)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -145,6 +145,10 @@ def capture(root: Root) -> Capture:
                 env = root.read_text(env_rel)
                 if env is not None:
                     cap.files[env_rel] = redact_environ(env)
+    from ascendtune.host.k8s.files import capture as kubelet_capture
+
+    for rel, text in kubelet_capture(root).items():  # a Kubernetes node: what the kubelet gave
+        cap.files.setdefault(rel, text)
     meta = _meta(root)
     if root.live and host is not None and host.npus and host.soc is Soc.UNKNOWN:
         # names do not tell the family: keep torch_npu's answer so the replay plans the same
