@@ -44,6 +44,12 @@ def _both_ids(text: str, smi: dict[int, str], word: str, tool: str) -> str:
     )
 
 
+def _title(section: str, against: str) -> str:
+    if section == "binders":
+        return "Binders (every binder acting on each worker, in the order they act)"
+    return "Host" if section == "host" else f"Workers (compared with the {against} plan)"
+
+
 def render(report: DoctorReport) -> None:
     from rich.text import Text
 
@@ -67,7 +73,7 @@ def render(report: DoctorReport) -> None:
             if plan.plan and plan.plan.target and plan.policy == "vllm-ascend"
             else ""
         )
-        title = "Host" if section == "host" else f"Workers (compared with the {against} plan)"
+        title = _title(section, against)
         cells: list[list[Any]] = [
             [
                 Text(c.status, style=_STYLE[c.status]),
@@ -129,7 +135,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--section",
                 metavar="SECTION",
-                help="Run one part only: host or workers.",
+                help="Run one part only: host, workers or binders.",
                 autocompletion=complete_section,
             ),
         ] = None,

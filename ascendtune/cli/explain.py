@@ -215,6 +215,54 @@ def _render_versions(doc: dict[str, Any]) -> None:
     _out(con, "cpu_binding.py: git blob of the release's file (none: it ships no CPU binding)")
 
 
+def _binders(
+    pid: int | None,
+    cmdline: str | None,
+    env: list[str] | None,
+    owner: str | None,
+    target: str,
+    sysroot: str | None,
+    demo: str | None,
+    json_out: bool,
+) -> None:
+    """`explain binders`: every binder modelled, and the chain of a PID, a command line or
+    every worker of the host."""
+    from ascendtune.app import binders
+    from ascendtune.cli.common import respond
+
+    opts = binders.BindersOptions(
+        pid=pid,
+        cmdline=cmdline,
+        env=tuple(env or ()),
+        owner=owner,
+        target=target,
+        sysroot=sysroot,
+        demo=demo,
+    )
+
+    def shown(report: binders.BindersReport) -> None:
+        from ascendtune.cli.binders import print_chain
+        from ascendtune.cli.common import stdout_console
+
+        con = stdout_console()
+        doc = binders.document(report)
+        _out(con, "binders ascendtune models (stage they act at; threads; on a narrower mask):")
+        for b in doc["binders"]:
+            _out(
+                con, f"  {b['id']:15} {b['acts']:13} {','.join(b['threads']):24} {b['on_narrower']}"
+            )
+            _out(con, f"  {'':15} configured by: {'; '.join(b['configured'])}")
+            _out(con, f"  {'':15} off: {b['off']}")
+        for w in doc["workers"]:
+            _out(con)
+            print_chain(lambda line: _out(con, line), w)
+        if not doc["workers"]:
+            _out(con)
+            _out(con, f"no worker found on {doc['root']} (give --pid or --cmdline)")
+
+    respond(binders.run(opts), json_out, binders.document, shown)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("explain", help=describe("explain", HELP, paragraph=False))
     @handle_errors
@@ -248,6 +296,29 @@ def register(app: typer.Typer) -> None:
         device_ids: DeviceIdsOpt = None,
         busy: BusyOpt = None,
         cmdline: CmdlineOpt = None,
+        pid: Annotated[
+            int | None,
+            typer.Option(
+                "--pid", help="explain binders: the chain of this process.", metavar="PID"
+            ),
+        ] = None,
+        env_pair: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--env",
+                help="explain binders --cmdline: KEY=VALUE of its environment (repeatable).",
+                metavar="KEY=VALUE",
+            ),
+        ] = None,
+        owner: Annotated[
+            str | None,
+            typer.Option(
+                "--owner",
+                help="explain binders: the binder to keep (vllm-ascend, torch_npu, ascendtune, "
+                "outer).",
+                metavar="OWNER",
+            ),
+        ] = None,
         json_out: JsonOpt = False,
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
@@ -255,6 +326,9 @@ def register(app: typer.Typer) -> None:
         from ascendtune.app import explain as app_explain
         from ascendtune.cli.common import host_source, respond
 
+        if key == "binders":
+            _binders(pid, cmdline, env_pair, owner, target, sysroot, demo, json_out)
+            return
         if markdown:
             print(app_explain.markdown(), end="")
             return
