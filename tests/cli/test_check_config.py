@@ -271,7 +271,9 @@ def test_json_array(cli: Cli) -> None:
 
 def test_cmdline_without_additional_config_checks_the_defaults(cli: Cli) -> None:
     # issue 24: the defaults apply (it exited 5 before), and the binders are reported
-    r = cli("check-config", "--cmdline", "vllm serve /models/m -tp 8", "--arch", "aarch64", "--json")
+    r = cli(
+        "check-config", "--cmdline", "vllm serve /models/m -tp 8", "--arch", "aarch64", "--json"
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["effective"]["enable_cpu_binding"] is True

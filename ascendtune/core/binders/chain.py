@@ -237,9 +237,11 @@ def _switches(w: Worker, actions: list[Action], owner: str) -> tuple[Switch, ...
             continue
         if a.binder.id == "ucm" and owner == "vllm-ascend":
             continue  # inside vLLM-Ascend's binding; its split is a finding of its own
+        if a.binder.id == "vllm-numa-bind" and owner == "vllm-ascend" and w.vllm_ascend:
+            continue  # on Ascend the flag only turns the owner's binding on
         seen.add(a.binder.id)
         out.append(Switch(a.binder.id, a.binder.off))
-    owned = [a for a in actions if _family(a) == owner and a.outcome not in ("skips", "fails")]
+    owned = [a for a in actions if _family(a) == owner]
     if not owned:
         out.append(Switch(owner, ON[owner]))
     if owner == "vllm-ascend" and w.vllm_ascend is not None and not w.vllm_ascend.binding.ships:

@@ -93,7 +93,7 @@ def cpus_of(words: tuple[str, ...], numa: dict[int, CpuSet] | None = None) -> Cp
 
 
 def act(w: Worker, m: Masks) -> Action | None:
-    found = [wr for wr in ((wrapper_of(w.argv), *tuple(w.wrappers))) if wr]
+    found = [wr for wr in (wrapper_of(w.argv), *w.wrappers) if wr and _prog(wr[0]) in WRAPPERS]
     if not found:
         return None
     words = found[0]

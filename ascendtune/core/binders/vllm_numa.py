@@ -11,7 +11,7 @@ from ascendtune.core.errors import ParseError
 INFO = Binder(
     id="vllm-numa-bind",
     name="vLLM --numa-bind",
-    family="outer",
+    family=None,  # a numactl wrapper on GPUs, vLLM-Ascend's own switch on Ascend
     configured=("--numa-bind", "--numa-bind-nodes N,...", "--numa-bind-cpus LIST;..."),
     acts="launch",
     threads=("main", "acl", "omp", "plugin", "rest"),
