@@ -275,3 +275,26 @@ def test_snapshot_replays_the_chain_with_secrets_masked(
     after = json.loads(cli(*args, "--sysroot", str(out)).stdout)["workers"]
     assert after == before
     assert [b["id"] for b in after[0]["binders"]] == ["vllm-ascend", "ucm"]
+
+
+def test_plan_emit_owner_switches_the_other_binders_off(cli: Cli) -> None:
+    args = ("plan", "--demo", "atlas-800i-a2", "--ranks", "1", "--emit", "taskset")
+    plain = cli(*args, "--cmdline", "vllm serve /m").stdout
+    r = cli(*args, "--cmdline", "vllm serve /m", "--owner", "outer")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert "export OMP_PROC_BIND=false" in lines
+    assert "unset CPU_AFFINITY_CONF" in lines
+    assert "export VLLM_CPU_AFFINITY=0" in lines
+    assert (
+        "taskset -c 144-167 vllm serve /m --additional-config '{\"enable_cpu_binding\": false}'"
+        in lines
+    )
+    assert "enable_cpu_binding" not in plain  # without --owner the form is as before
+    conf = cli(
+        "plan", "--demo", "atlas-800i-a2", "--emit", "cpu-affinity-conf", "--owner", "torch_npu"
+    )
+    assert "unset CPU_AFFINITY_CONF" not in conf.stdout.splitlines()
+    assert any(line.startswith("export CPU_AFFINITY_CONF=") for line in conf.stdout.splitlines())
+    wrong = cli(*args, "--owner", "vllm-ascend")
+    assert wrong.exit_code == 2 and "hands the CPUs to outer" in wrong.stderr

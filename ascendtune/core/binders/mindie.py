@@ -15,6 +15,7 @@ INFO = Binder(
     narrower_note="reading of MindIE's docs, not checked in code: binds each NPU's process to "
     "CPUs of its NUMA node",
     off="BIND_CPU=0",
+    off_env=("export BIND_CPU=0",),
     evidence=(
         Evidence(
             "MindIE environment variables: BIND_CPU, CPU_BINDING_NUM", "MindIE 2.x docs", "reading"

@@ -77,6 +77,7 @@ class Binder(NamedTuple):
     evidence: tuple[Evidence, ...]
     versions: tuple[tuple[str, str], ...] = ()  # (versions, what it does there)
     narrower_note: str = ""
+    off_env: tuple[str, ...] = ()  # its switch as shell lines, where it is a variable
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -21,6 +21,7 @@ INFO = Binder(
     narrower_note="the first place is the lowest CPU of the mask it finds: CPU 0 with a full "
     "mask; threads created later inherit that single CPU",
     off="OMP_PROC_BIND=false (and unset GOMP_CPU_AFFINITY, OMP_PLACES, KMP_AFFINITY)",
+    off_env=("export OMP_PROC_BIND=false", "unset GOMP_CPU_AFFINITY OMP_PLACES KMP_AFFINITY"),
     evidence=(
         Evidence(
             "libgomp env.c (initialize_env), affinity.c (gomp_init_affinity)",

@@ -16,6 +16,7 @@ INFO = Binder(
     narrower_note="SGLANG_SET_CPU_AFFINITY derives CPU ids from the machine's core count, not the "
     "cpuset (sglang #39552); NUMA binding intersects with the allowed CPUs since PR #26983",
     off="SGLANG_SET_CPU_AFFINITY=0, SGLANG_AUTO_NUMA_BIND=0, drop --numa-node",
+    off_env=("export SGLANG_SET_CPU_AFFINITY=0 SGLANG_AUTO_NUMA_BIND=0",),
     evidence=(
         Evidence("sglang PR #2222 (SGLANG_SET_CPU_AFFINITY, off by default)", "2024-11", "PR"),
         Evidence(

@@ -24,6 +24,7 @@ INFO = Binder(
     "else nothing is bound (a WARN hidden at ASCEND_GLOBAL_LOG_LEVEL=3); G1 checks mode 1 only; "
     "force:1 (G4+) overrides",
     off="unset CPU_AFFINITY_CONF (or CPU_AFFINITY_CONF=0)",
+    off_env=("unset CPU_AFFINITY_CONF",),
     evidence=(
         Evidence(
             "torch_npu/csrc/core/npu/NPUAffinityController.cpp", "2.1.0.post10-2.14.0", "source"

@@ -18,6 +18,7 @@ INFO = Binder(
     narrower_note="it splits whatever main pool vLLM-Ascend computed; with vLLM-Ascend's binding "
     "off it binds nothing on NPU",
     off="VLLM_CPU_AFFINITY=0",
+    off_env=("export VLLM_CPU_AFFINITY=0",),
     evidence=(
         Evidence(
             "unified-cache-management PR #1074 (align UCM and vllm-ascend CPU affinity)",
