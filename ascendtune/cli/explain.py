@@ -38,7 +38,8 @@ HELP = """Without KEY: every key of --target grouped by concern (--search WORD f
 --markdown prints the reference page). `explain binding [--rank R]` walks through the steps
 vLLM-Ascend's CPU binding takes for rank R on this host (or --demo / --sysroot), each with its
 input and result, then where numa-local departs. `explain versions` lists every version --target
-takes, with its binding and its default."""
+takes, with its binding and its default. `explain binders` lists every binder that can act on a
+worker and the chain of --pid, --cmdline (with --env) or every worker of the host."""
 
 
 def _render_key(doc: dict[str, Any], target: str | None) -> None:
@@ -270,7 +271,7 @@ def register(app: typer.Typer) -> None:
         key: Annotated[
             str | None,
             typer.Argument(
-                help="An additional-config key (dotted for nested keys), `binding` or `versions`.",
+                help="An additional-config key (dotted for nested keys), `binding`, `binders` or `versions`.",
                 metavar="KEY",
                 show_default=False,
             ),
