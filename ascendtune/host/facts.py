@@ -24,7 +24,7 @@ from ascendtune.core.parsers.interrupts import (
     msi_irq_numbers,
     parse_interrupts,
 )
-from ascendtune.host import binder_facts, vllm_detect
+from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import cgroup_version, cpuset_paths, resolve_cpuset
 from ascendtune.host.reader import read_host
 from ascendtune.host.roots import Root
@@ -225,5 +225,7 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
             paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
         paths += cpuset_paths(root, w.pid)
         paths += vllm_detect.detect_paths(root, w.pid)  # which vLLM-Ascend it runs
-        paths += binder_facts.paths(root, w.pid)  # what its binder chain reads
+        from ascendtune.host import binder_facts  # what its binder chain reads
+
+        paths += binder_facts.paths(root, w.pid)
     return list(dict.fromkeys(paths))
