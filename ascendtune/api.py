@@ -124,6 +124,8 @@ class CheckConfigKeywords(TypedDict, total=False):
     sysroot: str | None
     env: Mapping[str, str] | None
     strict: bool
+    env_pairs: tuple[str, ...]
+    owner: str | None
 
 
 # a report type's module -> the use case module whose document() takes it (where they differ)

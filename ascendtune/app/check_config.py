@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ascendtune.core.errors import InvalidInput, MissingError, UsageError
+from ascendtune.core.errors import MissingError, UsageError
 
 if TYPE_CHECKING:
+    from ascendtune.core.binders import Chain
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.vllm_config.inputs import Cmdline
     from ascendtune.core.vllm_config.model import Facts, Report
@@ -41,6 +42,8 @@ class CheckConfigOptions(NamedTuple):
     sysroot: str | None = None
     env: Mapping[str, str] | None = None  # this process's environment when None
     strict: bool = False
+    env_pairs: tuple[str, ...] = ()  # --env KEY=VALUE: the server's environment, for the binders
+    owner: str | None = None  # --owner: the binder the switches leave in charge
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class CheckConfigReport:
     rules_source: str  # where the version's rules come from, for the header
     target_reason: str = ""
     strict: bool = False  # warnings are problems too
+    chain: Chain | None = None  # the binders a command line or PID starts with
+    owner: str | None = None
 
     @property
     def has_errors(self) -> bool:
@@ -117,13 +122,15 @@ def run(opts: CheckConfigOptions) -> CheckConfigReport:
                 env, env_source = inputs.parse_environ(environ), "pid"
         parsed = inputs.parse_cmdline(argv, source)
         if parsed.config_text is None:
-            raise InvalidInput(
-                f"{source} has no --additional-config",
-                "vLLM-Ascend then runs with its defaults; check '{}' to see them",
-            )
-        text, source = parsed.config_text, f"--additional-config of {source}"
+            # no --additional-config: vLLM-Ascend runs with its defaults, which are checked
+            text, source = "{}", f"{source} (no --additional-config: the defaults)"
+        else:
+            text, source = parsed.config_text, f"--additional-config of {source}"
     cfg = inputs.parse_config(text, source)
+    from ascendtune.app.binders import check_owner, parse_env_pairs
 
+    owner = check_owner(opts.owner)
+    pairs = parse_env_pairs(opts.env_pairs)
     if opts.env_file is not None:
         env = inputs.parse_env_file(read_text_file(opts.env_file, "--env-file"))
         env_source = "file"
@@ -132,6 +139,8 @@ def run(opts: CheckConfigOptions) -> CheckConfigReport:
         env, env_source = {}, "unknown"
     if env is None:
         env = dict(os.environ if opts.env is None else opts.env)
+    if pairs:
+        env, env_source = {**(env if env_source in ("file", "pid") else {}), **pairs}, "file"
     omni = opts.with_vllm_omni
     if omni is None and detected is not None:
         omni = detected.with_vllm_omni
@@ -161,7 +170,34 @@ def run(opts: CheckConfigOptions) -> CheckConfigReport:
         from ascendtune.core.vllm_config.rules import outer_binder
 
         facts = replace(facts, outer_binder=outer_binder(inputs.split_cmdline(opts.cmdline)))
-    return CheckConfigReport(checker.check(cfg, ver, facts), ver.source, reason, opts.strict)
+    report = checker.check(cfg, ver, facts)
+    chain = None
+    if parsed is not None:
+        from ascendtune.app.binders import binders_of_check
+
+        chain = binders_of_check(opts, root, argv, facts, entry, cfg, owner)
+        report = _with_chain(report, chain)
+    return CheckConfigReport(report, ver.source, reason, opts.strict, chain, owner)
+
+
+def _with_chain(report: Report, chain: Chain) -> Report:
+    """The chain's findings among the checker's (they name enable_cpu_binding when vLLM-Ascend
+    is one of the binders)."""
+    from dataclasses import replace
+
+    from ascendtune.core.findings import Finding
+
+    extra = tuple(
+        Finding(
+            f.code,
+            f.severity,
+            f.message,
+            f.hint,
+            keys=("enable_cpu_binding",) if "vllm-ascend" in f.binders else (),
+        )
+        for f in chain.findings
+    )
+    return replace(report, findings=report.findings + extra)
 
 
 def _process_binding(facts: Facts, root: Root, pid: int) -> Facts:
@@ -226,6 +262,8 @@ def document(result: CheckConfigReport) -> dict[str, Any]:
     documents.CheckConfigDocument (the report's to_json is typed loosely)."""
     doc = result.report.to_json()
     doc["target_reason"] = result.target_reason
+    if result.chain is not None:
+        doc["binders"] = result.chain.to_json(result.owner)
     return doc
 
 

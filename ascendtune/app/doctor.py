@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from ascendtune.core.model import Host
     from ascendtune.host.roots import Root
 
-SECTION_NAMES = ("host", "workers", "k8s")
+SECTION_NAMES = ("host", "workers", "binders", "k8s")
+# what a doctor without --section runs: every section (k8s only shows on a Kubernetes node)
+DEFAULT_SECTIONS = SECTION_NAMES
 
 
 class DoctorOptions(NamedTuple):
@@ -47,7 +49,7 @@ class DoctorReport(NamedTuple):
 
 def sections_of(section: str | None) -> tuple[str, ...]:
     if section is None:
-        return SECTION_NAMES
+        return DEFAULT_SECTIONS
     if section not in SECTION_NAMES:
         raise UsageError(f"--section {section}: expected one of {', '.join(SECTION_NAMES)}")
     return (section,)
@@ -115,21 +117,29 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     host, host_error = _read_host(root)
     plan = plan_facts(host, host_error, opts.plan, root)
     reason = None
+    entry = None
     if host is not None:
         from ascendtune.app.plan import resolve_version
 
-        reason = resolve_version(host, opts.plan.target, root).reason
+        choice = resolve_version(host, opts.plan.target, root)
+        reason, entry = choice.reason, choice.entry
     # one pass over proc/ for both sections: every process's comm (irqbalance) and open files
-    scan = scan_processes(root, devices="workers" in opts.sections)
+    want_workers = "workers" in opts.sections or "binders" in opts.sections
+    scan = scan_processes(root, devices=want_workers)
     inp = DoctorInput(gather_host_facts(root, scan), host, host_error, plan)
     checks: list[Check] = []
     if "host" in opts.sections:
         checks += host_checks(inp)
         checks += unread_views(host)
+    workers = find_workers(root, host, scan) if want_workers else []
     if "workers" in opts.sections:
-        workers = find_workers(root, host, scan)
         checks += worker_checks(workers, inp, scanned_note(root, host, scan))
     sections = tuple(opts.sections)
+    if "binders" in opts.sections and (workers or sections == ("binders",)):
+        # with no worker the section says so only when it was the one asked for
+        checks += binder_checks(root, host, workers, entry)
+    elif "binders" in sections:
+        sections = tuple(s for s in sections if s != "binders")
     if "k8s" in opts.sections:
         from ascendtune.app import k8s
 
@@ -140,6 +150,13 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     from ascendtune.app.hosts import identity
 
     return DoctorReport(checks, root, host, plan, sections, identity(root), reason)
+
+
+def binder_checks(root: Root, host: Host | None, workers: list[Any], entry: Any) -> list[Check]:
+    """The `binders` section: every binder acting on each worker (app/binders.py)."""
+    from ascendtune.app.binders import doctor_checks
+
+    return doctor_checks(root, host, workers, entry)
 
 
 def unread_views(host: Host | None) -> list[Check]:

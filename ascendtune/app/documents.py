@@ -370,7 +370,7 @@ class _CheckBody(TypedDict):
     expected: Annotated[str | None, "what it should be"]
     fix: Annotated[str | None, "a command that fixes it now"]
     fix_persistent: Annotated[str | None, "the form of the fix that survives a reboot"]
-    section: Annotated[str, "`host`, `workers` or `k8s`"]
+    section: Annotated[str, "`host`, `workers`, `binders` or `k8s`"]
     detail: Annotated[str | None, "more words about it"]
 
 
@@ -393,7 +393,8 @@ class DoctorDocument(TypedDict):
     live: Annotated[bool, "the live host was read"]
     hostname: Annotated[str | None, "the host's name (null: the host model could not be read)"]
     sections: Annotated[
-        list[str], "the sections run (`host`, `workers`; `k8s` on a Kubernetes node or when asked)"
+        list[str],
+        "the sections run (`host`, `workers`, `binders`; `k8s` on a Kubernetes node or when asked)",
     ]
     policy: Annotated[str, "the policy workers are compared with"]
     target: Annotated[str | None, "the vLLM-Ascend version modelled"]
@@ -440,7 +441,100 @@ class ConfigCounts(TypedDict):
     info: Annotated[int, "findings of severity info"]
 
 
-class CheckConfigDocument(TypedDict):
+# ---- the binder chain (check-config, doctor --section binders, explain binders) --------------
+
+
+class BinderEvidence(TypedDict):
+    source: Annotated[str, "the source file, PR, issue or document the fact was read in"]
+    version: Annotated[str, "the version or date it holds for"]
+    kind: Annotated[str, "`source`, `PR`, `issue`, `doc` or `reading` (not checked in code)"]
+
+
+class ChainStep(TypedDict):
+    order: Annotated[int, "1 for the binder that acts first"]
+    id: Annotated[str, "the binder (`cgroup`, `outer`, `openmp`, `torch_npu`, `vllm-ascend`, ...)"]
+    name: Annotated[str, "the binder in words"]
+    stage: Annotated[str, "when it acts (`cgroup`, `launch`, `import`, `worker start`, ...)"]
+    config: Annotated[str, "how it was found configured (`taskset -c 0-9`, `OMP_PROC_BIND=TRUE`)"]
+    outcome: Annotated[str, "`binds`, `narrows`, `pins`, `skips`, `fails`, `splits` or `unknown`"]
+    on_narrower: Annotated[str, "what it does on a mask already narrower: skip, narrow, ..."]
+    masks: Annotated[
+        dict[str, CpuList | None],
+        Keys("a thread class"),
+        "the masks it sets, per thread class (null: not computable without the host)",
+    ]
+    leaves: Annotated[
+        dict[str, CpuList | None], Keys("a thread class"), "every class's mask after it acted"
+    ]
+    note: Annotated[str, "what it does here, in words"]
+    evidence: Annotated[list[BinderEvidence], "where its behaviour was read"]
+
+
+class ChainFindingDoc(TypedDict):
+    code: Annotated[str, "`binders-conflict`, `binders-pin-first-cpu`, `binders-silent-skip`, ..."]
+    severity: Annotated[Severity, "`error`, `warning` or `info`"]
+    binders: Annotated[list[str], "the binders it is about"]
+    message: Annotated[str, "what happens, in words"]
+    hint: Annotated[str, "what to do"]
+
+
+class ChainSwitch(TypedDict):
+    binder: Annotated[str, "the binder the switch acts on (the owner itself: how to turn it on)"]
+    switch: Annotated[str, "the variable, flag or command"]
+
+
+class ChainDocument(TypedDict):
+    """Every binder acting on one worker, in order, the winner and the switches."""
+
+    pid: Annotated[int | None, "the worker (null: a command line)"]
+    binders: Annotated[list[ChainStep], "the binders found, in the order they act"]
+    predicted: Annotated[
+        dict[str, CpuList | None], Keys("a thread class"), "the final mask per thread class"
+    ]
+    observed: Annotated[
+        dict[str, CpuList] | None,
+        Keys("a thread class"),
+        "the masks read per thread class (null: nothing running)",
+    ]
+    winner: Annotated[str | None, "the binder whose mask the main thread ends with"]
+    winners: Annotated[
+        dict[str, str | None], Keys("a thread class"), "the binder each class ends with"
+    ]
+    findings: Annotated[list[ChainFindingDoc], "conflicts and surprises of the chain"]
+    owner: Annotated[str, "the owner the switches keep (`--owner`, else the chain's choice)"]
+    owner_reason: Annotated[str, "why that owner"]
+    switches: Annotated[list[ChainSwitch], "what to change so that only the owner binds"]
+    switches_by_owner: Annotated[
+        dict[str, list[ChainSwitch]], Keys("an owner"), "the switches for every owner"
+    ]
+
+
+class BinderFacts(TypedDict):
+    id: Annotated[str, "the binder"]
+    name: Annotated[str, "in words"]
+    owner: Annotated[str | None, "the owner it belongs to (null: none keeps it)"]
+    configured: Annotated[list[str], "where it is configured"]
+    acts: Annotated[str, "the stage it acts at"]
+    threads: Annotated[list[str], "the thread classes it touches"]
+    on_narrower: Annotated[str, "skip, narrow, override, or fail and warn"]
+    on_narrower_note: Annotated[str, "more words about that"]
+    off: Annotated[str, "the switch that leaves it out"]
+    versions: Annotated[list[dict[str, str]], "how its behaviour changed between versions"]
+    evidence: Annotated[list[BinderEvidence], "where it was read"]
+
+
+class ExplainBindersDocument(TypedDict):
+    """`ascendtune explain binders --json`: every binder modelled and each worker's chain."""
+
+    kind: Annotated[Literal["binders"], "always `binders`"]
+    root: Annotated[str, "the host read, or `--cmdline`"]
+    stages: Annotated[list[str], "the stages, in the order a worker meets them"]
+    thread_classes: Annotated[dict[str, str], Keys("a thread class"), "each class in words"]
+    binders: Annotated[list[BinderFacts], "every binder ascendtune models"]
+    workers: Annotated[list[ChainDocument], "the chain of each worker (or the command line)"]
+
+
+class _CheckConfigBody(TypedDict):
     """`ascendtune check-config --json`: the additional-config checked against a version's rules."""
 
     target: Annotated[str, "the vLLM-Ascend version whose rules were used"]
@@ -450,6 +544,14 @@ class CheckConfigDocument(TypedDict):
     ]
     counts: Annotated[ConfigCounts, "findings per severity"]
     target_reason: Annotated[str, "why that version"]
+
+
+class CheckConfigDocument(_CheckConfigBody, total=False):
+    """`ascendtune check-config --json`: the additional-config checked against a version's rules."""
+
+    binders: Annotated[
+        ChainDocument, "the binders the command line or PID starts with (--cmdline, --pid)"
+    ]
 
 
 # ---- bind -----------------------------------------------------------------------------------
@@ -1167,6 +1269,7 @@ DOCUMENTS: dict[str, Any] = {
         ExplainListingDocument,
         ExplainBindingDocument,
         ExplainVersionsDocument,
+        ExplainBindersDocument,
     ),
     "bind-workers": BindWorkersDocument,
     "bind-show": BindShowDocument,

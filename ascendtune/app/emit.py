@@ -98,12 +98,63 @@ def disable_cpu_binding(argv: Sequence[str]) -> list[str]:
     return [*out, "--additional-config", json.dumps({"enable_cpu_binding": False})]
 
 
+# the binder each form hands the CPUs to (`--owner` may only name it)
+OWNER_OF = {
+    "taskset": "outer",
+    "numactl": "outer",
+    "systemd": "outer",
+    "docker": "outer",
+    "env": "outer",
+    "cpu-affinity-conf": "torch_npu",
+    "vllm": "ascendtune",
+}
+
+
+def owner_lines(
+    kind: str, owner: str, argv: list[str] | None
+) -> tuple[list[str], list[str] | None]:
+    """`--emit KIND --owner OWNER`: the lines that switch every other binder off (issue 24), put
+    before the form's own lines, and the command to wrap with vLLM-Ascend's binding off when it
+    is not the owner."""
+    from ascendtune.core.binders import BINDERS
+
+    if owner != OWNER_OF[kind]:
+        raise UsageError(
+            f"--emit {kind} hands the CPUs to {OWNER_OF[kind]}, not --owner {owner}",
+            "drop --owner, or pick the --emit form of that owner",
+        )
+    lines = [f"# one owner ({owner}): every other binder off, before the server starts"]
+    # the binders a vLLM / vLLM-Ascend worker meets (MindIE's and SGLang's are other servers')
+    env = [
+        x
+        for b in BINDERS
+        if b.family != owner and b.id in ("openmp", "torch_npu", "ucm")
+        for x in b.off_env
+    ]
+    if kind in ("systemd", "docker"):
+        where = "the unit (Environment=)" if kind == "systemd" else "the container (-e)"
+        lines += [f"# in {where}: {x}" for x in env]
+    else:
+        lines += env
+    if argv is not None and owner != "vllm-ascend" and kind != "vllm":
+        from ascendtune.core.vllm_config.inputs import is_vllm
+
+        if is_vllm(argv):
+            argv = disable_cpu_binding(argv)
+    elif owner != "vllm-ascend" and kind != "vllm":
+        lines.append(
+            "# vLLM-Ascend's own binding off: --additional-config '{\"enable_cpu_binding\": false}'"
+        )
+    return lines, argv
+
+
 def emit_lines(
     plan: Plan,
     kind: str,
     *,
     cmdline: str | None = None,
     bind_args: Sequence[str] = (),
+    owner: str | None = None,
 ) -> list[str]:
     """The lines of `--emit kind`. cmdline: the command taskset/numactl/vllm wrap (a shell
     line); bind_args: the plan options `ascendtune bind --workers` repeats (`--emit vllm`)."""
@@ -123,11 +174,14 @@ def emit_lines(
         return emit_agent(kind, bind_args)
     word = profile.word
     argv = _command(cmdline)
+    head: list[str] = []
+    if owner is not None:
+        head, argv = owner_lines(kind, owner, argv)
     if kind == "cpu-affinity-conf":
-        return _cpu_affinity_conf(plan)
+        return head + _cpu_affinity_conf(plan)
     if kind == "vllm":
-        return _vllm(plan, argv, bind_args)
-    out: list[str] = []
+        return head + _vllm(plan, argv, bind_args)
+    out: list[str] = head
     if kind in ("taskset", "numactl") and argv is None:
         out.append(
             "# one shell function per rank: `rank0 CMD ARGS` runs CMD on rank 0's CPUs "

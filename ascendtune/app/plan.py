@@ -43,6 +43,7 @@ class PlanCommandOptions(NamedTuple):
     plan: PlanOptions = PlanOptions()
     emit: str | None = None
     pod: str | None = None  # plan inside this Kubernetes pod's cpuset (NAME, NS/NAME or UID)
+    owner: str | None = None  # --owner: the other binders switched off in the --emit lines
 
 
 def check_policy(policy: str, *, compare: bool = False) -> None:
@@ -334,6 +335,12 @@ def run(opts: PlanCommandOptions) -> PlanReport | CompareReport:
 
     if opts.emit is not None and opts.emit not in EMITS:
         raise UsageError(f"--emit {opts.emit}: expected one of {', '.join(EMITS)}")
+    if opts.owner is not None:
+        from ascendtune.app.binders import check_owner
+
+        check_owner(opts.owner)
+        if opts.emit is None:
+            raise UsageError("--owner goes with --emit: the lines it switches binders off in")
     check_policy(opts.plan.policy, compare=True)
     from ascendtune.app.hosts import load
 
@@ -367,6 +374,7 @@ def of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareRepo
         opts.emit,
         cmdline=opts.plan.cmdline,
         bind_args=["--policy", report.plan.policy, *opts.plan.given()],
+        owner=opts.owner,
     )
     return report._replace(emitted=Emitted(opts.emit, tuple(lines)))
 

@@ -115,6 +115,24 @@ def register(app: typer.Typer) -> None:
                 metavar="ARCH",
             ),
         ] = None,
+        env_pair: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--env",
+                help="KEY=VALUE of the server's environment (repeatable): what the binders "
+                "of --cmdline read (OMP_PROC_BIND, CPU_AFFINITY_CONF, VLLM_CPU_AFFINITY, ...).",
+                metavar="KEY=VALUE",
+            ),
+        ] = None,
+        owner: Annotated[
+            str | None,
+            typer.Option(
+                "--owner",
+                help="The binder to keep: vllm-ascend, torch_npu, ascendtune or outer; the "
+                "switches turn the others off (default: the one that binds last).",
+                metavar="OWNER",
+            ),
+        ] = None,
         sysroot: SysrootOpt = None,
     ) -> None:
         from ascendtune.app import check_config
@@ -138,12 +156,22 @@ def register(app: typer.Typer) -> None:
             arch=arch,
             sysroot=sysroot,
             strict=strict,
+            env_pairs=tuple(env_pair or ()),
+            owner=owner,
         )
 
         def shown(result: CheckConfigReport) -> None:
             from ascendtune.cli.common import stdout_console
 
-            render(stdout_console(), result.report, result.rules_source, show_effective)
+            con = stdout_console()
+            render(con, result.report, result.rules_source, show_effective)
+            if result.chain is not None:
+                from ascendtune.cli.binders import print_chain
+
+                print_chain(
+                    lambda line: con.print(line, soft_wrap=True, markup=False, highlight=False),
+                    result.chain.to_json(result.owner),
+                )
 
         respond(check_config.run(opts), json_out, check_config.document, shown)
 

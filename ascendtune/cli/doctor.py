@@ -44,6 +44,15 @@ def _both_ids(text: str, smi: dict[int, str], word: str, tool: str) -> str:
     )
 
 
+def _title(section: str, against: str) -> str:
+    return {
+        "host": "Host",
+        "workers": f"Workers (compared with the {against} plan)",
+        "binders": "Binders (every binder acting on each worker, in the order they act)",
+        "k8s": "Kubernetes (what the kubelet gave each pod)",
+    }.get(section, section)
+
+
 def render(report: DoctorReport) -> None:
     from rich.text import Text
 
@@ -67,11 +76,7 @@ def render(report: DoctorReport) -> None:
             if plan.plan and plan.plan.target and plan.policy == "vllm-ascend"
             else ""
         )
-        title = {
-            "host": "Host",
-            "workers": f"Workers (compared with the {against} plan)",
-            "k8s": "Kubernetes (what the kubelet gave each pod)",
-        }.get(section, section)
+        title = _title(section, against)
         cells: list[list[Any]] = [
             [
                 Text(c.status, style=_STYLE[c.status]),
@@ -139,7 +144,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--section",
                 metavar="SECTION",
-                help="Run one part only: host, workers or k8s.",
+                help="Run one part only: host, workers, binders or k8s.",
                 autocompletion=complete_section,
             ),
         ] = None,

@@ -38,7 +38,8 @@ HELP = """Without KEY: every key of --target grouped by concern (--search WORD f
 --markdown prints the reference page). `explain binding [--rank R]` walks through the steps
 vLLM-Ascend's CPU binding takes for rank R on this host (or --demo / --sysroot), each with its
 input and result, then where numa-local departs. `explain versions` lists every version --target
-takes, with its binding and its default."""
+takes, with its binding and its default. `explain binders` lists every binder that can act on a
+worker and the chain of --pid, --cmdline (with --env) or every worker of the host."""
 
 
 def _render_key(doc: dict[str, Any], target: str | None) -> None:
@@ -215,6 +216,54 @@ def _render_versions(doc: dict[str, Any]) -> None:
     _out(con, "cpu_binding.py: git blob of the release's file (none: it ships no CPU binding)")
 
 
+def _binders(
+    pid: int | None,
+    cmdline: str | None,
+    env: list[str] | None,
+    owner: str | None,
+    target: str,
+    sysroot: str | None,
+    demo: str | None,
+    json_out: bool,
+) -> None:
+    """`explain binders`: every binder modelled, and the chain of a PID, a command line or
+    every worker of the host."""
+    from ascendtune.app import binders
+    from ascendtune.cli.common import respond
+
+    opts = binders.BindersOptions(
+        pid=pid,
+        cmdline=cmdline,
+        env=tuple(env or ()),
+        owner=owner,
+        target=target,
+        sysroot=sysroot,
+        demo=demo,
+    )
+
+    def shown(report: binders.BindersReport) -> None:
+        from ascendtune.cli.binders import print_chain
+        from ascendtune.cli.common import stdout_console
+
+        con = stdout_console()
+        doc = binders.document(report)
+        _out(con, "binders ascendtune models (stage they act at; threads; on a narrower mask):")
+        for b in doc["binders"]:
+            _out(
+                con, f"  {b['id']:15} {b['acts']:13} {','.join(b['threads']):24} {b['on_narrower']}"
+            )
+            _out(con, f"  {'':15} configured by: {'; '.join(b['configured'])}")
+            _out(con, f"  {'':15} off: {b['off']}")
+        for w in doc["workers"]:
+            _out(con)
+            print_chain(lambda line: _out(con, line), w)
+        if not doc["workers"]:
+            _out(con)
+            _out(con, f"no worker found on {doc['root']} (give --pid or --cmdline)")
+
+    respond(binders.run(opts), json_out, binders.document, shown)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("explain", help=describe("explain", HELP, paragraph=False))
     @handle_errors
@@ -222,7 +271,7 @@ def register(app: typer.Typer) -> None:
         key: Annotated[
             str | None,
             typer.Argument(
-                help="An additional-config key (dotted for nested keys), `binding` or `versions`.",
+                help="An additional-config key (dotted for nested keys), `binding`, `binders` or `versions`.",
                 metavar="KEY",
                 show_default=False,
             ),
@@ -248,6 +297,29 @@ def register(app: typer.Typer) -> None:
         device_ids: DeviceIdsOpt = None,
         busy: BusyOpt = None,
         cmdline: CmdlineOpt = None,
+        pid: Annotated[
+            int | None,
+            typer.Option(
+                "--pid", help="explain binders: the chain of this process.", metavar="PID"
+            ),
+        ] = None,
+        env_pair: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--env",
+                help="explain binders --cmdline: KEY=VALUE of its environment (repeatable).",
+                metavar="KEY=VALUE",
+            ),
+        ] = None,
+        owner: Annotated[
+            str | None,
+            typer.Option(
+                "--owner",
+                help="explain binders: the binder to keep (vllm-ascend, torch_npu, ascendtune, "
+                "outer).",
+                metavar="OWNER",
+            ),
+        ] = None,
         json_out: JsonOpt = False,
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
@@ -255,6 +327,9 @@ def register(app: typer.Typer) -> None:
         from ascendtune.app import explain as app_explain
         from ascendtune.cli.common import host_source, respond
 
+        if key == "binders":
+            _binders(pid, cmdline, env_pair, owner, target, sysroot, demo, json_out)
+            return
         if markdown:
             print(app_explain.markdown(), end="")
             return

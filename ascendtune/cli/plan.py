@@ -203,6 +203,17 @@ def register(app: typer.Typer) -> None:
                 "cpu-affinity-conf (Ascend only). With --json: in the document.",
             ),
         ] = None,
+        owner: Annotated[
+            str | None,
+            typer.Option(
+                "--owner",
+                metavar="OWNER",
+                help="With --emit: switch every other binder off in the lines (OMP_PROC_BIND, "
+                "CPU_AFFINITY_CONF, VLLM_CPU_AFFINITY, enable_cpu_binding, ...) for the owner "
+                "the form hands the CPUs to (outer; torch_npu for cpu-affinity-conf; "
+                "ascendtune for vllm).",
+            ),
+        ] = None,
         json_out: JsonOpt = False,
         sysroot: SysrootOpt = None,
         demo: DemoOpt = None,
@@ -211,7 +222,7 @@ def register(app: typer.Typer) -> None:
         from ascendtune.cli.common import host_source, respond
 
         opts = app_plan.PlanCommandOptions(
-            host_source(sysroot, demo), plan_options(**locals()), emit, pod
+            host_source(sysroot, demo), plan_options(**locals()), emit, pod, owner
         )
         respond(app_plan.run(opts), json_out, app_plan.document, render)
 

@@ -225,4 +225,7 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
             paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
         paths += cpuset_paths(root, w.pid)
         paths += vllm_detect.detect_paths(root, w.pid)  # which vLLM-Ascend it runs
+        from ascendtune.host import binder_facts  # what its binder chain reads
+
+        paths += binder_facts.paths(root, w.pid)
     return list(dict.fromkeys(paths))

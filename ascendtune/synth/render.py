@@ -177,6 +177,8 @@ def write_process(t: Tree, p: Process, nr_cpus: int, nr_nodes: int) -> None:
     base = f"proc/{p.pid}/"
     t.file(base + "comm", p.comm + "\n")
     t.file(base + "cmdline", "\0".join(p.cmdline or (p.comm,)) + "\0")
+    if p.environ:
+        t.file(base + "environ", "".join(f"{k}={v}\0" for k, v in p.environ))
 
     def status(name: str, tid: int, cpus: Cells) -> str:
         return text.status_text(

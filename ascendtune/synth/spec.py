@@ -129,6 +129,7 @@ class Process:
     seccomp: int | None = None
     vm_rss_kb: int | None = None
     full: bool = False
+    environ: tuple[tuple[str, str], ...] = ()  # proc/PID/environ (empty: no file)
 
 
 @dataclass(frozen=True)

@@ -356,6 +356,7 @@ def _container_proc(
     tasks: tuple[Task, ...],
     rss_kb: int,
     fds: dict[int, str] | None = None,
+    environ: tuple[tuple[str, str], ...] = (),
 ) -> Process:
     return Process(
         pid,
@@ -369,7 +370,19 @@ def _container_proc(
         seccomp=2,
         vm_rss_kb=rss_kb,
         full=True,
+        environ=environ,
     )
+
+
+# the workers' environment as a snapshot records it (secrets masked): torch_npu's
+# CPU_AFFINITY_CONF left in the image, which skips binding inside the 0-23 cpuset
+CONTAINER_WORKER_ENV = (
+    ("PATH", "/usr/local/python3.11.10/bin:/usr/local/bin:/usr/bin:/bin"),
+    ("HOME", "/root"),
+    ("HCCL_OP_EXPANSION_MODE", "AIV"),
+    ("CPU_AFFINITY_CONF", "1"),
+    ("HF_TOKEN", "***"),
+)
 
 
 def demo_container_a2_half(description: str) -> HostSpec:
@@ -455,6 +468,7 @@ def demo_container_a2_half(description: str) -> HostSpec:
                 worker_threads(pid, bound=(rank == 0)),
                 9_830_400,
                 fds,
+                CONTAINER_WORKER_ENV,
             )
         )
     return _a2_demo_base(  # sysfs and /proc/sys are the host's: neither is namespaced

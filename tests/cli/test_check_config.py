@@ -269,10 +269,15 @@ def test_json_array(cli: Cli) -> None:
     assert r.stdout == ""
 
 
-def test_cmdline_without_additional_config(cli: Cli) -> None:
-    r = cli("check-config", "--cmdline", "vllm serve /models/m -tp 8")
-    assert r.exit_code == 5
-    assert "--cmdline has no --additional-config" in one_line(r.stderr)
+def test_cmdline_without_additional_config_checks_the_defaults(cli: Cli) -> None:
+    # issue 24: the defaults apply (it exited 5 before), and the binders are reported
+    r = cli(
+        "check-config", "--cmdline", "vllm serve /models/m -tp 8", "--arch", "aarch64", "--json"
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["effective"]["enable_cpu_binding"] is True
+    assert [b["id"] for b in doc["binders"]["binders"]] == ["vllm-ascend"]
 
 
 def test_pid_not_vllm(sysroot: SysrootBuilder, cli: Cli) -> None:

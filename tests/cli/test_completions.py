@@ -74,7 +74,7 @@ CASES = [
     ("ascendtune plan --target ", {"auto", *versions.names()}),
     ("ascendtune doctor --target v0.2", {n for n in versions.names() if n.startswith("v0.2")}),
     ("ascendtune plan --soc ", {"A2", "A3", "310P", "A5", "910"}),
-    ("ascendtune doctor --section ", {"host", "workers", "k8s"}),
+    ("ascendtune doctor --section ", {"host", "workers", "binders", "k8s"}),
     ("ascendtune plan --emit ", set(EMITS)),
     ("ascendtune check-config --target ", {"auto", *versions.names()}),
 ]

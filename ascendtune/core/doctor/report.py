@@ -8,7 +8,7 @@ from typing import Any, Literal, NamedTuple
 
 Status = Literal["ok", "warn", "fail", "skip"]
 STATUSES: tuple[Status, ...] = ("ok", "warn", "fail", "skip")
-SECTIONS = ("host", "workers")
+SECTIONS = ("host", "workers", "binders")
 
 
 class Check(NamedTuple):
