@@ -183,9 +183,12 @@ def bind_pid(
     if dry_run:
         report = aff.survey_process(pid, target, use_roles=use_roles)
     else:
-        report = aff.bind_process(
-            pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
-        )
+        from ascendtune.host.affinity.lock import process_lock
+
+        with process_lock(pid):  # one ascendtune binder per process at a time
+            report = aff.bind_process(
+                pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
+            )
 
     migration: MigrateResult | None = None
     migrate_doc: dict[str, Any] | None = None
@@ -269,17 +272,56 @@ def check_outcome(outcome: PidOutcome) -> None:
             f"process {pid} may use CPUs {may}",
         )
     if report.threads_failed or not report.verified:
-        n = len(report.threads_failed) or report.threads_total - report.threads_bound
-        detail = f": thread {first.tid}: {first.error}" if first is not None else ""
-        raise ProblemsFound(
-            f"{n} thread(s) of process {pid} are not on their target CPUs{detail}",
-            "the process may set its own affinity; see threads_failed in --json",
-        )
+        raise unfinished(report, undo)
     if migration is not None and not migration.ok:
         raise ProblemsFound(
             f"threads bound, but migratepages failed: {migration.error}",
             "the CPU binding stands; move memory later or restart the process with --membind",
         )
+
+
+def unfinished(report: BindReport, undo: str) -> ProblemsFound:
+    """The error of a bind that ended with threads off target and no system error: a process
+    that keeps resetting masks, one that creates threads faster than the passes, or both."""
+    from ascendtune.host.affinity.bind import LATE_TEXT, RESET_TEXT
+
+    pid, failed = report.pid, report.threads_failed
+    reset = [f.tid for f in failed if f.error.startswith(RESET_TEXT)]
+    late = [f.tid for f in failed if f.error.startswith(LATE_TEXT)]
+    parts: list[str] = []
+    if reset:
+        parts.append(
+            f"{RESET_TEXT}: thread(s) {_tids(reset)} of process {pid} went back to other CPUs "
+            "after they were bound (the process sets its own affinity, or another tool such as "
+            "a taskset loop does)"
+        )
+    if late:
+        parts.append(
+            f"process {pid} keeps creating threads: {len(late)} born after the last of "
+            f"{report.passes} pass(es) were not bound"
+        )
+    other = [f for f in failed if f.tid not in reset and f.tid not in late]
+    if other or not parts:
+        n = len(other) or report.threads_total - report.threads_bound
+        first = other[0] if other else None
+        detail = f": thread {first.tid}: {first.error}" if first is not None else ""
+        parts.append(f"{n} thread(s) of process {pid} are not on their target CPUs{detail}")
+    hint = "see threads_failed in --json"
+    if late:
+        hint = (
+            "give more --max-passes (default 16), or --keep-partial to keep what was bound; " + hint
+        )
+    elif reset:
+        hint = (
+            "stop what resets the mask (or turn the process's own binding off), then bind again; "
+            + hint
+        )
+    return ProblemsFound("; ".join(parts) + f"; {undo}", hint)
+
+
+def _tids(tids: list[int], shown: int = 8) -> str:
+    more = len(tids) - shown
+    return ", ".join(map(str, tids[:shown])) + (f" and {more} more" if more > 0 else "")
 
 
 # ---- a command being started ------------------------------------------------------------------

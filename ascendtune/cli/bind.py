@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ascendtune.host.affinity import ProcessIdentity
 
 DEFAULT_POLICY = "auto"
+SHOWN_TIDS = 6  # thread ids shown per kind of failure (--json lists them all)
 
 
 def register(app: typer.Typer) -> None:
@@ -364,6 +365,10 @@ def _watch_workers(args: BindArgs) -> None:
     from ascendtune.app import keep_bound
 
     def on_event(e: keep_bound.WatchEvent) -> None:
+        if e.kind == "tool":  # a diagnostic: said once on stderr, the watch goes on
+            sys.stderr.write(plain(f"ascendtune: {e.line()}") + "\n")
+            sys.stderr.flush()
+            return
         if args.json_out:
             sys.stdout.write(json.dumps(e.to_json()) + "\n")
         elif not args.quiet or e.kind in ("failed", "restarted"):
@@ -379,10 +384,16 @@ def _watch_workers(args: BindArgs) -> None:
     )
     if args.json_out:
         sys.stdout.write(json.dumps(versioned({"watch": summary.to_json()})) + "\n")
-    if summary.failures:
-        from ascendtune.core.errors import ProblemsFound
+    from ascendtune.core.errors import ProblemsFound
 
+    if summary.failures:
         raise ProblemsFound(f"{summary.failures} worker binding(s) failed while watching")
+    if summary.tool_failing:
+        raise ProblemsFound(
+            f"the vendor tool failed in {summary.tool_failures} pass(es) and had not recovered "
+            "when the watch stopped: workers it names may have gone unbound",
+            "run `ascendtune topo` to see what the tool answers",
+        )
 
 
 HANDLERS: dict[str, Callable[[BindArgs], None]] = {
@@ -527,11 +538,19 @@ def _render(
             parts.append(f"{who}{found} → {format_cpulist(cpus)}")
         con.print(Text("Roles: " + "; ".join(parts)))
     if report.threads_failed:
-        table = Table(title="Threads that failed", box=None, pad_edge=False, show_edge=False)
-        table.add_column("TID")
-        table.add_column("ERROR")
+        # one row per kind of failure, not per thread: a process that keeps creating threads
+        # can leave hundreds off target for the same reason
+        groups: dict[str, list[int]] = {}
         for f in report.threads_failed:
-            table.add_row(str(f.tid), Text(plain(f.error)))
+            groups.setdefault(f.error, []).append(f.tid)
+        table = Table(title="Threads that failed", box=None, pad_edge=False, show_edge=False)
+        table.add_column("THREADS")
+        table.add_column("TIDS")
+        table.add_column("ERROR")
+        for error, group in groups.items():
+            more = len(group) - SHOWN_TIDS
+            shown = ", ".join(map(str, group[:SHOWN_TIDS])) + (f" +{more} more" if more > 0 else "")
+            table.add_row(str(len(group)), shown, Text(plain(error)))
         con.print(table)
     if report.rolled_back:
         con.print(Text(f"Put back on their previous masks: {len(report.rolled_back)} threads."))
