@@ -162,6 +162,14 @@ class Server:
         text = npu_smi_info(dict.fromkeys(range(DEVICES), "910B3"), bus, procs)
         (self.tmp / "npu" / "info.txt").write_text(text)
 
+    def tool(self, mode: str | None) -> None:
+        """Make the fake npu-smi's `info` hang or print garbage (None: answer again)."""
+        path = self.tmp / "npu" / "mode"
+        if mode is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(mode)
+
     def reset_masks(self) -> None:
         for w in self.workers.values():
             for tid in tids(w.pid):
@@ -202,6 +210,11 @@ def comm(pid: int, tid: int) -> str | None:
 
 FAKE_NPU_SMI = """#!/bin/sh
 d=$(dirname "$0")/../npu
+# npu/mode, when present, makes `npu-smi info` fail: "hang" (sleeps past any budget) or
+# "garbage" (a table line that does not parse)
+mode=$(cat "$d/mode" 2>/dev/null)
+if [ "$*" = "info" ] && [ "$mode" = "hang" ]; then exec sleep 60; fi
+if [ "$*" = "info" ] && [ "$mode" = "garbage" ]; then echo "| NPU  garbage \xff | ??"; exit 0; fi
 case "$*" in
   "info") cat "$d/info.txt" ;;
   "info -m") cat "$d/m.txt" ;;
