@@ -98,7 +98,7 @@ def test_a_worker_without_a_rank_is_reported_and_the_others_still_bound(
     doc["ranks"] = [r for r in doc["ranks"] if r["device"] != 3]
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(doc))
-    code, out, err = bind("--workers", "--plan", str(path), "--json")
+    code, out, _err = bind("--workers", "--plan", str(path), "--json")
     assert code == 1 and "1 of 2 workers not bound" in err
     assert out is not None
     by_dev = {w["device"]: w for w in out["workers"]}
@@ -452,7 +452,7 @@ def test_pids_that_are_not_workers_are_refused_with_a_word(server: Server, tmp_p
         server.write_table()
         before = {t: os.sched_getaffinity(t) for t in tids(plain.pid)}
         for dry in (("--dry-run",), ()):
-            code, doc, err = bind("--workers", "--plan", str(write_plan(tmp_path)), "--json", *dry)
+            code, doc, _err = bind("--workers", "--plan", str(write_plan(tmp_path)), "--json", *dry)
             assert doc is not None
             by_pid = {x["pid"]: x for x in doc["workers"]}
             assert "not a worker's" in by_pid[plain.pid]["error"]
@@ -473,7 +473,7 @@ def test_a_gpu_plan_never_binds_an_npu_holder(server: Server, tmp_path: Path) ->
     path = tmp_path / "gpu-plan.json"
     path.write_text(json.dumps(doc))
     before = {t: os.sched_getaffinity(t) for t in tids(w.pid)}
-    code, out, err = bind("--workers", "--plan", str(path), "--json")
+    code, out, _err = bind("--workers", "--plan", str(path), "--json")
     assert code == 1 and out is not None
     [row] = out["workers"]
     assert "the plan is for GPUs" in row["error"]
