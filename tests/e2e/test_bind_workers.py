@@ -98,7 +98,7 @@ def test_a_worker_without_a_rank_is_reported_and_the_others_still_bound(
     doc["ranks"] = [r for r in doc["ranks"] if r["device"] != 3]
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(doc))
-    code, out, _err = bind("--workers", "--plan", str(path), "--json")
+    code, out, err = bind("--workers", "--plan", str(path), "--json")
     assert code == 1 and "1 of 2 workers not bound" in err
     assert out is not None
     by_dev = {w["device"]: w for w in out["workers"]}
