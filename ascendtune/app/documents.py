@@ -628,6 +628,9 @@ class _WatchWorkerBody(TypedDict):
     pid: Annotated[int, "the worker"]
     name: Annotated[str, "its name"]
     alive: Annotated[bool, "it still runs"]
+    pid_reused: Annotated[
+        bool, "it is gone and a process started later has its PID (not watched: its figures end)"
+    ]
     rank: Annotated[int | None, "the plan's rank"]
     device: Annotated[int | None, "the plan's device"]
     plan_cpus: Annotated[CpuList | None, "the CPUs it should run on"]
