@@ -24,6 +24,7 @@ from ascendtune.core.jsondoc import versioned
 if TYPE_CHECKING:
     from ascendtune.app.documents import BindLaunchDocument
     from ascendtune.host.affinity import MigrateResult, ProcessIdentity
+    from ascendtune.host.roots import Root
 
 
 # ---- which options go with which mode ---------------------------------------------------------
@@ -213,6 +214,63 @@ def bind_pid(
                 "error": "binding failed, pages not moved",
             }
     return PidOutcome(report, ident, allowed, migration, migrate_doc)
+
+
+def captured_dry_run(pid: int, target: BindTarget, root: Root, *, use_roles: bool) -> PidOutcome:
+    """`bind --pid P --dry-run` with --demo/--sysroot: plan against process P as the captured
+    host shows it (its threads' names and masks), never this machine's /proc."""
+    from ascendtune.core.bindplan import ThreadRow, check_cpus_usable
+    from ascendtune.core.cpulist import parse_cpulist
+    from ascendtune.core.errors import ParseError
+    from ascendtune.host.affinity import ProcessIdentity
+    from ascendtune.host.cgroup import resolve_cpuset
+    from ascendtune.host.workers import pids_of, threads_of
+
+    threads = threads_of(root, pid)
+    if not threads:
+        known = pids_of(root) or []
+        listed = ", ".join(map(str, known[:12])) + (" ..." if len(known) > 12 else "")
+        raise MissingError(
+            f"process {pid} is not in {root.describe()}, so its dry run cannot be planned "
+            f"there (this machine's processes are not read with --demo/--sysroot)",
+            f"its captured processes: {listed}" if known else "it captured no process",
+        )
+    try:
+        online = parse_cpulist(root.read_text("sys/devices/system/cpu/online") or "")
+    except ParseError:
+        online = frozenset()
+    cpuset = resolve_cpuset(root, pid)
+    allowed = cpuset.cpus if cpuset is not None else None
+    if online:
+        check_cpus_usable(
+            target, online=online, allowed=allowed, whom=f"process {pid} of {root.describe()}"
+        )
+    use = use_roles and target.has_roles
+    rows: list[ThreadRow] = []
+    placed: dict[str, list[int]] = {}
+    for t in sorted(threads, key=lambda t: (t.tid != pid, t.tid)):
+        role, want = target.thread_target(t.name, use_roles=use)
+        rows.append(ThreadRow(t.tid, t.name, role, t.cpus, want))
+        if role in ("acl", "release"):
+            placed.setdefault(role, []).append(t.tid)
+    bound = sum(1 for r in rows if not r.changes)
+    report = BindReport(
+        pid=pid,
+        target=target,
+        use_roles=use,
+        threads_total=len(rows),
+        threads_bound=bound,
+        threads_failed=(),
+        passes=0,
+        verified=bound == len(rows),
+        roles_placed={r: tuple(t) for r, t in placed.items()},
+        dry_run=True,
+        rows=tuple(rows),
+    )
+    comm = (root.read_text(f"proc/{pid}/comm") or "").strip() or rows[0].name
+    cmd = [a for a in (root.read_text(f"proc/{pid}/cmdline") or "").split("\0") if a]
+    ident = ProcessIdentity(name=comm, user=None, cmdline=tuple(cmd), status="captured")
+    return PidOutcome(report, ident, allowed)
 
 
 def pid_document(outcome: PidOutcome) -> dict[str, Any]:

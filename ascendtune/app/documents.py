@@ -891,7 +891,11 @@ class WorkerResult(TypedDict):
     target_cpus: Annotated[CpuList | None, "the CPUs it is (or would be) bound to"]
     roles: Annotated[dict[str, str], Keys("a role"), "the role CPUs of the target (cpulists)"]
     cpus_before: Annotated[CpuList, "the union of its threads' masks before"]
-    cpus_after: Annotated[CpuList, "the union after (a dry run: unchanged)"]
+    cpus_after: Annotated[
+        CpuList,
+        "the union of its threads' masks read back after binding (a dry run: the union of the "
+        "masks they would get; nothing is changed)",
+    ]
     threads_total: Annotated[int, "its threads"]
     threads_bound: Annotated[int, "threads on target (a dry run: already)"]
     threads_failed: Annotated[list[ThreadFailed], "threads that could not be bound"]

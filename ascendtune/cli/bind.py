@@ -294,15 +294,25 @@ def _bind_pid(args: BindArgs) -> None:
     from ascendtune.app import bind as app_bind
 
     assert args.pid is not None
-    outcome = app_bind.bind_pid(
-        args.pid,
-        args.target(dry_run=args.dry_run),
-        use_roles=args.use_roles,
-        keep_partial=args.keep_partial,
-        dry_run=args.dry_run,
-        migrate_memory=args.migrate_memory,
-        max_passes=args.max_passes,
-    )
+    root = None
+    if args.dry_run:
+        from ascendtune.app.hosts import open_root
+
+        root = open_root(args.source)  # --demo/--sysroot: the captured process, not ours
+    if root is not None and not root.live:
+        outcome = app_bind.captured_dry_run(
+            args.pid, args.target(dry_run=True), root, use_roles=args.use_roles
+        )
+    else:
+        outcome = app_bind.bind_pid(
+            args.pid,
+            args.target(dry_run=args.dry_run),
+            use_roles=args.use_roles,
+            keep_partial=args.keep_partial,
+            dry_run=args.dry_run,
+            migrate_memory=args.migrate_memory,
+            max_passes=args.max_passes,
+        )
     if args.json_out:
         print_json(app_bind.pid_document(outcome))
     elif not args.quiet:

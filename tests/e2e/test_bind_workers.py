@@ -218,6 +218,15 @@ def test_demo_dry_run_lists_both_workers() -> None:
     assert unbound["roles"] == {"irq": "12-13", "main": "14-21", "acl": "22", "release": "23"}
 
 
+def test_the_schema_says_what_a_dry_runs_cpus_after_carries() -> None:
+    described = json.dumps(schemas.validator("bind-workers").schema)
+    code, doc, err = bind("--workers", "--dry-run", "--demo", "container-a2-half", "--json")
+    assert code == 0 and doc is not None, err
+    unbound = next(w for w in doc["workers"] if w["changed"])
+    assert unbound["cpus_after"] != unbound["cpus_before"]  # the masks it would get
+    assert "a dry run: unchanged" not in described and "would get" in described
+
+
 def test_demo_without_dry_run_is_refused(cli: Cli) -> None:
     res = cli("bind", "--workers", "--demo", "container-a2-half")
     assert res.exit_code == 2 and res.stdout == ""
