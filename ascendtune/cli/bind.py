@@ -54,7 +54,8 @@ def register(app: typer.Typer) -> None:
         context_settings={"allow_interspersed_args": False},
         epilog=(
             "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
-            "target; 2 usage (a changing bind with --sysroot/--demo, a plan of another host "
+            "target, something keeps resetting a mask, or another ascendtune binds the same "
+            "process (--workers: this host's workers) and is named; 2 usage (a changing bind with --sysroot/--demo, a plan of another host "
             "without --force); 3 no such PID, tool or worker; 4 permission denied (every mask "
             "left as it was); 5 CPUs not usable. "
             "The launch form exits with the command's own status."
