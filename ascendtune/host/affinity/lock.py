@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterator
 
 from ascendtune.core.errors import ProblemsFound
@@ -37,11 +36,19 @@ def lock_dir() -> str:
         xdg = os.environ.get("XDG_RUNTIME_DIR")
         if xdg:
             candidates.append(os.path.join(xdg, "ascendtune"))
+        import tempfile  # only here: bind's start-up does without it
+
         candidates.append(os.path.join(tempfile.gettempdir(), f"ascendtune-{os.getuid()}"))
     for path in candidates:
         with contextlib.suppress(OSError):
             os.makedirs(path, mode=0o700, exist_ok=True)
-        if os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            continue
+        # a folder of this user's (or root's) only: another user's could hand us its files
+        mine = st.st_uid in (os.getuid(), 0) or path == given
+        if mine and os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
             return path
     raise ProblemsFound(
         f"no writable folder for the binder's lock (tried {', '.join(candidates)})",
@@ -82,14 +89,14 @@ def holder_of(path: str) -> str:
 def held(name: str, what: str) -> Iterator[str]:
     """Hold the lock `name` (a file name in lock_dir()) for the block, or raise LockHeld naming
     its holder. `what`: what the lock guards, for the message. Yields the lock file's path."""
-    from ascendtune.core.redact import redact_text
-
     path = os.path.join(lock_dir(), name)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            from ascendtune.core.redact import redact_text
+
             who = redact_text(holder_of(path))
             raise LockHeld(
                 f"{what} is being bound by another ascendtune: {who} holds {path}; "
