@@ -4,6 +4,7 @@ SIGINT/SIGTERM; counters only, so a watch running for days holds no history."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from ascendtune.app.workers import (
     discover,
     require_live,
     resolve_targets,
+    unbound,
 )
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import UsageError
@@ -179,7 +181,8 @@ def _watch(
         on_event(WatchEvent(wall(), kind, w.pid if w else None, w.device if w else None, message))
 
     guard = _stop_on_signals(flag) if handle_signals else _nothing()
-    with guard:
+    locks = _WorkerLocks()  # every watched worker's binder lock, held while it is watched
+    with guard, locks:
         while True:
             summary.ticks += 1
             root.renew_tool_budget()  # a budget per pass: a watch runs for hours
@@ -196,15 +199,20 @@ def _watch(
             for wf in workers:
                 if flag[0] or should_stop():
                     break  # between workers: none is left half-bound
-                o = bind_worker(
-                    wf,
-                    targets,
-                    root=root,
-                    dry_run=False,
-                    use_roles=opts.use_roles,
-                    max_passes=opts.max_passes,
-                    tasks=tasks,
-                )
+                taken = locks.take(wf.pid, _start_time(root, wf.pid))
+                if taken is not None:  # another ascendtune binds it: left to that one
+                    o = unbound(wf, taken, dry_run=False)
+                else:
+                    o = bind_worker(
+                        wf,
+                        targets,
+                        root=root,
+                        dry_run=False,
+                        use_roles=opts.use_roles,
+                        max_passes=opts.max_passes,
+                        tasks=tasks,
+                        lock=False,
+                    )
                 dev = o.device
                 word = f"device {dev}" if dev is not None else f"PID {o.pid}"
                 before = last.get(dev) if dev is not None else None
@@ -258,6 +266,7 @@ def _watch(
                 summary.workers = {**summary.workers, **seen}
             else:
                 summary.workers = seen
+                locks.keep(set(seen.values()))
             if stopping():
                 break
             left = interval_s if deadline is None else min(interval_s, deadline - clock())
@@ -287,6 +296,48 @@ def _watch(
         )
     )
     return summary
+
+
+class _WorkerLocks:
+    """The binder locks of the workers a watch keeps bound: taken at a worker's first pass,
+    released once it is gone, so `bind --pid` on a watched worker is refused, naming the watch,
+    instead of being undone at the next pass."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[str, contextlib.ExitStack]] = {}
+
+    def __enter__(self) -> _WorkerLocks:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for _started, stack in self.held.values():
+            stack.close()
+        self.held.clear()
+
+    def take(self, pid: int, started: str) -> str | None:
+        """Hold pid's lock (already held: nothing to do); the error when another holds it."""
+        from ascendtune.core.errors import AscendtuneError
+        from ascendtune.host.affinity.lock import process_lock
+
+        had = self.held.get(pid)
+        if had is not None and had[0] == started:
+            return None
+        if had is not None:  # a reused PID: the old process's lock goes
+            had[1].close()
+            del self.held[pid]
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(process_lock(pid))
+        except AscendtuneError as e:
+            stack.close()
+            return e.message
+        self.held[pid] = (started, stack)
+        return None
+
+    def keep(self, pids: set[int]) -> None:
+        """Release the locks of workers no longer seen."""
+        for pid in [p for p in self.held if p not in pids]:
+            self.held.pop(pid)[1].close()
 
 
 def _discover(root: Root) -> tuple[list[WorkerFacts], str | None]:

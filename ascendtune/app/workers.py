@@ -310,7 +310,7 @@ def _planned(threads: tuple[ThreadFacts, ...], target: BindTarget, use_roles: bo
     return sum(1 for t in threads if t.cpus == target.thread_target(t.name, use_roles=use_roles)[1])
 
 
-def _unbound(
+def unbound(
     w: WorkerFacts,
     error: str,
     *,
@@ -345,14 +345,16 @@ def bind_worker(
     use_roles: bool = True,
     max_passes: int = 16,
     tasks: Tasks | None = None,
+    lock: bool = True,
 ) -> WorkerOutcome:
-    """Bind (or, dry_run, survey) one worker; every failure becomes the outcome's error."""
+    """Bind (or, dry_run, survey) one worker; every failure becomes the outcome's error.
+    lock: take the worker's binder lock for the bind (False: the caller holds it)."""
     from ascendtune.core import vendors
 
     word = vendors.profile(w.vendor).word
     selfb = self_binding(root, w, targets.version)
     if not w.present:
-        return _unbound(
+        return unbound(
             w,
             f"PID {w.pid} is not visible here (another PID namespace)",
             dry_run=dry_run,
@@ -360,10 +362,10 @@ def bind_worker(
         )
     refused = not_a_worker(root, w, targets.vendor)
     if refused is not None:
-        return _unbound(w, refused, dry_run=dry_run, self_bind=selfb)
+        return unbound(w, refused, dry_run=dry_run, self_bind=selfb)
     if len(w.devices) != 1:
         held = ",".join(map(str, w.devices)) or "?"
-        return _unbound(
+        return unbound(
             w,
             f"holds {word}s {held}: one rank per device, bind it with --pid",
             dry_run=dry_run,
@@ -371,7 +373,7 @@ def bind_worker(
         )
     target = targets.by_device.get(w.devices[0])
     if target is None:
-        return _unbound(
+        return unbound(
             w, f"the plan has no rank on {word} {w.devices[0]}", dry_run=dry_run, self_bind=selfb
         )
     use = use_roles and target.has_roles
@@ -405,7 +407,7 @@ def bind_worker(
             allowed=aff.cpuset_cpus(w.pid),
             whom=f"process {w.pid}",
         )
-        with process_lock(w.pid):
+        with process_lock(w.pid) if lock else contextlib.nullcontext(""):
             report = aff.bind_process(
                 w.pid,
                 target,
@@ -416,7 +418,7 @@ def bind_worker(
             )
     except AscendtuneError as e:
         return replace(
-            _unbound(w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb),
+            unbound(w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb),
             bind_seconds=time.perf_counter() - t0,
         )
     dt = time.perf_counter() - t0

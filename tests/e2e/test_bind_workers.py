@@ -448,6 +448,24 @@ def test_a_second_watch_on_the_host_is_refused_and_names_the_first(
     assert code == 0, err
 
 
+def test_a_bind_of_a_watched_worker_is_refused_and_the_watch_keeps_it(
+    server: Server, tmp_path: Path
+) -> None:
+    w = server.start(0, threads=4)
+    tried: list[tuple[int, str]] = []
+
+    def between(n: int) -> None:
+        if n == 1:  # while the watch runs: another binder on one of its workers
+            code, _doc, err = bind("--pid", str(w.pid), "--cpus", "0-1")
+            tried.append((code, err))
+
+    summary, events = watch(server, tmp_path, between, ticks=2)
+    [(code, err)] = tried
+    assert code == 1 and "another ascendtune" in err and f"PID {os.getpid()}" in err
+    assert server.off_target()[w.pid] == 0  # the watch's plan stands, never undone
+    assert summary.failures == 0 and [e.kind for e in events].count("threads") == 0
+
+
 # ---- only workers are bound ------------------------------------------------------------------
 
 
