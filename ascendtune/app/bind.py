@@ -165,8 +165,10 @@ def bind_pid(
 ) -> PidOutcome:
     from ascendtune.core.bindplan import check_cpus_usable
     from ascendtune.host import affinity as aff
+    from ascendtune.host.affinity.process import refuse_kernel_thread
 
     aff.require_process(pid)
+    refuse_kernel_thread(pid)
     ident = aff.process_identity(pid)
     allowed = aff.cpuset_cpus(pid)
     check_cpus_usable(target, online=aff.online_cpus(), allowed=allowed, whom=f"process {pid}")

@@ -20,6 +20,7 @@ from tests.support import schemas
 from tests.support.children import (
     BOTH,
     Spawn,
+    kernel_thread,
     masks,
     needs_cpus_0_1,
 )
@@ -151,3 +152,14 @@ def test_a_process_spawning_threads_with_one_pass_is_summed_up_and_rolled_back(
     assert "born after the last pass" in res.stdout
     now = masks(pid)
     assert all(now[t] == BOTH for t in lasting if t in now)
+
+
+def test_a_kernel_thread_is_refused_with_a_word() -> None:
+    pid = kernel_thread()
+    if pid is None:
+        pytest.skip("no kernel thread in this PID namespace")
+    before = os.sched_getaffinity(pid)
+    for dry in ((), ("--dry-run",)):
+        res = CLI("bind", "--pid", str(pid), "-c", "0", *dry)
+        assert res.exit_code == 5 and "is a kernel thread" in res.stderr, res.output
+    assert os.sched_getaffinity(pid) == before

@@ -110,3 +110,19 @@ def masks(pid: int) -> dict[int, frozenset[int]]:
         with contextlib.suppress(ProcessLookupError):  # exited meanwhile
             out[int(name)] = frozenset(os.sched_getaffinity(int(name)))
     return out
+
+
+def kernel_thread() -> int | None:
+    """A kernel thread of this machine (its stat flags have PF_KTHREAD), to see that it is
+    refused; None when this PID namespace shows none (a container)."""
+    for name in sorted(os.listdir("/proc"), key=lambda n: (len(n), n)):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 6 and int(fields[6]) & 0x00200000:
+            return int(name)
+    return None
