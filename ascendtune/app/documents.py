@@ -424,8 +424,8 @@ class _BindPidBody(TypedDict):
     passes: Annotated[int, "passes over the threads (new threads appear while binding)"]
     verified: Annotated[
         bool,
-        "a final re-read of every thread's mask, after the last write, matched its target "
-        "(SPEC section 3), and no thread failed",
+        "a final re-read of every thread's mask, after the last write, matched its target, "
+        "and no thread failed",
     ]
     dry_run: Annotated[bool, "nothing was changed (`--dry-run`)"]
     rank: Annotated[int | None, "the rank of the plan bound to"]
@@ -902,8 +902,8 @@ class WorkerResult(TypedDict):
     threads_changed: Annotated[int, "threads whose mask was changed"]
     verified: Annotated[
         bool,
-        "a final re-read of every thread's mask, after the last write, matched its target "
-        "(SPEC section 3), and no thread failed",
+        "a final re-read of every thread's mask, after the last write, matched its target, "
+        "and no thread failed",
     ]
     changed: Annotated[bool, "masks were changed (a dry run: would be)"]
     dry_run: Annotated[bool, "nothing was changed"]
