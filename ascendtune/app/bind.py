@@ -24,6 +24,7 @@ from ascendtune.core.jsondoc import versioned
 if TYPE_CHECKING:
     from ascendtune.app.documents import BindLaunchDocument
     from ascendtune.host.affinity import MigrateResult, ProcessIdentity
+    from ascendtune.host.roots import Root
 
 
 # ---- which options go with which mode ---------------------------------------------------------
@@ -164,8 +165,10 @@ def bind_pid(
 ) -> PidOutcome:
     from ascendtune.core.bindplan import check_cpus_usable
     from ascendtune.host import affinity as aff
+    from ascendtune.host.affinity.process import refuse_kernel_thread
 
     aff.require_process(pid)
+    refuse_kernel_thread(pid)
     ident = aff.process_identity(pid)
     allowed = aff.cpuset_cpus(pid)
     check_cpus_usable(target, online=aff.online_cpus(), allowed=allowed, whom=f"process {pid}")
@@ -183,9 +186,12 @@ def bind_pid(
     if dry_run:
         report = aff.survey_process(pid, target, use_roles=use_roles)
     else:
-        report = aff.bind_process(
-            pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
-        )
+        from ascendtune.host.affinity.lock import process_lock
+
+        with process_lock(pid):  # one ascendtune binder per process at a time
+            report = aff.bind_process(
+                pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
+            )
 
     migration: MigrateResult | None = None
     migrate_doc: dict[str, Any] | None = None
@@ -210,6 +216,63 @@ def bind_pid(
                 "error": "binding failed, pages not moved",
             }
     return PidOutcome(report, ident, allowed, migration, migrate_doc)
+
+
+def captured_dry_run(pid: int, target: BindTarget, root: Root, *, use_roles: bool) -> PidOutcome:
+    """`bind --pid P --dry-run` with --demo/--sysroot: plan against process P as the captured
+    host shows it (its threads' names and masks), never this machine's /proc."""
+    from ascendtune.core.bindplan import ThreadRow, check_cpus_usable
+    from ascendtune.core.cpulist import parse_cpulist
+    from ascendtune.core.errors import ParseError
+    from ascendtune.host.affinity import ProcessIdentity
+    from ascendtune.host.cgroup import resolve_cpuset
+    from ascendtune.host.workers import pids_of, threads_of
+
+    threads = threads_of(root, pid)
+    if not threads:
+        known = pids_of(root) or []
+        listed = ", ".join(map(str, known[:12])) + (" ..." if len(known) > 12 else "")
+        raise MissingError(
+            f"process {pid} is not in {root.describe()}, so its dry run cannot be planned "
+            f"there (this machine's processes are not read with --demo/--sysroot)",
+            f"its captured processes: {listed}" if known else "it captured no process",
+        )
+    try:
+        online = parse_cpulist(root.read_text("sys/devices/system/cpu/online") or "")
+    except ParseError:
+        online = frozenset()
+    cpuset = resolve_cpuset(root, pid)
+    allowed = cpuset.cpus if cpuset is not None else None
+    if online:
+        check_cpus_usable(
+            target, online=online, allowed=allowed, whom=f"process {pid} of {root.describe()}"
+        )
+    use = use_roles and target.has_roles
+    rows: list[ThreadRow] = []
+    placed: dict[str, list[int]] = {}
+    for t in sorted(threads, key=lambda t: (t.tid != pid, t.tid)):
+        role, want = target.thread_target(t.name, use_roles=use)
+        rows.append(ThreadRow(t.tid, t.name, role, t.cpus, want))
+        if role in ("acl", "release"):
+            placed.setdefault(role, []).append(t.tid)
+    bound = sum(1 for r in rows if not r.changes)
+    report = BindReport(
+        pid=pid,
+        target=target,
+        use_roles=use,
+        threads_total=len(rows),
+        threads_bound=bound,
+        threads_failed=(),
+        passes=0,
+        verified=bound == len(rows),
+        roles_placed={r: tuple(t) for r, t in placed.items()},
+        dry_run=True,
+        rows=tuple(rows),
+    )
+    comm = (root.read_text(f"proc/{pid}/comm") or "").strip() or rows[0].name
+    cmd = [a for a in (root.read_text(f"proc/{pid}/cmdline") or "").split("\0") if a]
+    ident = ProcessIdentity(name=comm, user=None, cmdline=tuple(cmd), status="captured")
+    return PidOutcome(report, ident, allowed)
 
 
 def pid_document(outcome: PidOutcome) -> dict[str, Any]:
@@ -269,17 +332,56 @@ def check_outcome(outcome: PidOutcome) -> None:
             f"process {pid} may use CPUs {may}",
         )
     if report.threads_failed or not report.verified:
-        n = len(report.threads_failed) or report.threads_total - report.threads_bound
-        detail = f": thread {first.tid}: {first.error}" if first is not None else ""
-        raise ProblemsFound(
-            f"{n} thread(s) of process {pid} are not on their target CPUs{detail}",
-            "the process may set its own affinity; see threads_failed in --json",
-        )
+        raise unfinished(report, undo)
     if migration is not None and not migration.ok:
         raise ProblemsFound(
             f"threads bound, but migratepages failed: {migration.error}",
             "the CPU binding stands; move memory later or restart the process with --membind",
         )
+
+
+def unfinished(report: BindReport, undo: str) -> ProblemsFound:
+    """The error of a bind that ended with threads off target and no system error: a process
+    that keeps resetting masks, one that creates threads faster than the passes, or both."""
+    from ascendtune.host.affinity.bind import LATE_TEXT, RESET_TEXT
+
+    pid, failed = report.pid, report.threads_failed
+    reset = [f.tid for f in failed if f.error.startswith(RESET_TEXT)]
+    late = [f.tid for f in failed if f.error.startswith(LATE_TEXT)]
+    parts: list[str] = []
+    if reset:
+        parts.append(
+            f"{RESET_TEXT}: thread(s) {_tids(reset)} of process {pid} went back to other CPUs "
+            "after they were bound (the process sets its own affinity, or another tool such as "
+            "a taskset loop does)"
+        )
+    if late:
+        parts.append(
+            f"process {pid} keeps creating threads: {len(late)} born after the last of "
+            f"{report.passes} pass(es) were not bound"
+        )
+    other = [f for f in failed if f.tid not in reset and f.tid not in late]
+    if other or not parts:
+        n = len(other) or report.threads_total - report.threads_bound
+        first = other[0] if other else None
+        detail = f": thread {first.tid}: {first.error}" if first is not None else ""
+        parts.append(f"{n} thread(s) of process {pid} are not on their target CPUs{detail}")
+    hint = "see threads_failed in --json"
+    if late:
+        hint = (
+            "give more --max-passes (default 16), or --keep-partial to keep what was bound; " + hint
+        )
+    elif reset:
+        hint = (
+            "stop what resets the mask (or turn the process's own binding off), then bind again; "
+            + hint
+        )
+    return ProblemsFound("; ".join(parts) + f"; {undo}", hint)
+
+
+def _tids(tids: list[int], shown: int = 8) -> str:
+    more = len(tids) - shown
+    return ", ".join(map(str, tids[:shown])) + (f" and {more} more" if more > 0 else "")
 
 
 # ---- a command being started ------------------------------------------------------------------

@@ -606,8 +606,8 @@ class _BindPidBody(TypedDict):
     passes: Annotated[int, "passes over the threads (new threads appear while binding)"]
     verified: Annotated[
         bool,
-        "every thread of the last listing on target: read on it, or set where the kernel cannot "
-        "narrow the mask (any other write read back), none failed",
+        "a final re-read of every thread's mask, after the last write, matched its target, "
+        "and no thread failed",
     ]
     dry_run: Annotated[bool, "nothing was changed (`--dry-run`)"]
     rank: Annotated[int | None, "the rank of the plan bound to"]
@@ -810,6 +810,9 @@ class _WatchWorkerBody(TypedDict):
     pid: Annotated[int, "the worker"]
     name: Annotated[str, "its name"]
     alive: Annotated[bool, "it still runs"]
+    pid_reused: Annotated[
+        bool, "it is gone and a process started later has its PID (not watched: its figures end)"
+    ]
     rank: Annotated[int | None, "the plan's rank"]
     device: Annotated[int | None, "the plan's device"]
     plan_cpus: Annotated[CpuList | None, "the CPUs it should run on"]
@@ -1070,15 +1073,19 @@ class WorkerResult(TypedDict):
     target_cpus: Annotated[CpuList | None, "the CPUs it is (or would be) bound to"]
     roles: Annotated[dict[str, str], Keys("a role"), "the role CPUs of the target (cpulists)"]
     cpus_before: Annotated[CpuList, "the union of its threads' masks before"]
-    cpus_after: Annotated[CpuList, "the union after (a dry run: unchanged)"]
+    cpus_after: Annotated[
+        CpuList,
+        "the union of its threads' masks read back after binding (a dry run: the union of the "
+        "masks they would get; nothing is changed)",
+    ]
     threads_total: Annotated[int, "its threads"]
     threads_bound: Annotated[int, "threads on target (a dry run: already)"]
     threads_failed: Annotated[list[ThreadFailed], "threads that could not be bound"]
     threads_changed: Annotated[int, "threads whose mask was changed"]
     verified: Annotated[
         bool,
-        "every thread of the last listing on target: read on it, or set where the kernel cannot "
-        "narrow the mask (any other write read back), none failed",
+        "a final re-read of every thread's mask, after the last write, matched its target, "
+        "and no thread failed",
     ]
     changed: Annotated[bool, "masks were changed (a dry run: would be)"]
     dry_run: Annotated[bool, "nothing was changed"]

@@ -4,6 +4,7 @@ SIGINT/SIGTERM; counters only, so a watch running for days holds no history."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,11 +18,13 @@ from ascendtune.app.workers import (
     discover,
     require_live,
     resolve_targets,
+    unbound,
 )
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
+    from ascendtune.core.doctor import WorkerFacts
     from ascendtune.host.affinity import Tasks
     from ascendtune.host.roots import Root
 
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class WatchEvent:
     at: float  # wall-clock time (time.time())
-    kind: str  # "bound", "threads", "restarted", "gone", "failed", "stopped"
+    kind: str  # "bound", "threads", "restarted", "gone", "failed", "tool", "stopped"
     pid: int | None
     device: int | None
     message: str
@@ -54,9 +57,11 @@ class WatchSummary:
 
     ticks: int = 0
     threads_bound: int = 0  # threads moved onto the plan after the first tick
-    restarts: int = 0
+    restarts: int = 0  # a worker back on its device under a new PID, or a reused PID
     failures: int = 0
     workers: dict[int, int] = field(default_factory=dict)  # device -> current pid
+    tool_failures: int = 0  # passes whose vendor tool failed (hung, unparsable)
+    tool_failing: bool = False  # the last pass's tool failed: it has not recovered
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +69,8 @@ class WatchSummary:
             "threads_bound": self.threads_bound,
             "restarts": self.restarts,
             "failures": self.failures,
+            "tool_failures": self.tool_failures,
+            "tool_failing": self.tool_failing,
             "workers": {str(d): p for d, p in sorted(self.workers.items())},
         }
 
@@ -120,9 +127,16 @@ def watch_workers(
     handle_signals: bool = True,
 ) -> WatchSummary:
     """Every interval: find the workers, bind threads that appeared, rebind a worker restarted
-    under a new PID on the same device; until duration_s has passed, should_stop() or a signal.
-    The plan is computed once, at the start, for the devices as they are then."""
+    under a new PID on the same device (or a new process under a reused PID); until duration_s
+    has passed, should_stop() or a signal. The plan is computed once, at the start, for the
+    devices as they are then.
+
+    Each pass has its own budget for the vendor tool; a pass whose tool fails (hangs, prints a
+    line that does not parse) is said once (a "tool" event) and retried the next pass, the
+    workers it can no longer see kept as they were (not reported gone). The watch holds this
+    host's workers lock (one `bind --workers` at a time) for its whole life."""
     from ascendtune.app.hosts import open_root
+    from ascendtune.app.workers import workers_lock
 
     if opts.dry_run:
         raise UsageError("--watch keeps binding: it does not go with --dry-run")
@@ -131,11 +145,34 @@ def watch_workers(
     if root is None:
         root = open_root(opts.source)
     require_live(root, False)
+    with workers_lock():
+        return _watch(
+            opts, root, interval_s, duration_s, on_event, tasks, clock, wall, sleep,
+            should_stop, handle_signals,
+        )  # fmt: skip
+
+
+def _watch(
+    opts: WorkersOptions,
+    root: Root,
+    interval_s: float,
+    duration_s: float | None,
+    on_event: Callable[[WatchEvent], None],
+    tasks: Tasks | None,
+    clock: Callable[[], float],
+    wall: Callable[[], float],
+    sleep: Callable[[float], None],
+    should_stop: Callable[[], bool],
+    handle_signals: bool,
+) -> WatchSummary:
     host, _ = discover(root)
     targets = resolve_targets(opts, root, host)
     deadline = None if duration_s is None else clock() + duration_s
     summary = WatchSummary()
     flag = [False]
+    # device -> (pid, start time) of the last worker seen on it, kept while it is gone, so a
+    # worker that comes back under a new PID (or a new process under the old PID) is a restart
+    last: dict[int, tuple[int, str]] = {}
 
     def stopping() -> bool:
         return flag[0] or should_stop() or (deadline is not None and clock() >= deadline)
@@ -144,40 +181,61 @@ def watch_workers(
         on_event(WatchEvent(wall(), kind, w.pid if w else None, w.device if w else None, message))
 
     guard = _stop_on_signals(flag) if handle_signals else _nothing()
-    with guard:
+    locks = _WorkerLocks()  # every watched worker's binder lock, held while it is watched
+    with guard, locks:
         while True:
             summary.ticks += 1
-            _, workers = discover(root)
+            root.renew_tool_budget()  # a budget per pass: a watch runs for hours
+            workers, trouble = _discover(root)
+            if trouble is not None:
+                summary.tool_failures += 1
+                if not summary.tool_failing:
+                    emit("tool", None, f"{trouble}; retrying every pass, workers kept as they were")
+                summary.tool_failing = True
+            elif summary.tool_failing:
+                summary.tool_failing = False
+                emit("tool", None, "the vendor tool answers again")
             seen: dict[int, int] = {}
             for wf in workers:
                 if flag[0] or should_stop():
                     break  # between workers: none is left half-bound
-                o = bind_worker(
-                    wf,
-                    targets,
-                    root=root,
-                    dry_run=False,
-                    use_roles=opts.use_roles,
-                    max_passes=opts.max_passes,
-                    tasks=tasks,
-                )
+                taken = locks.take(wf.pid, _start_time(root, wf.pid))
+                if taken is not None:  # another ascendtune binds it: left to that one
+                    o = unbound(wf, taken, dry_run=False)
+                else:
+                    o = bind_worker(
+                        wf,
+                        targets,
+                        root=root,
+                        dry_run=False,
+                        use_roles=opts.use_roles,
+                        max_passes=opts.max_passes,
+                        tasks=tasks,
+                        lock=False,
+                    )
                 dev = o.device
                 word = f"device {dev}" if dev is not None else f"PID {o.pid}"
+                before = last.get(dev) if dev is not None else None
+                started = _start_time(root, o.pid)
                 if dev is not None:
                     seen[dev] = o.pid
-                old = summary.workers.get(dev) if dev is not None else None
+                    last[dev] = (o.pid, started)
                 if not o.ok:
                     summary.failures += 1
                     emit("failed", o, f"PID {o.pid} ({word}): not bound: {o.error}")
-                elif dev is not None and old is not None and old != o.pid:
+                elif before is not None and before != (o.pid, started):
                     summary.restarts += 1
+                    if before[0] == o.pid:
+                        how = f"PID {o.pid} reused by a new process"
+                    else:
+                        how = f"PID {before[0]} -> {o.pid}"
                     emit(
                         "restarted",
                         o,
-                        f"{word}: worker restarted, PID {old} -> {o.pid}, "
+                        f"{word}: worker restarted, {how}, "
                         f"{o.threads_bound} threads bound to CPUs {_cpus(o)}",
                     )
-                elif old is None:
+                elif before is None:
                     emit(
                         "bound",
                         o,
@@ -194,7 +252,7 @@ def watch_workers(
                         f"moved thread(s) put back on CPUs {_cpus(o)}",
                     )
             for dev, pid in summary.workers.items():
-                if dev not in seen and not flag[0]:
+                if dev not in seen and not flag[0] and trouble is None:
                     on_event(
                         WatchEvent(
                             wall(),
@@ -204,7 +262,11 @@ def watch_workers(
                             f"device {dev}: PID {pid} is gone; waiting for its restart",
                         )
                     )
-            summary.workers = seen if not flag[0] else {**summary.workers, **seen}
+            if flag[0] or trouble is not None:
+                summary.workers = {**summary.workers, **seen}
+            else:
+                summary.workers = seen
+                locks.keep(set(seen.values()))
             if stopping():
                 break
             left = interval_s if deadline is None else min(interval_s, deadline - clock())
@@ -225,10 +287,78 @@ def watch_workers(
             None,
             f"watch stopped after {summary.ticks} "
             f"pass(es): {summary.threads_bound} threads rebound, {summary.restarts} "
-            "restart(s)",
+            "restart(s)"
+            + (
+                f", the vendor tool failed in {summary.tool_failures}"
+                if summary.tool_failures
+                else ""
+            ),
         )
     )
     return summary
+
+
+class _WorkerLocks:
+    """The binder locks of the workers a watch keeps bound: taken at a worker's first pass,
+    released once it is gone, so `bind --pid` on a watched worker is refused, naming the watch,
+    instead of being undone at the next pass."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[str, contextlib.ExitStack]] = {}
+
+    def __enter__(self) -> _WorkerLocks:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for _started, stack in self.held.values():
+            stack.close()
+        self.held.clear()
+
+    def take(self, pid: int, started: str) -> str | None:
+        """Hold pid's lock (already held: nothing to do); the error when another holds it."""
+        from ascendtune.core.errors import AscendtuneError
+        from ascendtune.host.affinity.lock import process_lock
+
+        had = self.held.get(pid)
+        if had is not None and had[0] == started:
+            return None
+        if had is not None:  # a reused PID: the old process's lock goes
+            had[1].close()
+            del self.held[pid]
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(process_lock(pid))
+        except AscendtuneError as e:
+            stack.close()
+            return e.message
+        self.held[pid] = (started, stack)
+        return None
+
+    def keep(self, pids: set[int]) -> None:
+        """Release the locks of workers no longer seen."""
+        for pid in [p for p in self.held if p not in pids]:
+            self.held.pop(pid)[1].close()
+
+
+def _discover(root: Root) -> tuple[list[WorkerFacts], str | None]:
+    """This pass's workers, and what went wrong with the vendor tool (None: nothing). A tool
+    that fails leaves the workers found by their open device files."""
+    from ascendtune.core.errors import AscendtuneError
+
+    try:
+        host, workers = discover(root)
+    except AscendtuneError as e:
+        return [], f"worker discovery failed this pass: {e.message}"
+    if host.tool_errors:
+        return workers, f"{host.tool_errors[0]}"
+    return workers, None
+
+
+def _start_time(root: Root, pid: int) -> str:
+    """/proc/PID/stat field 22 (start time since boot): tells a reused PID from its first
+    process; "" when unreadable."""
+    fields = (root.read_text(f"proc/{pid}/stat") or "").rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else ""
 
 
 def _cpus(o: WorkerOutcome) -> str:

@@ -237,6 +237,7 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
         "pid": w.pid,
         "name": w.name,
         "alive": w.alive,
+        "pid_reused": w.pid_reused,
         "rank": t.rank,
         "device": t.device,
         "plan_cpus": None if t.plan_cpus is None else format_cpulist(t.plan_cpus),

@@ -8,6 +8,7 @@ of their own."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -146,6 +147,7 @@ class Targets:
     by_device: dict[int, BindTarget]
     source: str
     version: str | None = None  # the vLLM-Ascend version whose defaults the handoff uses
+    vendor: str | None = None  # whose devices the plan's ranks run on ("huawei", "nvidia")
 
 
 def check_plan_identity(doc: Any, here: dict[str, Any], path: Path, *, force: bool) -> None:
@@ -180,7 +182,13 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
         if not opts.dry_run:
             check_plan_identity(doc, identity(root), opts.plan_file, force=opts.force)
         src = str(opts.plan_file)
-        return Targets(targets_by_device(doc, source=src), src, version)
+        vendor = doc.get("vendor") if isinstance(doc, dict) else None
+        return Targets(
+            targets_by_device(doc, source=src),
+            src,
+            version,
+            vendor if isinstance(vendor, str) else None,
+        )
     from ascendtune.app.doctor import plan_facts
     from ascendtune.core.bindplan import target_of_rank
 
@@ -188,7 +196,9 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
     if facts.plan is None:
         raise PlanError(f"no plan for the workers: {facts.error}")
     by_device = {r.device: target_of_rank(r, facts.policy) for r in facts.plan.ranks if r.cpus}
-    return Targets(by_device, f"{facts.policy} plan of {root.describe()}", version)
+    return Targets(
+        by_device, f"{facts.policy} plan of {root.describe()}", version, facts.plan.vendor
+    )
 
 
 # ---- vLLM-Ascend's own binding ------------------------------------------------------------------
@@ -238,6 +248,54 @@ def handoff_notes(outcomes: tuple[WorkerOutcome, ...], dry_run: bool) -> tuple[s
     return tuple(notes)
 
 
+# ---- is it a worker? --------------------------------------------------------------------------
+
+PF_KTHREAD = 0x00200000  # task->flags bit of a kernel thread (/proc/PID/stat field 9)
+# what a worker's command line or name shows when its device files cannot be read: vLLM (and
+# vLLM-Ascend) names its processes VLLM::Worker_TPn / VllmWorker, MindIE and SGLang theirs
+WORKER_MARKERS = ("vllm", "mindie", "sglang")
+
+
+def kernel_thread(root: Root, pid: int) -> bool:
+    """Whether PID is a kernel thread (kworker, ...): its stat flags say so, or it has no
+    command line and kthreadd (PID 2) is its parent or itself."""
+    text = root.read_text(f"proc/{pid}/stat") or ""
+    fields = text.rpartition(")")[2].split()
+    try:
+        return bool(int(fields[6]) & PF_KTHREAD) or pid == 2 or int(fields[1]) == 2
+    except (IndexError, ValueError):
+        return False
+
+
+def not_a_worker(root: Root, w: WorkerFacts, plan_vendor: str | None) -> str | None:
+    """Why `bind --workers` must not bind w (None: it may): PID 1, a kernel thread, a device of
+    another vendor than the plan's, or a PID the vendor tool named that neither holds a device
+    file nor looks like a worker (a PID of another namespace, or reused since)."""
+    from ascendtune.core import vendors
+
+    if w.pid == 1:
+        return "PID 1 is this namespace's init, never bound by --workers (bind it with --pid 1)"
+    if kernel_thread(root, w.pid):
+        return f"PID {w.pid} is a kernel thread, not a worker: never bound"
+    if plan_vendor is not None and w.vendor != plan_vendor:
+        have = vendors.profile(w.vendor).word
+        want = next(
+            (p.word for p in vendors.profiles() if p.vendor.value == plan_vendor), plan_vendor
+        )
+        return f"it holds a {have}, and the plan is for {want}s: not bound"
+    if w.device_files:
+        return None  # it holds the device's file: a worker of that device
+    text = " ".join([w.comm or "", *w.command]).lower()
+    if any(m in text for m in WORKER_MARKERS):
+        return None
+    tool = ", ".join(w.found_by) or "?"
+    return (
+        f"named by {tool}, but it holds no /dev/{vendors.profile(w.vendor).device_file}N file "
+        f"and its command line ({' '.join(w.command)[:80] or w.comm or '?'}) is not a worker's: "
+        "not bound (bind it with --pid if it is one)"
+    )
+
+
 # ---- binding ------------------------------------------------------------------------------------
 
 
@@ -252,7 +310,7 @@ def _planned(threads: tuple[ThreadFacts, ...], target: BindTarget, use_roles: bo
     return sum(1 for t in threads if t.cpus == target.thread_target(t.name, use_roles=use_roles)[1])
 
 
-def _unbound(
+def unbound(
     w: WorkerFacts,
     error: str,
     *,
@@ -287,22 +345,27 @@ def bind_worker(
     use_roles: bool = True,
     max_passes: int = 16,
     tasks: Tasks | None = None,
+    lock: bool = True,
 ) -> WorkerOutcome:
-    """Bind (or, dry_run, survey) one worker; every failure becomes the outcome's error."""
+    """Bind (or, dry_run, survey) one worker; every failure becomes the outcome's error.
+    lock: take the worker's binder lock for the bind (False: the caller holds it)."""
     from ascendtune.core import vendors
 
     word = vendors.profile(w.vendor).word
     selfb = self_binding(root, w, targets.version)
     if not w.present:
-        return _unbound(
+        return unbound(
             w,
             f"PID {w.pid} is not visible here (another PID namespace)",
             dry_run=dry_run,
             self_bind=selfb,
         )
+    refused = not_a_worker(root, w, targets.vendor)
+    if refused is not None:
+        return unbound(w, refused, dry_run=dry_run, self_bind=selfb)
     if len(w.devices) != 1:
         held = ",".join(map(str, w.devices)) or "?"
-        return _unbound(
+        return unbound(
             w,
             f"holds {word}s {held}: one rank per device, bind it with --pid",
             dry_run=dry_run,
@@ -310,7 +373,7 @@ def bind_worker(
         )
     target = targets.by_device.get(w.devices[0])
     if target is None:
-        return _unbound(
+        return unbound(
             w, f"the plan has no rank on {word} {w.devices[0]}", dry_run=dry_run, self_bind=selfb
         )
     use = use_roles and target.has_roles
@@ -334,6 +397,7 @@ def bind_worker(
         )
     from ascendtune.core.bindplan import check_cpus_usable
     from ascendtune.host import affinity as aff
+    from ascendtune.host.affinity.lock import process_lock
 
     t0 = time.perf_counter()
     try:
@@ -343,17 +407,18 @@ def bind_worker(
             allowed=aff.cpuset_cpus(w.pid),
             whom=f"process {w.pid}",
         )
-        report = aff.bind_process(
-            w.pid,
-            target,
-            use_roles=use_roles,
-            keep_partial=False,
-            max_passes=max_passes,
-            tasks=tasks,
-        )
+        with process_lock(w.pid) if lock else contextlib.nullcontext(""):
+            report = aff.bind_process(
+                w.pid,
+                target,
+                use_roles=use_roles,
+                keep_partial=False,
+                max_passes=max_passes,
+                tasks=tasks,
+            )
     except AscendtuneError as e:
         return replace(
-            _unbound(w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb),
+            unbound(w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb),
             bind_seconds=time.perf_counter() - t0,
         )
     dt = time.perf_counter() - t0
@@ -420,18 +485,19 @@ def bind_workers(
             f"start the server first; workers are found by {_where_found()}",
         )
     targets = resolve_targets(opts, root, host)
-    outcomes = tuple(
-        bind_worker(
-            w,
-            targets,
-            root=root,
-            dry_run=opts.dry_run,
-            use_roles=opts.use_roles,
-            max_passes=opts.max_passes,
-            tasks=tasks,
+    with contextlib.nullcontext() if opts.dry_run else workers_lock():
+        outcomes = tuple(
+            bind_worker(
+                w,
+                targets,
+                root=root,
+                dry_run=opts.dry_run,
+                use_roles=opts.use_roles,
+                max_passes=opts.max_passes,
+                tasks=tasks,
+            )
+            for w in workers
         )
-        for w in workers
-    )
     return WorkersReport(
         outcomes,
         targets.source,
@@ -439,6 +505,13 @@ def bind_workers(
         opts.dry_run,
         handoff_notes(outcomes, opts.dry_run),
     )
+
+
+def workers_lock() -> contextlib.AbstractContextManager[str]:
+    """One `bind --workers` (or `--workers --watch`) per host at a time (host.affinity.lock)."""
+    from ascendtune.host.affinity.lock import workers_lock as lock
+
+    return lock()
 
 
 def _where_found() -> str:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ascendtune.host.affinity import ProcessIdentity
 
 DEFAULT_POLICY = "auto"
+SHOWN_TIDS = 6  # thread ids shown per kind of failure (--json lists them all)
 
 
 def register(app: typer.Typer) -> None:
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
         context_settings={"allow_interspersed_args": False},
         epilog=(
             "Exit status: 0 bound and verified; 1 a thread (--workers: a worker) left off "
-            "target; 2 usage (a changing bind with --sysroot/--demo, a plan of another host "
+            "target, something keeps resetting a mask, or another ascendtune binds the same "
+            "process (--workers: this host's workers) and is named; 2 usage (a changing bind with --sysroot/--demo, a plan of another host "
             "without --force); 3 no such PID, tool or worker; 4 permission denied (every mask "
             "left as it was); 5 CPUs not usable. "
             "The launch form exits with the command's own status."
@@ -293,15 +295,25 @@ def _bind_pid(args: BindArgs) -> None:
     from ascendtune.app import bind as app_bind
 
     assert args.pid is not None
-    outcome = app_bind.bind_pid(
-        args.pid,
-        args.target(dry_run=args.dry_run),
-        use_roles=args.use_roles,
-        keep_partial=args.keep_partial,
-        dry_run=args.dry_run,
-        migrate_memory=args.migrate_memory,
-        max_passes=args.max_passes,
-    )
+    root = None
+    if args.dry_run:
+        from ascendtune.app.hosts import open_root
+
+        root = open_root(args.source)  # --demo/--sysroot: the captured process, not ours
+    if root is not None and not root.live:
+        outcome = app_bind.captured_dry_run(
+            args.pid, args.target(dry_run=True), root, use_roles=args.use_roles
+        )
+    else:
+        outcome = app_bind.bind_pid(
+            args.pid,
+            args.target(dry_run=args.dry_run),
+            use_roles=args.use_roles,
+            keep_partial=args.keep_partial,
+            dry_run=args.dry_run,
+            migrate_memory=args.migrate_memory,
+            max_passes=args.max_passes,
+        )
     if args.json_out:
         print_json(app_bind.pid_document(outcome))
     elif not args.quiet:
@@ -364,6 +376,10 @@ def _watch_workers(args: BindArgs) -> None:
     from ascendtune.app import keep_bound
 
     def on_event(e: keep_bound.WatchEvent) -> None:
+        if e.kind == "tool":  # a diagnostic: said once on stderr, the watch goes on
+            sys.stderr.write(plain(f"ascendtune: {e.line()}") + "\n")
+            sys.stderr.flush()
+            return
         if args.json_out:
             sys.stdout.write(json.dumps(e.to_json()) + "\n")
         elif not args.quiet or e.kind in ("failed", "restarted"):
@@ -379,10 +395,16 @@ def _watch_workers(args: BindArgs) -> None:
     )
     if args.json_out:
         sys.stdout.write(json.dumps(versioned({"watch": summary.to_json()})) + "\n")
-    if summary.failures:
-        from ascendtune.core.errors import ProblemsFound
+    from ascendtune.core.errors import ProblemsFound
 
+    if summary.failures:
         raise ProblemsFound(f"{summary.failures} worker binding(s) failed while watching")
+    if summary.tool_failing:
+        raise ProblemsFound(
+            f"the vendor tool failed in {summary.tool_failures} pass(es) and had not recovered "
+            "when the watch stopped: workers it names may have gone unbound",
+            "run `ascendtune topo` to see what the tool answers",
+        )
 
 
 HANDLERS: dict[str, Callable[[BindArgs], None]] = {
@@ -527,11 +549,19 @@ def _render(
             parts.append(f"{who}{found} → {format_cpulist(cpus)}")
         con.print(Text("Roles: " + "; ".join(parts)))
     if report.threads_failed:
-        table = Table(title="Threads that failed", box=None, pad_edge=False, show_edge=False)
-        table.add_column("TID")
-        table.add_column("ERROR")
+        # one row per kind of failure, not per thread: a process that keeps creating threads
+        # can leave hundreds off target for the same reason
+        groups: dict[str, list[int]] = {}
         for f in report.threads_failed:
-            table.add_row(str(f.tid), Text(plain(f.error)))
+            groups.setdefault(f.error, []).append(f.tid)
+        table = Table(title="Threads that failed", box=None, pad_edge=False, show_edge=False)
+        table.add_column("THREADS")
+        table.add_column("TIDS")
+        table.add_column("ERROR")
+        for error, group in groups.items():
+            more = len(group) - SHOWN_TIDS
+            shown = ", ".join(map(str, group[:SHOWN_TIDS])) + (f" +{more} more" if more > 0 else "")
+            table.add_row(str(len(group)), shown, Text(plain(error)))
         con.print(table)
     if report.rolled_back:
         con.print(Text(f"Put back on their previous masks: {len(report.rolled_back)} threads."))

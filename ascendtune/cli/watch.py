@@ -43,7 +43,8 @@ def _worker_lines(w: WorkerReport) -> tuple[str, list[tuple[str, ...]], list[str
     from ascendtune.core.cpulist import format_cpulist as f
 
     t = w.target
-    head = [f"PID {w.pid} {w.name}" + ("" if w.alive else " (exited)")]
+    gone = " (exited; its PID now runs a new process, not watched)" if w.pid_reused else " (exited)"
+    head = [f"PID {w.pid} {w.name}" + ("" if w.alive else gone)]
     if t.rank is not None:
         head.append(f"rank {t.rank}" + (f" NPU {t.device}" if t.device is not None else ""))
     if t.plan_cpus is not None:
@@ -67,7 +68,7 @@ def _worker_lines(w: WorkerReport) -> tuple[str, list[tuple[str, ...]], list[str
         role = ""
         if th.role is not None:
             role = th.role + (
-                " ok" if th.role_stayed else " moved" if th.role_stayed is False else ""
+                " ok" if th.role_stayed else " off its role CPU" if th.role_stayed is False else ""
             )
         rows.append(
             (

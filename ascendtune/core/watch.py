@@ -42,6 +42,7 @@ class ProcessSample:
     memory_by_node: Mapping[int, int] | None = None  # bytes per NUMA node (numa_maps)
     cpus_allowed: CpuSet | None = None
     vanished: int = 0  # threads listed, then gone before their files were read
+    started: int | None = None  # start time after boot, clock ticks (/proc/PID/stat field 22)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class WorkerReport:
     pid: int
     name: str
     alive: bool
+    pid_reused: bool  # gone, and its PID taken by a process started later
     target: WatchTarget
     reference_cpus: CpuSet | None  # the CPUs neighbours are counted on (plan, else allowed)
     threads: tuple[ThreadReport, ...]
@@ -172,6 +174,8 @@ class _Worker:
     allowed: CpuSet | None = None
     neighbours: dict[int, _Neighbour] = field(default_factory=dict)
     neighbours_dropped: int = 0
+    started: int | None = None  # the watched process's start time
+    reused: bool = False  # its PID now belongs to a process started later
 
 
 def _share(by_cpu: Mapping[int, int], inside: CpuSet) -> float | None:
@@ -213,7 +217,12 @@ class Watch:
         first = self._samples == 0
         for pid, w in self._workers.items():
             ps = sample.workers.get(pid)
-            if ps is None:
+            if ps is not None and w.started is None:
+                w.started = ps.started
+            elif ps is not None and ps.started is not None and ps.started != w.started:
+                # the PID was reused: what runs under it now is another process, not watched
+                w.reused = True
+            if ps is None or w.reused:
                 if w.alive:
                     w.exited += len(w.threads)
                     w.threads.clear()
@@ -355,6 +364,7 @@ class Watch:
             pid=tgt.pid,
             name=w.name,
             alive=w.alive,
+            pid_reused=w.reused,
             target=tgt,
             reference_cpus=self._reference(w),
             threads=threads,

@@ -1,6 +1,8 @@
 """The only place that runs programs: no shell, LC_ALL=C, always a timeout.
 
-A command's tool runs share one `Deadline` (so two hanging tools cost one timeout, not two); each
+The tool runs of one call share one `Deadline` (so two hanging tools cost one timeout, not two;
+a long-running command such as `bind --workers --watch` starts a new one every pass through
+Root.renew_tool_budget, so a budget never outlives the call it was made for); each
 program runs in its own session and the whole process group is killed when it overruns, so a
 hung tool's own children do not live on. Output is bounded: a tool that prints more than
 MAX_OUTPUT_BYTES is stopped like one that hangs.

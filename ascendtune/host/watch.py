@@ -156,8 +156,11 @@ class ProcSampler:
         if not threads and self.tgid(pid) is None:
             return None
         name = comm.rstrip("\n") if comm is not None else (threads[0].name if threads else "?")
+        started = _start_time(_read(f"{self.proc}/{pid}/stat"))
         if not detail:
-            return ProcessSample(pid=pid, name=name, threads=tuple(threads), vanished=vanished)
+            return ProcessSample(
+                pid=pid, name=name, threads=tuple(threads), vanished=vanished, started=started
+            )
         memory: dict[int, int] | None = None
         maps = _read(f"{self.proc}/{pid}/numa_maps")
         if maps is not None:
@@ -178,6 +181,7 @@ class ProcSampler:
             memory_by_node=memory,
             cpus_allowed=allowed,
             vanished=vanished,
+            started=started,
         )
 
     # ---- one pass ------------------------------------------------------------------------
@@ -203,6 +207,16 @@ class ProcSampler:
                 if ps is not None:
                     others.append(ps)
         return HostSample(at_s=at, workers=got, others=tuple(others))
+
+
+def _start_time(stat: str | None) -> int | None:
+    """Field 22 of /proc/PID/stat (start time after boot, clock ticks): a PID reused by a new
+    process has a later one."""
+    fields = (stat or "").rpartition(")")[2].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
 
 
 def _sysconf(name: str, default: int) -> int:

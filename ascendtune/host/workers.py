@@ -151,6 +151,14 @@ def _threads(root: Root, pid: int) -> tuple[ThreadFacts, ...]:
     return tuple(out)
 
 
+def threads_of(root: Root, pid: int) -> tuple[ThreadFacts, ...] | None:
+    """Every thread of PID as root shows it (name and mask); None when root has no such
+    process (a dry run of `bind --pid` on a captured host plans against these)."""
+    if root.listdir(f"proc/{pid}") is None and root.read_text(f"proc/{pid}/status") is None:
+        return None
+    return _threads(root, pid)
+
+
 def _cmdline(root: Root, pid: int) -> tuple[str, ...]:
     text = root.read_text(f"proc/{pid}/cmdline")
     if not text:

@@ -146,9 +146,15 @@ class ProcTree:
                 f"nonvoluntary_ctxt_switches:\t{ctx[1]}\n"
             )
 
-    def process(self, pid: int, comm: str, *, numa_maps: str | None = None) -> None:
+    def process(
+        self, pid: int, comm: str, *, numa_maps: str | None = None, started: int | None = None
+    ) -> None:
         d = self.proc / str(pid)
         (d / "task").mkdir(parents=True, exist_ok=True)
+        if started is not None:  # the process's own stat: its start time is field 22
+            line = stat_line(pid, comm, (0, 0), 0).split(" ")
+            line[21] = str(started)
+            (d / "stat").write_text(" ".join(line))
         (d / "comm").write_text(comm + "\n")
         (d / "status").write_text(
             f"Name:\t{comm}\nState:\tS (sleeping)\nTgid:\t{pid}\nCpus_allowed_list:\t0-7\n"
@@ -275,6 +281,43 @@ def test_proc_root_exact_numbers_against_a_plan(tree: ProcTree) -> None:
             "cpus": "4",
         }
     ]
+
+
+def test_a_pid_reused_by_a_new_process_is_said_and_not_watched_on(tree: ProcTree) -> None:
+    tree.process(100, "vllm (worker) x", numa_maps=MAPS, started=1000)
+    sampler = tree.sampler()
+    targets = targets_for(
+        [100], cpus="2-5", plan_doc=None, plan_source="", ranks=[],
+        online=sampler.online_cpus(), node_map={},
+    )  # fmt: skip
+
+    def meanwhile(_s: float) -> None:
+        second_sample(tree)
+        tree.process(100, "bash", started=9000)  # PID 100 exited; a later process has it
+
+    report = watch_once(targets, sampler, interval_s=1.0, sleep=meanwhile)
+    doc = schemas.checked("watch", versioned(document(report)))
+    (w,) = doc["workers"]  # type: ignore[misc]
+    assert (w["alive"], w["pid_reused"]) == (False, True)
+    assert w["threads"] == [] and w["cpu_time_s"] == 0.0  # the new process is not counted
+    from ascendtune.cli.watch import _worker_lines
+
+    assert "its PID now runs a new process" in _worker_lines(report.workers[0])[0]
+
+
+def test_a_role_thread_that_left_its_cpu_is_said_off_its_role_cpu(tree: ProcTree) -> None:
+    from ascendtune.cli.watch import _worker_lines
+
+    sampler = tree.sampler()
+    targets = targets_for(
+        [100], cpus=None, plan_doc=PLAN, plan_source="plan.json", ranks=[0],
+        online=sampler.online_cpus(), node_map=sampler.node_map(),
+    )  # fmt: skip
+    report = watch_once(targets, sampler, interval_s=1.0, sleep=lambda _s: second_sample(tree))
+    _head, rows, _notes = _worker_lines(report.workers[0])
+    roles = {row[0]: row for row in rows}
+    assert "acl off its role CPU" in roles["101"] and "release ok" in roles["102"]
+    assert not any("moved" in cell for row in rows for cell in row)
 
 
 def test_proc_root_against_cpus_and_without_a_plan(tree: ProcTree) -> None:

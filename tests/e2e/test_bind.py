@@ -222,20 +222,40 @@ def test_cpu_not_online_is_exit_5_and_names_the_usable_cpus(spawn: Spawn, tmp_pa
 
 
 def test_rank_with_a_demo_plan_does_not_fit_this_machine(spawn: Spawn) -> None:
-    # --rank without --plan computes the plan (here of an embedded 192-CPU host): its CPUs are
-    # not online on this 2-CPU machine, so nothing may change
+    # --rank without --plan computes the plan (here of an embedded 192-CPU host); its dry run
+    # plans against the demo's process, and this machine's PID is not one of them
     # (a bind that changes processes does not run from a demo at all: only its dry run)
     pid = spawn(threads=1)
     before = masks(pid)
     code, _doc, _out, err = bind(
         "--rank", "0", "--demo", "atlas-800i-a2", "--pid", str(pid), "--dry-run"
     )
-    assert code == 5, err
-    assert "are not online on this host" in err and "may use CPUs 0-1" in err
+    assert code == 3, err
+    assert f"process {pid} is not in demo:atlas-800i-a2" in err
     assert masks(pid) == before
     code, _doc, _out, err = bind("--rank", "0", "--demo", "atlas-800i-a2", "--pid", str(pid))
     assert code == 2 and "only --dry-run is allowed" in err
     assert masks(pid) == before
+
+
+def test_a_demo_dry_run_plans_against_the_captured_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def live(*_a: object, **_k: object) -> None:
+        raise AssertionError("the live /proc was read")
+
+    monkeypatch.setattr(affinity.masks.Tasks, "list_tids", live)
+    monkeypatch.setattr(affinity.masks.Tasks, "tgid", live)
+    # the unbound worker of the demo, as `doctor --demo container-a2-half` prints its fix
+    args = ("--rank", "1", "--pid", "3418914", "--demo", "container-a2-half", "--dry-run")
+    code, doc, out, err = bind(*args, "--json")
+    assert code == 0, err
+    assert doc is not None and doc["dry_run"] is True and doc["threads_total"] == 7
+    rows = {t["name"]: t for t in doc["threads"]}  # type: ignore[attr-defined]
+    assert rows["acl_thread"]["current"] == "0-23" and rows["acl_thread"]["target"] == "22"
+    assert rows["release_thread"]["target"] == "23" and rows["VLLM::Worker_TP"]["target"] == "14-21"
+    code, _doc, out, err = bind(*args)
+    assert code == 0 and "7 of 7 threads would change" in out and "Nothing was changed" in out
 
 
 def test_plan_file_errors(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from ascendtune.app.keep_bound import WatchEvent, watch_workers
 from ascendtune.app.options import HostSource
 from ascendtune.app.workers import WorkersOptions
 from tests.support import schemas
+from tests.support.children import kernel_thread
 from tests.support.cli import CLI, Cli
 from tests.support.workers import BOTH, DEVICES, Server, plan_doc, tids, write_plan
 
@@ -218,6 +219,15 @@ def test_demo_dry_run_lists_both_workers() -> None:
     assert unbound["roles"] == {"irq": "12-13", "main": "14-21", "acl": "22", "release": "23"}
 
 
+def test_the_schema_says_what_a_dry_runs_cpus_after_carries() -> None:
+    described = json.dumps(schemas.validator("bind-workers").schema)
+    code, doc, err = bind("--workers", "--dry-run", "--demo", "container-a2-half", "--json")
+    assert code == 0 and doc is not None, err
+    unbound = next(w for w in doc["workers"] if w["changed"])
+    assert unbound["cpus_after"] != unbound["cpus_before"]  # the masks it would get
+    assert "a dry run: unchanged" not in described and "would get" in described
+
+
 def test_demo_without_dry_run_is_refused(cli: Cli) -> None:
     res = cli("bind", "--workers", "--demo", "container-a2-half")
     assert res.exit_code == 2 and res.stdout == ""
@@ -289,3 +299,220 @@ def test_watch_stops_on_sigterm_with_every_worker_whole(server: Server, tmp_path
     assert proc.returncode == 0, err
     assert out.splitlines()[-1].split(" ", 1)[1].startswith("watch stopped after")
     assert server.off_target()[w.pid] == 0
+
+
+# ---- a long watch: the tool budget per pass, a failing tool, restarts --------------------------
+
+
+def watch(
+    server: Server, tmp_path: Path, between: Any, ticks: int, **kw: Any
+) -> tuple[Any, list[WatchEvent]]:
+    """watch_workers on a fake clock, `between(n)` run between pass n and pass n+1."""
+    now, count, events = [0.0], [0], []
+
+    def sleep(s: float) -> None:
+        count[0] += 1
+        between(count[0])
+        now[0] += s
+
+    summary = watch_workers(
+        WorkersOptions(source=HostSource(), plan_file=write_plan(tmp_path)),
+        interval_s=1.0,
+        duration_s=float(ticks),
+        on_event=events.append,
+        clock=lambda: now[0],
+        sleep=sleep,
+        handle_signals=False,
+        **kw,
+    )
+    return summary, events
+
+
+def test_a_watch_outlives_the_tool_budget_and_a_failing_tool(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ascendtune.host.roots.walker import DirRoot
+
+    monkeypatch.setattr(DirRoot, "tool_budget_s", 0.5)  # a hang costs half a second
+    w = server.start(0, threads=4)
+
+    def between(n: int) -> None:
+        if n == 1:
+            server.tool("hang")  # pass 2 waits out its whole budget
+        elif n == 2:
+            server.tool("garbage")  # pass 3: a line that does not parse
+        elif n == 3:
+            server.tool(None)
+            server.reset_masks()  # drifted while the tool was down
+        elif n == 4:
+            w.spawn(3)  # new threads off the plan: the watch still sees and binds them
+
+    summary, events = watch(server, tmp_path, between, ticks=5)
+    tool = [e for e in events if e.kind == "tool"]
+    assert len(tool) == 2, [e.message for e in events]  # said once, then its recovery
+    assert "npu-smi" in tool[0].message and "retrying" in tool[0].message
+    assert "answers again" in tool[1].message
+    assert not [e for e in events if e.kind in ("gone", "failed")]  # never reported gone
+    assert summary.tool_failures == 2 and summary.tool_failing is False
+    assert summary.workers == {0: w.pid} and summary.failures == 0
+    assert server.off_target()[w.pid] == 0  # rebound after the budget of pass 1 was long spent
+
+
+def test_a_tool_that_never_recovers_is_exit_1(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ascendtune.host.roots.walker import DirRoot
+
+    monkeypatch.setattr(DirRoot, "tool_budget_s", 0.5)
+    server.start(0, threads=4)
+    summary, events = watch(server, tmp_path, lambda n: server.tool("garbage"), ticks=3)
+    assert summary.tool_failing and summary.tool_failures == 2
+    assert [e.kind for e in events].count("tool") == 1
+    assert summary.to_json()["tool_failing"] is True
+
+
+def test_from_the_cli_a_failing_tool_is_said_once_and_exit_1_if_it_stays(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    import threading
+
+    from ascendtune.host.roots.walker import DirRoot
+
+    monkeypatch.setattr(DirRoot, "tool_budget_s", 0.5)
+    server.start(0, threads=4)
+    timer = threading.Timer(0.3, server.tool, ("garbage",))
+    timer.start()
+    try:
+        res = cli(
+            "bind", "--workers", "--watch", "--plan", str(write_plan(tmp_path)),
+            "--interval", "0.2", "--for", "1.5",
+        )  # fmt: skip
+    finally:
+        timer.cancel()
+    assert res.exit_code == 1, res.output
+    said = [line for line in res.stderr.splitlines() if "retrying" in line]
+    assert len(said) == 1 and "npu-smi" in said[0]
+    assert "had not recovered" in res.stderr.splitlines()[-1]
+
+
+def test_a_worker_back_after_a_pass_without_it_is_a_restart(server: Server, tmp_path: Path) -> None:
+    server.start(1, threads=6)
+    old = server.workers[1].pid
+
+    def between(n: int) -> None:
+        if n == 1:
+            server.stop(1)  # pass 2 finds device 1 without a worker
+        elif n == 2:
+            server.start(1, threads=6)  # pass 3: back under a new PID, off the plan
+
+    summary, events = watch(server, tmp_path, between, ticks=3)
+    new = server.workers[1].pid
+    kinds = [e.kind for e in events]
+    assert kinds.count("bound") == 1 and kinds.count("gone") == 1
+    [restart] = [e for e in events if e.kind == "restarted"]
+    assert f"PID {old} -> {new}" in restart.message and restart.pid == new
+    assert summary.restarts == 1 and summary.to_json()["restarts"] == 1
+    assert server.off_target()[new] == 0  # and rebound
+
+
+def test_a_reused_pid_is_a_restart(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ascendtune.app import keep_bound
+
+    w = server.start(0, threads=4)
+    started = ["100"]
+    monkeypatch.setattr(keep_bound, "_start_time", lambda root, pid: started[0])
+
+    def between(n: int) -> None:
+        if n == 1:
+            started[0] = "200"  # the same PID, a process started later
+
+    summary, events = watch(server, tmp_path, between, ticks=2)
+    [restart] = [e for e in events if e.kind == "restarted"]
+    assert f"PID {w.pid} reused by a new process" in restart.message
+    assert summary.restarts == 1
+
+
+def test_a_second_watch_on_the_host_is_refused_and_names_the_first(
+    server: Server, tmp_path: Path
+) -> None:
+    from ascendtune.host.affinity.lock import workers_lock
+
+    server.start(0, threads=4)
+    with workers_lock() as path:
+        code, _doc, err = bind("--workers", "--watch", "--plan", str(write_plan(tmp_path)))
+        assert code == 1 and f"PID {os.getpid()}" in err and path in err
+        code, _doc, err = bind("--workers", "--plan", str(write_plan(tmp_path)))
+        assert code == 1 and "another ascendtune" in err
+    code, _doc, err = bind("--workers", "--plan", str(write_plan(tmp_path)))
+    assert code == 0, err
+
+
+def test_a_bind_of_a_watched_worker_is_refused_and_the_watch_keeps_it(
+    server: Server, tmp_path: Path
+) -> None:
+    w = server.start(0, threads=4)
+    tried: list[tuple[int, str]] = []
+
+    def between(n: int) -> None:
+        if n == 1:  # while the watch runs: another binder on one of its workers
+            code, _doc, err = bind("--pid", str(w.pid), "--cpus", "0-1")
+            tried.append((code, err))
+
+    summary, events = watch(server, tmp_path, between, ticks=2)
+    [(code, err)] = tried
+    assert code == 1 and "another ascendtune" in err and f"PID {os.getpid()}" in err
+    assert server.off_target()[w.pid] == 0  # the watch's plan stands, never undone
+    assert summary.failures == 0 and [e.kind for e in events].count("threads") == 0
+
+
+# ---- only workers are bound ------------------------------------------------------------------
+
+
+def test_pids_that_are_not_workers_are_refused_with_a_word(server: Server, tmp_path: Path) -> None:
+    w = server.start(0, threads=4)
+    plain = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        kthread = kernel_thread()  # None in a container that shows none
+        server.strangers = [(2, plain.pid), (3, 1)] + ([(4, kthread)] if kthread else [])
+        server.write_table()
+        before = {t: os.sched_getaffinity(t) for t in tids(plain.pid)}
+        for dry in (("--dry-run",), ()):
+            code, doc, _err = bind("--workers", "--plan", str(write_plan(tmp_path)), "--json", *dry)
+            assert doc is not None
+            by_pid = {x["pid"]: x for x in doc["workers"]}
+            assert "not a worker's" in by_pid[plain.pid]["error"]
+            assert "PID 1 is this namespace's init" in by_pid[1]["error"]
+            assert kthread is None or "kernel thread" in by_pid[kthread]["error"]
+            assert by_pid[w.pid]["error"] is None
+            assert code == 1  # workers left unbound (a dry run: would be)
+        assert {t: os.sched_getaffinity(t) for t in tids(plain.pid)} == before
+    finally:
+        plain.kill()
+        plain.wait()
+
+
+def test_a_gpu_plan_never_binds_an_npu_holder(server: Server, tmp_path: Path) -> None:
+    w = server.start(0, threads=4)
+    doc = plan_doc()
+    doc["vendor"] = "nvidia"
+    path = tmp_path / "gpu-plan.json"
+    path.write_text(json.dumps(doc))
+    before = {t: os.sched_getaffinity(t) for t in tids(w.pid)}
+    code, out, _err = bind("--workers", "--plan", str(path), "--json")
+    assert code == 1 and out is not None
+    [row] = out["workers"]
+    assert "the plan is for GPUs" in row["error"]
+    assert {t: os.sched_getaffinity(t) for t in tids(w.pid)} == before
+
+
+def test_the_fixture_sees_only_the_processes_it_started(server: Server) -> None:
+    from ascendtune.host import workers as host_workers
+    from ascendtune.host.roots import open_root
+
+    w = server.start(0, threads=2)
+    seen = host_workers.pids_of(open_root(None))
+    assert seen == [w.pid]  # not this test's own process, nor any other of the machine

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import pytest
 
 # A child: threads (optionally named, optionally on their own masks; `threads` of them besides
-# the main one), or `spawners` threads that keep creating threads. It prints "ready" once every thread is set up, then waits.
+# the main one), `spawners` threads that keep creating threads (each living `leaf_s`), or `fighters` threads (named
+# "fighter") that keep putting themselves back on the mask `fight`. It prints "ready" once every thread is set up, then waits.
 CHILD = r"""
 import ctypes, json, os, sys, threading, time
 spec = json.loads(sys.argv[1])
@@ -39,7 +40,7 @@ for i in range(n):
 barrier.wait()
 
 def leaf():
-    time.sleep(0.002)
+    time.sleep(spec.get("leaf_s", 0.002))
 
 def mid():
     t = threading.Thread(target=leaf)
@@ -57,6 +58,16 @@ def spawner():
 
 for _ in range(spec.get("spawners", 0)):
     threading.Thread(target=spawner, daemon=True).start()
+
+def fighter(mask):
+    # a thread that puts itself back on its own mask in a loop, as a library might
+    libc.prctl(15, b"fighter", 0, 0, 0)
+    while True:
+        os.sched_setaffinity(0, mask)
+        time.sleep(0.001)
+
+for _ in range(spec.get("fighters", 0)):
+    threading.Thread(target=fighter, args=(spec["fight"],), daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
 os._exit(0)
@@ -99,3 +110,19 @@ def masks(pid: int) -> dict[int, frozenset[int]]:
         with contextlib.suppress(ProcessLookupError):  # exited meanwhile
             out[int(name)] = frozenset(os.sched_getaffinity(int(name)))
     return out
+
+
+def kernel_thread() -> int | None:
+    """A kernel thread of this machine (its stat flags have PF_KTHREAD), to see that it is
+    refused; None when this PID namespace shows none (a container)."""
+    for name in sorted(os.listdir("/proc"), key=lambda n: (len(n), n)):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 6 and int(fields[6]) & 0x00200000:
+            return int(name)
+    return None

@@ -33,6 +33,7 @@ spec = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 threading.stack_size(256 * 1024)
 hold = threading.Event()
+libc.prctl(15, b"VLLM::Worker_TP", 0, 0, 0)  # the main thread's name, as vLLM's setproctitle
 names = ["acl_thread", "release_thread"]
 n = spec["threads"] - 1
 
@@ -127,6 +128,8 @@ class Server:
 
     tmp: Path
     workers: dict[int, Worker] = field(default_factory=dict)  # device -> worker
+    # (device, pid) rows npu-smi names besides the workers: processes that are not workers
+    strangers: list[tuple[int, int]] = field(default_factory=list)
 
     def start(self, device: int, threads: int = 50, spawners: int = 0) -> Worker:
         p = subprocess.Popen(
@@ -142,6 +145,10 @@ class Server:
         self.write_table()
         return w
 
+    def pids(self) -> set[int]:
+        """The processes this server started (its workers) or names (strangers)."""
+        return {w.pid for w in self.workers.values()} | {p for _d, p in self.strangers}
+
     def stop(self, device: int) -> None:
         w = self.workers.pop(device)
         w.proc.kill()
@@ -150,9 +157,18 @@ class Server:
 
     def write_table(self) -> None:
         procs = [(d, w.pid, "VLLM::Worker_TP") for d, w in sorted(self.workers.items())]
+        procs += [(d, pid, "python3") for d, pid in self.strangers]
         bus = {i: f"{0xC1 + i:02X}" for i in range(DEVICES)}
         text = npu_smi_info(dict.fromkeys(range(DEVICES), "910B3"), bus, procs)
         (self.tmp / "npu" / "info.txt").write_text(text)
+
+    def tool(self, mode: str | None) -> None:
+        """Make the fake npu-smi's `info` hang or print garbage (None: answer again)."""
+        path = self.tmp / "npu" / "mode"
+        if mode is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(mode)
 
     def reset_masks(self) -> None:
         for w in self.workers.values():
@@ -194,6 +210,11 @@ def comm(pid: int, tid: int) -> str | None:
 
 FAKE_NPU_SMI = """#!/bin/sh
 d=$(dirname "$0")/../npu
+# npu/mode, when present, makes `npu-smi info` fail: "hang" (sleeps past any budget) or
+# "garbage" (a table line that does not parse)
+mode=$(cat "$d/mode" 2>/dev/null)
+if [ "$*" = "info" ] && [ "$mode" = "hang" ]; then exec sleep 60; fi
+if [ "$*" = "info" ] && [ "$mode" = "garbage" ]; then echo "| NPU  garbage \xff | ??"; exit 0; fi
 case "$*" in
   "info") cat "$d/info.txt" ;;
   "info -m") cat "$d/m.txt" ;;
@@ -216,7 +237,19 @@ def start_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Se
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("ASCENDTUNE_SYSROOT", raising=False)
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("ASCENDTUNE_LOCK_DIR", str(tmp_path / "locks"))  # another suite's apart
     s = Server(tmp_path)
+    # the test sees only the processes it started: a real server's workers (their open
+    # /dev/davinciN) or another suite's are none of its business
+    from ascendtune.host import workers as host_workers
+
+    every = host_workers.pids_of
+
+    def own(root: Any) -> list[int] | None:
+        pids = every(root)
+        return None if pids is None else [p for p in pids if p in s.pids()]
+
+    monkeypatch.setattr(host_workers, "pids_of", own)
     s.write_table()
     yield s
     for w in list(s.workers.values()):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -32,6 +33,12 @@ from ascendtune.host.affinity.masks import (
 from ascendtune.host.affinity.process import dying_stopped, refuse_zombie, require_process
 
 DEFAULT_MAX_PASSES = 16
+# the pause before the final re-read when masks were written: long enough for a thread (or a
+# tool) that resets masks in a loop to show itself, short next to a bind's start-up
+VERIFY_SETTLE_S = 0.01
+FIGHT_ROUNDS = 2  # a thread found off by the final re-read is written this many times more
+RESET_TEXT = "something keeps resetting this mask"
+LATE_TEXT = "born after the last pass"
 
 
 # ---- binding a running process ----------------------------------------------------------------
@@ -84,8 +91,12 @@ def bind_process(
     have changed it, and without roles the second listing is only the end of /proc/PID/task
     (_list_tail): about one mask read and one write per thread, one full listing.
 
-    What is not re-read is a thread that resets its own mask after it was written: the old
-    final re-read caught that only when it happened before the re-read reached the thread.
+    Then every thread is read again (after VERIFY_SETTLE_S when masks were written): `verified`
+    means that final re-read matched (SPEC section 3). A thread found off after a pass that wrote
+    nothing is written again, FIGHT_ROUNDS times at most; still off, something keeps resetting
+    its mask (the process itself, a taskset loop): reported as such. Out of passes, the threads
+    born since the last one are reported as not bound. Either way the bind did not finish, and
+    what it moved goes back unless keep_partial.
 
     A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
     changed so far goes back to its previous mask, unless keep_partial (then the other threads
@@ -143,24 +154,55 @@ def bind_process(
             break
     rolled_back: tuple[int, ...] = ()
     restore_failed: tuple[ThreadFailure, ...] = ()
-    if run.fatal and not keep_partial:
-        rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
-    off: list[tuple[int, CpuSet]] = []
-    if converged and tail is not None and not run.failures:
-        # the threads before the tail are pass 1's, on target; the tail's were handled now
-        total = bound = max(0, tail.before + len(tail.tids) - len(sweep.gone))
-        placed: dict[str, tuple[int, ...]] = {}
-        exited = max(0, len(first) + tail.new - total)
-    elif converged and tail is None:
-        total, bound, placed = _tally(tids, use, sweep, run)
-        # the threads listed last and not gone are all present, and every one was listed
-        seen = len(first) if len(listings) == 1 else len(set().union(*listings))
-        exited = seen - total
-    else:
-        # stopped by an error or out of passes: every thread re-read as it is now
+    rounds = 0
+    if run.fatal:
+        if not keep_partial:
+            rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
         final = _survey(pid, target, use, tasks, run)
-        total, bound, placed, off = final.total, final.bound, final.placed, final.off
-        exited = len(set().union(*listings) - final.present)
+    elif converged and not run.previous and tail is None:
+        # pass 1 read every thread, found each on target and wrote nothing: it is the re-read
+        total, bound, placed = _tally(tids, use, sweep, run)
+        final = _Survey(total, bound, placed, [], set(tids) - sweep.gone)
+    else:
+        # `verified` is the final re-read of every thread (SPEC section 3), a moment after the
+        # last write so that a process (or another tool) that resets masks shows itself
+        final = _final_read(pid, target, use, tasks, run)
+        while converged and final.total and rounds < FIGHT_ROUNDS:
+            # off again after a pass that wrote nothing: written once more, and re-read
+            retry = [o for o in final.off if o[0] not in run.failures]
+            if not retry:
+                break
+            rounds += 1
+            for tid, _cur, role, want in retry:
+                _settle(tid, role, want, tasks, run, sweep, {}, keep_partial)
+                if run.fatal:
+                    break
+            if run.fatal:
+                break
+            final = _final_read(pid, target, use, tasks, run)
+    off = final.off
+    failures = list(run.failures.values())
+    if not run.fatal:
+        for tid, cur, _role, _want in off:
+            if tid in run.failures:
+                continue
+            if tid in run.previous:
+                why = (
+                    f"{RESET_TEXT}: back on CPUs {format_cpulist(cur)} "
+                    f"after it was bound ({rounds + 1} write(s))"
+                )
+            else:
+                why = (
+                    f"{LATE_TEXT}, on CPUs {format_cpulist(cur)} (not bound "
+                    f"within {passes} pass(es))"
+                )
+            failures.append(ThreadFailure(tid, why))
+        if off and not keep_partial and run.previous:
+            # it cannot finish: what it moved goes back (--keep-partial keeps it)
+            rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
+            final = _survey(pid, target, use, tasks, run)
+    total, bound, placed = final.total, final.bound, final.placed
+    exited = len(set().union(*listings) - final.present)
     # liveness is judged AFTER the final listing: a process killed before this point is never
     # "verified", even when its last threads still showed their new masks
     if total == 0:
@@ -176,18 +218,6 @@ def bind_process(
             _exited_text(pid, run),
             "start the worker again, then bind it (or launch it bound: ascendtune bind -- CMD)",
         )
-    failures = list(run.failures.values())
-    if not run.fatal:
-        # no error stopped us, yet threads are off target: the process fights back
-        for tid, cur in off:
-            if tid not in run.failures:
-                failures.append(
-                    ThreadFailure(
-                        tid,
-                        f"still on CPUs {format_cpulist(cur)} after {passes} passes "
-                        "(the process keeps changing it)",
-                    )
-                )
     # threads that ended while the process lives on are ordinary churn (worker pools come and
     # go); a process that is itself exiting was refused above
     verified = not failures and not off and not run.fatal
@@ -468,8 +498,15 @@ class _Survey:
     total: int
     bound: int
     placed: dict[str, tuple[int, ...]]
-    off: list[tuple[int, CpuSet]]
+    off: list[tuple[int, CpuSet, str, CpuSet]]  # (tid, mask read, role, target mask)
     present: set[int]
+
+
+def _final_read(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
+    """Every thread re-read, a moment (VERIFY_SETTLE_S) after masks were written."""
+    if run.previous and VERIFY_SETTLE_S > 0:
+        time.sleep(VERIFY_SETTLE_S)
+    return _survey(pid, target, use, tasks, run)
 
 
 def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
@@ -477,7 +514,7 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
     tids = tasks.list_tids(pid) or []
     total = bound = 0
     placed: dict[str, list[int]] = {}
-    off: list[tuple[int, CpuSet]] = []
+    off: list[tuple[int, CpuSet, str, CpuSet]] = []
     present: set[int] = set()
     for tid in main_first(pid, tids):
         name = tasks.name(pid, tid) if use else None
@@ -494,7 +531,7 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
             if role in ("acl", "release"):
                 placed.setdefault(role, []).append(tid)
         else:
-            off.append((tid, cur))
+            off.append((tid, cur, role, want))
     return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present)
 
 

@@ -128,6 +128,26 @@ def refuse_zombie(pid: int, proc: str) -> None:
 
 
 PF_EXITING = 0x4  # task->flags bit set once a thread has started to exit
+PF_KTHREAD = 0x00200000  # task->flags bit of a kernel thread
+
+
+def refuse_kernel_thread(pid: int, proc: str = PROC) -> None:
+    """Raise InvalidInput when pid is a kernel thread (kworker, kthreadd...): its mask is the
+    kernel's business, never a binder's."""
+    fields = stat_fields(pid, proc)
+    try:
+        kthread = fields is not None and bool(int(fields[6]) & PF_KTHREAD)
+    except (IndexError, ValueError):
+        kthread = False
+    if kthread:
+        ident = process_identity(pid, proc)
+        name = ident.name if ident is not None else "?"
+        raise InvalidInput(
+            f"process {pid} ({name}) is a kernel thread: ascendtune binds user processes only",
+            "give the PID of a worker (`ascendtune doctor --section workers` lists them)",
+        )
+
+
 SIGKILL_BIT = 1 << 8  # SIGKILL (9) in the SigPnd/ShdPnd masks
 
 

@@ -86,6 +86,11 @@ class Root:
         (a sysroot folder is opened once instead of walked again for each file)."""
         return Folder(self, rel)
 
+    def renew_tool_budget(self) -> None:
+        """Start a new time budget for the tools run from now on: one per call of a command
+        (a watch that runs for hours renews it every pass). Nothing to do where tools are
+        replayed."""
+
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         """Output of a tool; None when the tool is absent on this host.
 

@@ -513,6 +513,9 @@ class DirRoot(Root):
             return None
         return _link_targets(fd)
 
+    def renew_tool_budget(self) -> None:
+        self._deadline = None  # the next tool run starts a budget of its own
+
     def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
         if not self.live:
             return super().command(argv)

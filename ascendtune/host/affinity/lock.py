@@ -1,0 +1,121 @@
+"""One binder at a time: an advisory lock per target process (keyed by PID and start time, so a
+reused PID is another key) and one per host for `bind --workers`, so two ascendtune binders never
+fight over the same masks. The lock file holds its owner's PID and command line, which the one
+refused names.
+
+Locks live in /run/ascendtune when writable, else $XDG_RUNTIME_DIR/ascendtune, else a folder of
+this user's in the temporary directory; ASCENDTUNE_LOCK_DIR overrides all three (tests keep
+their locks apart from another suite's this way). flock is released by the kernel when its
+holder exits, however it exits: no stale lock survives a killed binder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+
+from ascendtune.core.errors import ProblemsFound
+from ascendtune.host.affinity.masks import PROC, stat_fields
+
+LOCK_DIR_ENV = "ASCENDTUNE_LOCK_DIR"
+HOLDER_MAX = 300  # characters of the holder's command line kept in the lock file
+
+
+class LockHeld(ProblemsFound):
+    """Another binder holds the lock (exit 1: nothing was changed, the other binder acts)."""
+
+
+def lock_dir() -> str:
+    """Where lock files go (created 0700 when missing)."""
+    given = os.environ.get(LOCK_DIR_ENV)
+    candidates = [given] if given else []
+    if not given:
+        candidates.append("/run/ascendtune")
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        if xdg:
+            candidates.append(os.path.join(xdg, "ascendtune"))
+        import tempfile  # only here: bind's start-up does without it
+
+        candidates.append(os.path.join(tempfile.gettempdir(), f"ascendtune-{os.getuid()}"))
+    for path in candidates:
+        with contextlib.suppress(OSError):
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            continue
+        # a folder of this user's (or root's) only: another user's could hand us its files
+        mine = st.st_uid in (os.getuid(), 0) or path == given
+        if mine and os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
+            return path
+    raise ProblemsFound(
+        f"no writable folder for the binder's lock (tried {', '.join(candidates)})",
+        f"set {LOCK_DIR_ENV} to a folder this user may write",
+    )
+
+
+def start_time(pid: int, proc: str = PROC) -> str:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the
+    PID, what tells this process from a later one that reuses its PID; "" when unreadable."""
+    fields = stat_fields(pid, proc)
+    return fields[19] if fields is not None and len(fields) > 19 else ""
+
+
+def _own_command() -> str:
+    try:
+        with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
+            raw = f.read(4096)
+    except OSError:
+        return "?"
+    text = " ".join(a.decode("utf-8", "replace") for a in raw.split(b"\0") if a)
+    return text[:HOLDER_MAX] or "?"
+
+
+def holder_of(path: str) -> str:
+    """Who holds the lock at path, in words: "PID 123 (ascendtune bind ...)"."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            pid, _, command = f.read(HOLDER_MAX + 32).strip().partition(" ")
+    except OSError:
+        return "another process"
+    if not pid.isdigit():
+        return "another process"
+    return f"PID {pid} ({command or '?'})"
+
+
+@contextlib.contextmanager
+def held(name: str, what: str) -> Iterator[str]:
+    """Hold the lock `name` (a file name in lock_dir()) for the block, or raise LockHeld naming
+    its holder. `what`: what the lock guards, for the message. Yields the lock file's path."""
+    path = os.path.join(lock_dir(), name)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            from ascendtune.core.redact import redact_text
+
+            who = redact_text(holder_of(path))
+            raise LockHeld(
+                f"{what} is being bound by another ascendtune: {who} holds {path}; "
+                "nothing was changed",
+                "wait for it to finish, or stop it (two binders on one process undo each "
+                "other's masks)",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {_own_command()}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the lock; the file stays for the next binder
+
+
+def process_lock(pid: int, proc: str = PROC) -> contextlib.AbstractContextManager[str]:
+    """The lock of one target process (PID and start time)."""
+    return held(f"pid-{pid}-{start_time(pid, proc) or 'x'}.lock", f"process {pid}")
+
+
+def workers_lock() -> contextlib.AbstractContextManager[str]:
+    """The lock of this host's workers: one `bind --workers` (or `--workers --watch`) at a time."""
+    return held("workers.lock", "this host's workers")
