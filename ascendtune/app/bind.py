@@ -432,9 +432,11 @@ def prepare_launch(
     got = own_affinity()
     verified = got == pool.cpus
     origin = f"rank {target.rank} of {target.source}" if target.rank is not None else target.source
-    doc: BindLaunchDocument = {
-        "command": command,
-        "argv": argv,
+    from ascendtune.core.redact import redact_args
+
+    doc: BindLaunchDocument = {  # what is printed: secrets masked (what runs is `argv` above)
+        "command": redact_args(command),
+        "argv": redact_args(argv),
         "cpus": format_cpulist(pool.cpus),
         "threads_total": 1,
         "threads_bound": 1 if verified else 0,
@@ -448,7 +450,7 @@ def prepare_launch(
     }
     mem = f", memory on node(s) {aff.nodes_text(nodes)}" if membind else ""
     line = (
-        f"ascendtune: {'would run' if dry_run else 'running'} `{shlex.join(command)}` "
+        f"ascendtune: {'would run' if dry_run else 'running'} `{shlex.join(doc['command'])}` "
         f"on CPUs {format_cpulist(pool.cpus)} ({origin}){mem}"
     )
     from ascendtune.app.documents import plain

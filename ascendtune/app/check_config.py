@@ -300,7 +300,11 @@ def _pid_argv(root: Root, pid: int) -> list[str]:
         )
     argv = [a for a in text.split("\0") if a]
     if not inputs.is_vllm(argv):
-        shown = " ".join(argv)[:80] or "(empty command line)"
+        from ascendtune.core.redact import redact_args
+        from ascendtune.core.text import cap_line
+
+        # masked before it is cut: a secret cut in half is no longer recognisable
+        shown = cap_line(" ".join(redact_args(argv)), 80) or "(empty command line)"
         raise MissingError(
             f"PID {pid} is not vLLM: {shown}",
             "give the PID of a `vllm serve` process (the API server)",

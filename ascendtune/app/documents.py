@@ -637,8 +637,10 @@ class BindPidDocument(_BindPidBody, total=False):
 class BindLaunchDocument(TypedDict):
     """`ascendtune bind ... --json -- COMMAND`: a command started already bound."""
 
-    command: Annotated[list[str], "the command given"]
-    argv: Annotated[list[str], "what is executed (with numactl in front under `--membind`)"]
+    command: Annotated[list[str], "the command given, secrets masked"]
+    argv: Annotated[
+        list[str], "what is executed (with numactl in front under `--membind`), secrets masked"
+    ]
     cpus: Annotated[CpuList, "the CPUs it starts on"]
     threads_total: Annotated[int, "always 1 (this process, before exec)"]
     threads_bound: Annotated[int, "1 when its mask reads back as cpus"]

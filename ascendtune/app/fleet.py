@@ -239,7 +239,12 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
         "shipped": got.shipped,
         "seconds": round(got.seconds, 3),
     }
-    body = {"mode": "ray", "ray": ray_info, **core.result_json(result), "notes": got.notes}
+    from ascendtune.core.redact import redact_doc
+
+    # what nodes answered (reasons, Ray's notes) may quote a command line or an address
+    body = redact_doc(
+        {"mode": "ray", "ray": ray_info, **core.result_json(result), "notes": got.notes}
+    )
     if opts.save is not None:
         body["saved"] = opts.save
     return FleetReport(result, body, tuple(got.notes))

@@ -223,7 +223,10 @@ def log_document(
             for b in ("bound", "failed", "skipped", "not seen")
         },
     }
-    return plain(doc)
+    from ascendtune.core.redact import redact_doc
+
+    out: dict[str, Any] = redact_doc(plain(doc))  # the log's lines and args: secrets masked
+    return out
 
 
 def plan_cells(w: WorkerLog) -> tuple[str, str, str, str]:

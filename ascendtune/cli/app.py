@@ -154,7 +154,10 @@ def _usage_line(e: Exception) -> str:
             message = f"{opt}: {message}"
     else:
         message = e.format_message()  # type: ignore[attr-defined]
-    return f"ascendtune: error: {message} (see `{where} --help`)"
+    from ascendtune.core.text import inert_line
+
+    # the message quotes what was typed: escape codes and overrides are shown, not obeyed
+    return inert_line(f"ascendtune: error: {message} (see `{where} --help`)")
 
 
 def _silence_stdout() -> None:

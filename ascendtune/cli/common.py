@@ -254,6 +254,7 @@ def fail(err: AscendtuneError) -> typer.Exit:
     The line is inert (input may carry escape codes) and at most MAX_ERROR_LINE characters: a
     tool's megabytes of stderr, or a huge input quoted back, never flood the terminal.
     """
+    from ascendtune.core.redact import redact_text
     from ascendtune.core.text import cap_line, inert, inert_line
 
     line = f"ascendtune: error: {err.message}"
@@ -262,10 +263,12 @@ def fail(err: AscendtuneError) -> typer.Exit:
     if err.exit_code == 2:  # a usage error: the same form as click's (see cli/app.py)
         ctx = _current_context()
         line += f" (see `{ctx.command_path if ctx else 'ascendtune'} --help`)"
-    line = cap_line(inert_line(line), MAX_ERROR_LINE, " (cut; rerun with --debug for all of it)")
+    # an error may quote its input (a command line, a config): secrets masked before the cut
+    line = redact_text(inert_line(line)[: 4 * MAX_ERROR_LINE])
+    line = cap_line(line, MAX_ERROR_LINE, " (cut; rerun with --debug for all of it)")
     sys.stderr.write(line + "\n")
     if State.debug and len(err.message) + len(err.hint or "") > MAX_ERROR_LINE:
-        sys.stderr.write(inert(str(err)) + "\n")
+        sys.stderr.write(redact_text(inert(str(err))) + "\n")
     return typer.Exit(err.exit_code)
 
 
@@ -301,12 +304,17 @@ def handle_errors(func: F) -> F:
         except Exception as e:
             if State.debug:
                 raise
+            from ascendtune.core.redact import redact_text
             from ascendtune.core.text import cap_line, inert_line
 
-            # the message may quote input (escape codes, megabytes): one capped inert line
+            # the message may quote input (escape codes, secrets, megabytes): one capped line
             tail = " (rerun with --debug for a traceback, and report it)"
             line = cap_line(
-                inert_line(f"ascendtune: internal error: {type(e).__name__}: {e}"),
+                redact_text(
+                    inert_line(f"ascendtune: internal error: {type(e).__name__}: {e}")[
+                        : 4 * MAX_ERROR_LINE
+                    ]
+                ),
                 MAX_ERROR_LINE - len(tail),
             )
             sys.stderr.write(line + tail + "\n")

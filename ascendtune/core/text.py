@@ -1,8 +1,11 @@
 """Text from untrusted sources made safe: inert for terminals, JSON parsed within bounds.
 
-Strings read from a host or a file (hostnames, tool output, config keys, .err lines) may carry
-terminal escape sequences; `inert` removes them before they are printed (JSON output keeps the
-data, escaped as JSON does). `loads_bounded` is json.loads that fails as InvalidInput, never as
+Strings read from a host or a file (hostnames, process names, tool output, log lines, config
+keys, .err lines) may carry escape sequences, control characters, right-to-left overrides or
+zero-width characters; `inert` shows each of them escaped, visibly (`\\x1b[2J`, `\\u202e`,
+`\\u200b`), so nothing moves the cursor, reorders a line or hides a character, and a key is shown
+as it was typed (`enable_cpu\\u200b_binding` never reads as the good key). JSON output keeps the
+data, escaped as JSON does. `loads_bounded` is json.loads that fails as InvalidInput, never as
 RecursionError or ValueError, and refuses what cannot be printed or written back (lone surrogates).
 """
 
@@ -14,8 +17,8 @@ from typing import Any
 
 from ascendtune.core.errors import InvalidInput
 
-# CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), other two-byte ESC sequences, then any C0/C1
-# control character left (tab and newline are kept: they lay text out and cannot move a cursor).
+# CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), other two-byte ESC sequences: what
+# strip_ansi removes from a tool's coloured output before it is parsed
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
@@ -23,31 +26,51 @@ _ESCAPES = re.compile(
     r"|\x1b[ -/]*[0-~]?"
     r"|\x9b[0-?]*[ -/]*[@-~]"
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
+_LAYOUT = re.compile(r"(\r?\n|\t)")
 
 MAX_JSON_DEPTH = 64
 MAX_JSON_CHARS = 4 << 20
 
 
+def _escape(c: str) -> str:
+    n = ord(c)
+    if n < 0x100:
+        return f"\\x{n:02x}"
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    return f"\\U{n:08x}"
+
+
 def inert(s: str) -> str:
-    """s without escape sequences or control characters (tab and newline kept); lone surrogates
-    become U+FFFD, so the result can always be written to a UTF-8 terminal."""
+    """s with every character a terminal would not show as itself escaped visibly: C0 and C1
+    controls (ESC, CR, BEL, CSI...), format characters (right-to-left overrides, zero-width
+    spaces and joiners, BOM), lone surrogates, separators other than the space, private-use and
+    unassigned code points (Python's str.isprintable). Tab and newline are kept: they lay text
+    out and cannot move a cursor back (nor can CR before a newline). A backslash already in s is left alone (a pasteable
+    command keeps its printf escapes)."""
     if s.isprintable():
-        # no Cc (ESC, C0, C1) and no Cs (surrogates) in s: nothing below could match; the
-        # common case, once per segment a console prints
+        # the common case, once per segment a console prints
         return s
-    s = _CONTROLS.sub("", _ESCAPES.sub("", s))
-    return _SURROGATES.sub("\ufffd", s)
+    out = []
+    for part in _LAYOUT.split(s):
+        if part.isprintable() or part in ("\t", "\n"):
+            out.append(part)
+        elif part == "\r\n":  # a line end written the DOS way; a lone CR is escaped
+            out.append("\n")
+        else:
+            out.append("".join(c if c.isprintable() else _escape(c) for c in part))
+    return "".join(out)
 
 
 def inert_line(s: str) -> str:
     """inert(s) on one line: newlines and tabs become spaces."""
-    return inert(s).replace("\n", " ").replace("\t", " ").replace("\r", " ")
+    return inert(s).replace("\n", " ").replace("\t", " ")
 
 
 def strip_ansi(s: str) -> str:
-    """s without terminal escape sequences (control characters other than ESC are kept)."""
+    """s without terminal escape sequences (control characters other than ESC are kept): for a
+    tool's coloured output about to be parsed, not for display (that is `inert`)."""
     return _ESCAPES.sub("", s)
 
 

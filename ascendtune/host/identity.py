@@ -33,14 +33,27 @@ def _digest(text: str | None) -> str | None:
     return sha256(value.encode()).hexdigest()[:16]
 
 
-def _meta_hostname(root: Root) -> str | None:
+def machine_id_digest(text: str | None) -> str | None:
+    """What documents and snapshots carry of /etc/machine-id: a digest, never the id."""
+    return _digest(text)
+
+
+def _meta_str(root: Root, key: str) -> str | None:
     text = root.read_text("meta.json")
     try:
         meta = json.loads(text) if text else None
     except (ValueError, RecursionError):  # the reader reports a bad meta.json; a name is optional
         return None
-    name = meta.get("hostname") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else None
+    value = meta.get(key) if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _machine_id_sha256(root: Root) -> str | None:
+    digest = _digest(root.read_text(MACHINE_ID))
+    if digest is None and not root.live:
+        # a snapshot keeps only the digest, in its meta.json (`snapshot` never writes the id)
+        digest = _meta_str(root, "machine_id_sha256")
+    return digest
 
 
 def host_identity(root: Root) -> dict[str, Any]:
@@ -52,12 +65,12 @@ def host_identity(root: Root) -> dict[str, Any]:
         hostname: str | None = socket.gethostname()
     else:
         source = "demo" if label.startswith("demo:") else "sysroot"
-        hostname = _meta_hostname(root)
+        hostname = _meta_str(root, "hostname")
     return {
         "source": source,
         "root": label,
         "hostname": hostname,
-        "machine_id_sha256": _digest(root.read_text(MACHINE_ID)),
+        "machine_id_sha256": _machine_id_sha256(root),
         "boot_id_sha256": _digest(root.read_text(BOOT_ID)),
     }
 

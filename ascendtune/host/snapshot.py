@@ -21,7 +21,7 @@ from ascendtune import __version__
 from ascendtune.core import vendors
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.model import Soc
-from ascendtune.core.redact import redact_args, redact_environ
+from ascendtune.core.redact import redact_cmdline, redact_env, redact_environ, redact_text
 from ascendtune.host import pci, reader
 from ascendtune.host.roots import MemRoot, Root, command_file, error_file
 
@@ -113,7 +113,8 @@ def capture(root: Root) -> Capture:
             cap.files[command_file(argv)] = out.text
         else:
             # a failure replays as a failure (commands/<name>.err), never as output to parse
-            cap.files[error_file(argv)] = (out.error or "failed").splitlines()[0] + "\n"
+            line = (out.error or "failed").splitlines()[0]
+            cap.files[error_file(argv)] = redact_text(line) + "\n"
             if out.timed_out:
                 hung.add(argv[0])
     for rel in (d for p in vendors.profiles() for d in p.documents):
@@ -150,6 +151,13 @@ def capture(root: Root) -> Capture:
     for rel, text in kubelet_capture(root).items():  # a Kubernetes node: what the kubelet gave
         cap.files.setdefault(rel, text)
     meta = _meta(root)
+    from ascendtune.host.identity import MACHINE_ID, machine_id_digest
+
+    # the id itself stays on the host: a snapshot travels (bug reports), so it carries the
+    # digest every JSON document carries, which a replay reports as the host's
+    machine_id = cap.files.pop(MACHINE_ID, None)
+    if machine_id is not None:
+        meta["machine_id_sha256"] = machine_id_digest(machine_id)
     if root.live and host is not None and host.npus and host.soc is Soc.UNKNOWN:
         # names do not tell the family: keep torch_npu's answer so the replay plans the same
         from ascendtune.host.socinfo import runtime_soc
@@ -164,6 +172,9 @@ def capture(root: Root) -> Capture:
 def _meta(root: Root) -> dict[str, object]:
     if not root.live:
         old = reader.read_meta(root)
+        env = old.get("env")
+        if isinstance(env, dict):  # an older snapshot's, masked as a new one's would be
+            old["env"] = redact_env({str(k): str(v) for k, v in env.items()})
         return {**old, "resnapshot_by": f"ascendtune {__version__}"}
     import platform
     import socket
@@ -177,7 +188,7 @@ def _meta(root: Root) -> dict[str, object]:
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "captured_by": f"ascendtune {__version__}",
         "tools": {**{t: runner.which(t) for t in TOOLS}, **(facts.tools_of(root, {}) or {})},
-        "env": {k: os.environ[k] for k in env_keys() if k in os.environ},
+        "env": redact_env({k: os.environ[k] for k in env_keys() if k in os.environ}),
         "uid": os.getuid(),
         # doctor_paths() was captured: a process absent here was absent on the host
         "proc_scanned": True,
@@ -191,11 +202,6 @@ def redact_file(rel: str, text: str) -> str:
     if rel.endswith("/environ"):
         return redact_environ(text)
     return text
-
-
-def redact_cmdline(raw: str) -> str:
-    """Mask values of secret-looking flags (`--api-key X`, `--hf-token=X`) in a NUL-separated cmdline."""
-    return "\0".join(redact_args(raw.split("\0")))
 
 
 def is_archive(dest: str) -> bool:

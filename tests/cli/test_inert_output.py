@@ -1,8 +1,10 @@
-"""Strings from a host or a file reach the terminal inert: no escape byte, no Rich markup.
+"""Strings from a host or a file reach the terminal inert: no escape byte, no Rich markup, no
+right-to-left override or zero-width character.
 
 A captured host whose hostname, kernel knob, npu-smi error and process names carry escape
-sequences and markup, and a config whose key name does: every human renderer prints them
-literally (markup shown as text, escape sequences removed); JSON keeps the data.
+sequences, overrides and markup, and a config whose key name does: every human renderer prints
+them literally (markup shown as text, escape sequences and invisible characters shown escaped,
+`\\x1b[2J`, `\\u202e`); JSON keeps the data.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ def evil_host(tmp_path: Path) -> Path:
     b.file("sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\x1b[5m\n")
     # npu-smi's topology query failed with an error line full of escapes and markup
     b.file("commands/npu-smi_info_-t_topo.err", "npu-smi: \x1b[31mboom[/red] [bold]x\x1b[0m\n")
-    b.proc(4242, comm="ev\x1b[1mil[i]", cmdline=["python3", "-m", "vllm\x1b[2J[bold]"])
+    b.proc(
+        4242,
+        comm="ev\x1b[1mil[i]\u202e",
+        cmdline=["python3", "-m", "vllm\x1b[2J[bold]\u200b", "--x\u2066"],
+    )
     return root
 
 
@@ -42,6 +48,10 @@ def assert_inert(r: Any) -> None:
     for stream in (r.stdout, r.stderr):
         assert ESC not in stream, stream
         assert "\x07" not in stream and "\x9b" not in stream, stream
+        # nothing a terminal would not show as itself: controls, overrides, zero-width
+        assert all(c.isprintable() or c in "\n" for c in stream), [
+            c for c in stream if not c.isprintable() and c != "\n"
+        ]
 
 
 @pytest.mark.parametrize(
@@ -67,13 +77,13 @@ def test_hostname_markup_prints_literally(evil_host: Path, cli: Cli) -> None:
     for cmd in (["topo"], ["plan"], ["doctor"]):
         r = cli(*cmd, "--sysroot", str(evil_host))
         assert_inert(r)
-        assert "x[bold]y" in r.stdout, (cmd, r.stdout)
+        assert "x\\x1b[2J[bold]y" in r.stdout, (cmd, r.stdout)
 
 
 def test_tool_error_markup_prints_literally(evil_host: Path, cli: Cli) -> None:
     r = cli("doctor", "--sysroot", str(evil_host))
     assert_inert(r)
-    assert "boom[/red] [bold]x" in r.stdout
+    assert "\\x1b[31mboom[/red] [bold]x\\x1b[0m" in r.stdout
 
 
 def test_json_keeps_the_data(evil_host: Path, cli: Cli) -> None:
@@ -111,7 +121,7 @@ def test_internal_error_line_is_capped_and_inert(monkeypatch: pytest.MonkeyPatch
     assert r.exit_code == 70  # a defect of ours (SPEC section 4)
     lines = r.stderr.splitlines()
     assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("ascendtune: internal error: ValueError: [bold]yyy")
+    assert lines[0].startswith("ascendtune: internal error: ValueError: \\x1b[2J[bold]yyy")
     assert lines[0].endswith("(rerun with --debug for a traceback, and report it)")
     assert len(lines[0]) <= common.MAX_ERROR_LINE
     assert_inert(r)
@@ -135,3 +145,62 @@ def test_a_hostile_hostname_does_not_reach_the_terminal_through_fail(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
     assert len(err) <= common.MAX_ERROR_LINE + 1 and "--debug" in err
+
+
+@pytest.mark.parametrize(
+    ("key", "shown"),
+    [
+        ("enable_cpu\u200b_binding", "enable_cpu\\u200b_binding"),
+        ("enable_cpu\x1b[0m_binding", "enable_cpu\\x1b[0m_binding"),
+        ("enable\u202egnidnib_upc", "enable\\u202egnidnib_upc"),
+    ],
+)
+def test_a_bad_key_is_shown_as_typed(key: str, shown: str, cli: Cli) -> None:
+    # stripped or passed through, it would read "enable_cpu_binding is not a key ... did you
+    # mean enable_cpu_binding?"
+    cfg = json.dumps({key: True})
+    r = cli("check-config", cfg, "--arch", "aarch64", "--env-file", ENV_FILE)
+    assert r.exit_code == 1, r.output
+    assert_inert(r)
+    assert f"{shown} is not a" in r.stdout, r.stdout
+    doc = json.loads(
+        cli("check-config", cfg, "--arch", "aarch64", "--env-file", ENV_FILE, "--json").stdout
+    )
+    assert [key] in [f["keys"] for f in doc["findings"]]  # JSON keeps what was typed
+
+
+def test_invisible_characters_from_a_host_are_shown(tmp_path: Path, cli: Cli) -> None:
+    b = SysrootBuilder(tmp_path / "root")
+    b.cpus("0-3").node(0, "0-3").meta(hostname="node\u202e1-\u200bx", arch="aarch64")
+    r = cli("topo", "--sysroot", str(b.root))
+    assert r.exit_code == 0, r.output
+    assert_inert(r)
+    assert "node\\u202e1-\\u200bx" in r.stdout, r.stdout
+
+
+def test_log_overrides_are_shown(tmp_path: Path, cli: Cli) -> None:
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "INFO 01-01 00:00:00 [worker.py:1] ok\u202e\u200b\n"
+        "ERROR 01-01 00:00:01 [worker.py:2] (Worker_TP0 pid=1) Bind cpus failed: x\u2066y\n"
+    )
+    for extra in ([], ["--json"]):
+        assert_inert(cli("log", str(log), *extra))
+
+
+def test_usage_errors_show_what_was_typed() -> None:
+    # the console script's own usage line (cli/app.py), as a user meets it
+    import os
+    import subprocess
+    import sys
+
+    top = Path(__file__).resolve().parents[2]
+    r = subprocess.run(
+        [sys.executable, "-m", "ascendtune", "topo", "--demo", "atlas-800i-a2",
+         "--frobnicate\u202e\x1b[2J"],
+        capture_output=True, text=True, timeout=120, cwd=top,
+        env=dict(os.environ, PYTHONPATH=str(top)), check=False,
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert_inert(r)
+    assert "--frobnicate\\u202e\\x1b[2J" in r.stderr, r.stderr

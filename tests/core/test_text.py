@@ -4,28 +4,53 @@ and JSON read with bounds."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ascendtune.core.errors import InvalidInput
 from ascendtune.core.text import cap_line, inert, inert_line, loads_bounded, strip_ansi
 
+# what a terminal would act on, or not show as itself, is shown escaped: nothing is dropped
 INERT = [
-    ("x\x1b[2J", "x"),
-    ("\x1b[4mGPU0\x1b[0m", "GPU0"),
-    ("a\x1b]0;owned\x07b", "ab"),
-    ("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
-    ("a\rb\x08c\x7fd\x9be", "abcd"),  # CSI e: a sequence
+    ("x\x1b[2J", "x\\x1b[2J"),
+    ("\x1b[4mGPU0\x1b[0m", "\\x1b[4mGPU0\\x1b[0m"),
+    ("a\x1b]0;owned\x07b", "a\\x1b]0;owned\\x07b"),
+    ("a\rb\x08c\x7fd\x9be", "a\\x0db\\x08c\\x7fd\\x9be"),
     ("tab\tnew\nline", "tab\tnew\nline"),
-    ("lone \ud800 surrogate", "lone \ufffd surrogate"),
-    ("\x1bPq#0;2;0;0;0\x1b\\sixel", "sixel"),
-    ("\x9b31mred", "red"),
+    ("dos\r\nline", "dos\nline"),
+    ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
+    ("\x1bPq#0;2;0;0;0\x1b\\sixel", "\\x1bPq#0;2;0;0;0\\x1b\\sixel"),
+    ("\x9b31mred", "\\x9b31mred"),
+    # right-to-left and directional overrides: `txt.exe` must not read as `exe.txt`
+    ("abc\u202etxt.exe", "abc\\u202etxt.exe"),
+    ("\u2066x\u2069 \u200f", "\\u2066x\\u2069 \\u200f"),
+    # zero-width characters and the BOM: a key must not read as another
+    ("enable_cpu\u200b_binding", "enable_cpu\\u200b_binding"),
+    ("a\u200cb\u200dc\u2060d\ufeffe", "a\\u200cb\\u200dc\\u2060d\\ufeffe"),
+    ("soft\xadhyphen\u00a0nbsp", "soft\\xadhyphen\\xa0nbsp"),
+    ("tag\U000e0041", "tag\\U000e0041"),
+    # what a terminal shows as itself stays as it is
     ("ok", "ok"),
+    ("中文 é ✓ │ printf '#!/bin/sh\\n'", "中文 é ✓ │ printf '#!/bin/sh\\n'"),
 ]
 
 
 @pytest.mark.parametrize(("raw", "want"), INERT)
 def test_inert(raw: str, want: str) -> None:
     assert inert(raw) == want
-    assert "\n" not in inert_line(raw)
+    line = inert_line(raw)
+    assert "\n" not in line and "\t" not in line
+    assert line.isprintable()
+
+
+@given(st.text())
+def test_inert_output_is_printable_and_keeps_every_printable_character(s: str) -> None:
+    out = inert(s)
+    assert all(c.isprintable() or c in "\t\n" for c in out)
+    assert inert(out) == out
+    # nothing is dropped: every printable character of s is still there, in order
+    kept = iter(out)
+    assert all(any(c == k for k in kept) for c in s if c.isprintable())
 
 
 def test_text_helpers() -> None:
