@@ -7,6 +7,7 @@ The readings (power, temperature, memory use, PIDs) are made up; the layouts are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.synth.spec import (
@@ -295,6 +296,26 @@ def _a2_demo_base(**kw: object) -> HostSpec:
     )
 
 
+OPENEULER_OS_RELEASE = (
+    'NAME="openEuler"\nVERSION="22.03 (LTS-SP3)"\nID="openEuler"\nVERSION_ID="22.03"\n'
+    'PRETTY_NAME="openEuler 22.03 (LTS-SP3)"\nANSI_COLOR="0;31"\n'
+)
+
+
+def a2_irq_files(cpus: str = "0-191") -> dict[str, str]:
+    """The NPU interrupts of the A2 as its driver lists them (proc/interrupts, each device's
+    msi_irqs), each on `cpus`: the kernel's default affinity, before anything pinned them."""
+    from ascendtune.synth.tools import npu_irqs
+
+    interrupts, msi = npu_irqs(list(A2_BUS))
+    files = {"proc/interrupts": interrupts}
+    for bus, irqs in msi.items():
+        for irq in irqs:
+            files[f"sys/bus/pci/devices/{bus}/msi_irqs/{irq}"] = "msix\n"
+            files[f"proc/irq/{irq}/smp_affinity_list"] = cpus + "\n"
+    return files
+
+
 def demo_atlas_800i_a2(description: str) -> HostSpec:
     chips = tuple(
         Chip(
@@ -313,6 +334,7 @@ def demo_atlas_800i_a2(description: str) -> HostSpec:
     return _a2_demo_base(
         self_proc=demo_self(range(192), range(8), "/user.slice/user-0.slice/session-3.scope"),
         processes=(A2_IRQBALANCE,),
+        files={**a2_irq_files(), "etc/os-release": OPENEULER_OS_RELEASE},
         npu_smi=NpuSmi(chips, version="24.1.rc1"),
         meta=demo_meta(
             description,
@@ -670,10 +692,35 @@ def demo_dgx_h100(description: str) -> HostSpec:
     )
 
 
+def demo_ascend_950(description: str) -> HostSpec:
+    """The Ascend 950 layout (8 NPUs, 384 CPUs with SMT on 4 nodes), as a captured host."""
+    spec = ascend_950()
+    return HostSpec(
+        cpus=Cpus(spec.cpus.online, threads=spec.cpus.threads, governor="performance"),
+        nodes=demo_nodes({n.id: n.cpus for n in spec.nodes}, 256),
+        node_lists=True,
+        knobs=Knobs(0, 0, 50000, THP, THP_DEFRAG),
+        self_proc=demo_self(range(384), range(4), "/user.slice/user-0.slice/session-2.scope"),
+        npu_smi=replace(spec.npu_smi, version="25.5.0") if spec.npu_smi else None,
+        meta=demo_meta(
+            description,
+            hostname="ascend-950-demo",
+            arch="aarch64",
+            tools=TOOLS_ASCEND,
+            kernel="6.6.0-28.0.0.34.oe2403.aarch64",
+            os="openEuler 24.03 (LTS)",
+            captured_by="ascendtune demo",
+            npu_smi_version="25.5.0",
+        ),
+        files={"etc/os-release": OPENEULER_OS_RELEASE},
+    )
+
+
 DEMO_SPECS: dict[str, Callable[[str], HostSpec]] = {
     "atlas-800i-a2": demo_atlas_800i_a2,
     "atlas-800i-a3": demo_atlas_800i_a3,
     "atlas-300i-duo": demo_atlas_300i_duo,
     "container-a2-half": demo_container_a2_half,
     "dgx-h100": demo_dgx_h100,
+    "ascend-950": demo_ascend_950,
 }
