@@ -123,7 +123,7 @@ def render(report: DoctorReport) -> None:
     counts = summary(checks)
     parts = [f"{counts[s]} {s}" for s in ("fail", "warn", "ok", "skip")]
     where = "this host" if root.live else root.describe()
-    con.print(Text(plain(f"doctor ({where}): " + ", ".join(parts))))
+    prose(con, Text(plain(f"doctor ({where}): " + ", ".join(parts))))
 
 
 def register(app: typer.Typer) -> None:

@@ -1643,5 +1643,6 @@ def _outer_binder(ctx: Context) -> None:
             "available in Cpus_allowed_list conflict with NUMA affinity') or re-slices the mask "
             "and leaves part of it idle",
             "start the server with --additional-config '{\"enable_cpu_binding\": false}' and "
-            "bind with `ascendtune bind --workers` once it is up (`ascendtune plan --emit vllm`)",
+            "bind with `ascendtune bind --workers` once it is up "
+            "(`ascendtune plan --emit vllm --cmdline CMDLINE` prints both)",
         )
