@@ -64,6 +64,16 @@ def register(app: typer.Typer) -> None:
             typer.Option("--show-effective", help="Also print the config as vLLM-Ascend runs it."),
         ] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+        with_vllm_omni: Annotated[
+            bool | None,
+            typer.Option(
+                "--with-vllm-omni/--without-vllm-omni",
+                help="Whether vLLM-Omni is installed where the server runs (main from PR 15515: "
+                "an unknown top-level key then only warns); default: detected from --pid, "
+                "else unknown.",
+                show_default=False,
+            ),
+        ] = None,
         tp: TpOpt = None,
         dp: DpOpt = None,
         pp: PpOpt = None,
@@ -138,6 +148,7 @@ def register(app: typer.Typer) -> None:
             arch=arch,
             sysroot=sysroot,
             strict=strict,
+            with_vllm_omni=with_vllm_omni,
         )
 
         def shown(result: CheckConfigReport) -> None:
