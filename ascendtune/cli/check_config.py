@@ -154,7 +154,13 @@ def register(app: typer.Typer) -> None:
         def shown(result: CheckConfigReport) -> None:
             from ascendtune.cli.common import stdout_console
 
-            render(stdout_console(), result.report, result.rules_source, show_effective)
+            render(
+                stdout_console(),
+                result.report,
+                result.rules_source,
+                show_effective,
+                result.target_reason,
+            )
 
         respond(check_config.run(opts), json_out, check_config.document, shown)
 
@@ -169,7 +175,13 @@ _STYLE = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i"
 _TITLE = {"error": "errors", "warning": "warnings", "info": "info"}
 
 
-def render(console: Console, report: Report, source: str, show_effective: bool) -> None:
+def render(
+    console: Console,
+    report: Report,
+    source: str,
+    show_effective: bool,
+    reason: str | None = None,
+) -> None:
     """Findings grouped by severity, each with its keys, the rewrite, the message and a hint."""
     import functools
     import json
@@ -181,7 +193,13 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
 
     # one finding line per line of output (no wrapping), so the output greps and diffs cleanly
     out = functools.partial(console.print, soft_wrap=True)
-    out(Text.assemble(("target ", "dim"), (report.target, "bold"), (f"  ({source})", "dim")))
+    # the header says why this version: given, detected from a PID or a snapshot, or newest
+    why = f"{plain(reason)}; " if reason else ""
+    out(
+        Text.assemble(
+            ("target ", "dim"), (report.target, "bold"), (f"  ({why}rules: {source})", "dim")
+        )
+    )
     for severity in SEVERITIES:
         group = [f for f in report.findings if f.severity == severity]
         if not group:
