@@ -7,7 +7,6 @@ The readings (power, temperature, memory use, PIDs) are made up; the layouts are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.synth.spec import (
@@ -694,14 +693,27 @@ def demo_dgx_h100(description: str) -> HostSpec:
 
 def demo_ascend_950(description: str) -> HostSpec:
     """The Ascend 950 layout (8 NPUs, 384 CPUs with SMT on 4 nodes), as a captured host."""
-    spec = ascend_950()
+    nodes = {n: frozenset(range(96 * n, 96 * n + 96)) for n in range(4)}
+    node_of = {a: int(a.split("-")[0]) // 96 for a in A5_AFFINITY}
+    buses = [f"0000:{i + 1:02X}:00.0" for i in range(len(A5_AFFINITY))]
+    chips = tuple(
+        Chip(i, 0, i, "Ascend950DT", bus, affinity=a)
+        for i, (bus, a) in enumerate(zip(buses, A5_AFFINITY, strict=True))
+    )
+    pci = tuple(
+        npu_pci(bus, "0xd806", node_of[a], nodes[node_of[a]])
+        for bus, a in zip(buses, A5_AFFINITY, strict=True)
+    )
     return HostSpec(
-        cpus=Cpus(spec.cpus.online, threads=spec.cpus.threads, governor="performance"),
-        nodes=demo_nodes({n.id: n.cpus for n in spec.nodes}, 256),
+        cpus=Cpus(
+            frozenset(range(384)), threads=adjacent(range(384), sockets=2), governor="performance"
+        ),
+        nodes=demo_nodes(nodes, 256),
         node_lists=True,
+        pci=pci,
         knobs=Knobs(0, 0, 50000, THP, THP_DEFRAG),
         self_proc=demo_self(range(384), range(4), "/user.slice/user-0.slice/session-2.scope"),
-        npu_smi=replace(spec.npu_smi, version="25.5.0") if spec.npu_smi else None,
+        npu_smi=NpuSmi(chips, version="25.5.0"),
         meta=demo_meta(
             description,
             hostname="ascend-950-demo",
@@ -721,6 +733,6 @@ DEMO_SPECS: dict[str, Callable[[str], HostSpec]] = {
     "atlas-800i-a3": demo_atlas_800i_a3,
     "atlas-300i-duo": demo_atlas_300i_duo,
     "container-a2-half": demo_container_a2_half,
-    "dgx-h100": demo_dgx_h100,
     "ascend-950": demo_ascend_950,
+    "dgx-h100": demo_dgx_h100,
 }
