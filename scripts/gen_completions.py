@@ -42,10 +42,20 @@ fi
 """
 
 
+# Typer renders each candidate's help for fish through Rich at the terminal's width, and a help
+# wrapped onto several lines gave fish one candidate per line: fragments of help offered as
+# words. A width no help reaches keeps each candidate's help on its own line.
+FISH_ENV = "env _ASCENDTUNE_COMPLETE=complete_fish"
+FISH_WIDE = f"{FISH_ENV} TERMINAL_WIDTH=100000"
+
+
 def finish(shell: str, text: str) -> str:
     """Typer's script, made to work as installed: zsh's `#compdef` on line 1 (else compinit
-    ignores the file) and a first TAB that completes; a bash header saying how to load it."""
+    ignores the file) and a first TAB that completes; a bash header saying how to load it;
+    fish's candidates one line each (FISH_WIDE)."""
     body = text.strip("\n") + "\n"
+    if shell == "fish":
+        body = body.replace(FISH_ENV + " ", FISH_WIDE + " ")
     if shell == "zsh":
         body = body.replace("compdef _ascendtune_completion ascendtune\n", ZSH_TAIL)
     if shell == "bash":

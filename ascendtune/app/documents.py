@@ -370,6 +370,11 @@ class _CheckBody(TypedDict):
     expected: Annotated[str | None, "what it should be"]
     fix: Annotated[str | None, "a command that fixes it now"]
     fix_persistent: Annotated[str | None, "the form of the fix that survives a reboot"]
+    fix_on_host: Annotated[
+        bool,
+        "the fixes change the kernel or the host's services and this is a container: "
+        "they run on the host, not in the container",
+    ]
     section: Annotated[str, "`host`, `workers`, `binders` or `k8s`"]
     detail: Annotated[str | None, "more words about it"]
 

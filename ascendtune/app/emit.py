@@ -180,17 +180,20 @@ def emit_lines(
     if kind == "cpu-affinity-conf":
         return head + _cpu_affinity_conf(plan)
     if kind == "vllm":
-        return head + _vllm(plan, argv, bind_args)
+        if argv is None:
+            raise UsageError(
+                '--emit vllm needs the server\'s command line: give --cmdline "vllm serve ..."',
+                "it is printed back with vLLM-Ascend's own binding off, then the "
+                "`ascendtune bind --workers` line that binds its workers",
+            )
+        return head + _server(plan, argv, bind_args)
+    if kind in ("taskset", "numactl") and argv is not None and len(plan.ranks) > 1:
+        return head + _server(plan, argv, bind_args, kind)
     out: list[str] = head
     if kind in ("taskset", "numactl") and argv is None:
         out.append(
             "# one shell function per rank: `rank0 CMD ARGS` runs CMD on rank 0's CPUs "
             "(give --cmdline to get the commands themselves)"
-        )
-    elif kind in ("taskset", "numactl") and len(plan.ranks) > 1:
-        out.append(
-            "# one command per rank; a server that forks its ranks (vllm serve with TP > 1) "
-            "needs --emit vllm and `ascendtune bind --workers` instead"
         )
     if kind == "systemd":
         out += [
@@ -198,10 +201,7 @@ def emit_lines(
             'dropins="${SYSTEMD_DROPIN_DIR:-/etc/systemd/system}"',
         ]
     if kind == "env":
-        out.append(
-            f"# per rank, for a launch script: {profile.visible_devices_env} picks the device, "
-            'taskset -c "$ASCENDTUNE_CPUS" / numactl --membind="$ASCENDTUNE_MEMBIND" bind it'
-        )
+        return _env(plan, profile.visible_devices_env, word)
     for r in plan.ranks:
         cpus, nodes = _fmt(r.cpus), _nodes(r)
         out.append(f"# rank {r.rank}, {word} {r.device}")
@@ -222,11 +222,6 @@ def emit_lines(
             else:
                 out.append(f'rank{r.rank}() {{ {shell_join(strict)} "$@"; }}')
                 out.append(f'rank{r.rank}_preferred() {{ {shell_join(soft)} "$@"; }}')
-        elif kind == "env":
-            out.append(
-                f"{profile.visible_devices_env}={r.device} ASCENDTUNE_CPUS={cpus} "
-                f"ASCENDTUNE_MEMBIND={nodes}"
-            )
         elif kind == "systemd":
             unit = f"unit_rank{r.rank}"
             d = f'"$dropins/${{{unit}}}.d"'
@@ -274,21 +269,59 @@ def _cpu_affinity_conf(plan: Plan) -> list[str]:
     return out
 
 
-def _vllm(plan: Plan, argv: list[str] | None, bind_args: Sequence[str]) -> list[str]:
+def _env(plan: Plan, visible_env: str, word: str) -> list[str]:
+    """`export` lines a launch script sources: the devices in rank order, and each rank's CPUs
+    and NUMA nodes under names of its own (one rank: the plain names)."""
+    one = len(plan.ranks) == 1
+    suffix = "" if one else "_RANKn"
+    out = [
+        f"# for a launch script: {visible_env} gives each rank its {word}, "
+        f'taskset -c "$ASCENDTUNE_CPUS{suffix}" / numactl --membind="$ASCENDTUNE_MEMBIND{suffix}" '
+        "bind it",
+        f"export {visible_env}=" + ",".join(str(r.device) for r in plan.ranks),
+    ]
+    for r in plan.ranks:
+        tail = "" if one else f"_RANK{r.rank}"
+        out.append(f"# rank {r.rank}, {word} {r.device}")
+        out.append(
+            f"export ASCENDTUNE_CPUS{tail}={_fmt(r.cpus)} ASCENDTUNE_MEMBIND{tail}={_nodes(r)}"
+        )
+    return out
+
+
+def _server(
+    plan: Plan, argv: list[str], bind_args: Sequence[str], launcher: str | None = None
+) -> list[str]:
+    """One server for every rank (vllm serve forks a worker per rank): its command line (with
+    vLLM-Ascend's own binding off, on the CPUs of every rank when launcher is taskset or
+    numactl), then the `ascendtune bind --workers` line that gives each worker its CPUs."""
     out: list[str] = []
-    if argv is None:
-        argv = ["vllm", "serve", "MODEL"]
-        out.append('# give --cmdline "vllm serve ..." to get your own command back')
+    cpus = sorted({c for r in plan.ranks for c in r.cpus})
+    nodes = sorted({int(n) for r in plan.ranks for n in _nodes(r).split(",") if n})
+    prefix: list[str] = []
+    if launcher == "taskset":
+        prefix = ["taskset", "-c", _fmt(cpus)]
+    elif launcher == "numactl":
+        prefix = [
+            "numactl",
+            f"--physcpubind={_fmt(cpus)}",
+            f"--membind={','.join(map(str, nodes))}",
+        ]
+    if prefix:
+        out.append(
+            f"# one server for the {len(plan.ranks)} ranks (it forks a worker per rank): the "
+            "server on the CPUs of every rank, then each worker on its own"
+        )
     bind = shell_join(["ascendtune", "bind", "--workers", *bind_args])
     if plan.vendor == "huawei":
         out.append(
             "# vLLM-Ascend's own binding off (enable_cpu_binding: false), so it neither "
             "fails nor re-slices the mask ascendtune gives:"
         )
-        out.append(shell_join(disable_cpu_binding(argv)))
+        out.append(wrap(prefix, disable_cpu_binding(argv)))
     else:
         out.append("# vLLM does not bind CPUs by itself on GPUs: your command, unchanged:")
-        out.append(shell_join(argv))
+        out.append(wrap(prefix, argv))
     out.append("# once the server is up (every worker started), in another shell:")
     out.append(bind)
     out.append("# or keep it applied across worker restarts:")

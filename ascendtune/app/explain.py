@@ -245,7 +245,13 @@ def binding(host: Host, opts: PlanOptions, rank: int, root: Root | None = None) 
             "`ascendtune explain versions` shows which releases bind (v0.9.1rc2 on, with gaps)",
         )
     trace = VllmTrace()
-    plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)
+    try:
+        plan = make_plan(host, req._replace(policy="vllm-ascend"), trace=trace)
+    except AscendtuneError as e:
+        # the planner's hint names --policy, an option of `plan`: explain binding has none
+        if e.hint and "--policy" in e.hint:
+            e.hint = e.hint.replace("--policy", "ascendtune plan --policy")
+        raise
     better: Any
     try:
         better = make_plan(host, req._replace(policy="numa-local"))

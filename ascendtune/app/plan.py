@@ -22,7 +22,14 @@ from ascendtune.app.planchoices import (
     visible_list as visible_list,
 )
 from ascendtune.core.cpulist import format_cpulist, parse_cpulist
-from ascendtune.core.errors import AscendtuneError, InvalidInput, ParseError, PlanError, UsageError
+from ascendtune.core.errors import (
+    AscendtuneError,
+    InvalidInput,
+    MissingError,
+    ParseError,
+    PlanError,
+    UsageError,
+)
 from ascendtune.core.planner import POLICIES, POLICY_NAMES, compare_policies, make_plan
 
 if TYPE_CHECKING:
@@ -349,6 +356,26 @@ def run(opts: PlanCommandOptions) -> PlanReport | CompareReport:
 
 def of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareReport:
     """`plan` of a host already read (`fleet` reads each node's snapshot itself)."""
+    try:
+        return _of_loaded(got, opts)
+    except MissingError as e:
+        raise where_read(e, got.root) from None
+
+
+def where_read(e: MissingError, root: Root | None) -> MissingError:
+    """The planner's "no accelerator found on this host" said of the host read: a snapshot or
+    a demo is not this host (and its hint, to try a demo, is moot there)."""
+    from ascendtune.core.planner.engine import NO_ACCELERATOR_WHERE
+
+    if root is None or root.live or NO_ACCELERATOR_WHERE not in e.message:
+        return e
+    return MissingError(
+        e.message.replace(NO_ACCELERATOR_WHERE, f"in this snapshot ({root.describe()})", 1),
+        "plan a snapshot of a host with NPUs or GPUs, or a demo (`--demo list`)",
+    )
+
+
+def _of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareReport:
     pod = None
     if opts.pod is not None:
         from ascendtune.app import k8s

@@ -39,10 +39,32 @@ class SnapshotReport(NamedTuple):
         return None
 
 
+# names that promise an archive snapshot does not write: a folder of that name would mislead
+# whoever opens it (or attaches it to a bug report)
+OTHER_ARCHIVES = (".zip", ".tar.xz", ".tar.bz2", ".tar.zst", ".txz", ".xz", ".bz2",
+                  ".7z", ".rar", ".zst")  # fmt: skip
+
+
+def check_dest(dest: str) -> None:
+    """A usage error for a destination named like an archive other than .tar.gz."""
+    from ascendtune.core.errors import UsageError
+
+    low = dest.lower().rstrip("/")
+    if low.endswith((".tar.gz", ".tgz", ".tar")):
+        return
+    kind = next((s for s in OTHER_ARCHIVES if low.endswith(s)), None)
+    if kind is not None or (low.endswith(".gz")):
+        raise UsageError(
+            f"snapshot {dest}: a snapshot is a folder or a tar archive (.tar.gz, .tgz, .tar), not {kind or '.gz'}",
+            "give DIR, DIR.tar.gz or DIR.tar",
+        )
+
+
 def run(opts: SnapshotOptions) -> SnapshotReport:
     """`snapshot DIR`: capture the host opts.source names into opts.dest."""
     from ascendtune.app.hosts import open_root
 
+    check_dest(opts.dest)
     return snapshot(open_root(opts.source), opts.dest, force=opts.force)
 
 

@@ -292,6 +292,26 @@ def fitted_table(
     return FittedTable(title, headers, rows, widths, justify, is_compact)
 
 
+# What a line the user copies to run looks like: `    LABEL: COMMAND` (doctor's fixes; emits
+# are whole outputs of commands), printed without Rich's wrapping or cropping at any width.
+PASTE_INDENT = "    "
+
+
+def paste(console: Console, label: str, command: str, style: str = "") -> None:
+    """`    LABEL: COMMAND` on one line, never wrapped or cut: a terminal narrower than the line
+    folds it on screen only, so what is copied is the command as given (a newline that Rich
+    put in would run half a command). command: inert text (no markup is read)."""
+    line = Text(f"{PASTE_INDENT}{label}: ", style=style)
+    line.append(command)
+    console.print(line, soft_wrap=True, crop=False, overflow="ignore", no_wrap=True)
+
+
+def prose(console: Console, text: Text | str) -> None:
+    """A line of words that may quote a command (`ascendtune bind ...`): one line, never
+    wrapped, so a quoted command is never split either (the terminal folds it on screen)."""
+    console.print(text, soft_wrap=True, crop=False, overflow="ignore", no_wrap=True)
+
+
 def show(console: Console, table: FittedTable) -> None:
     """Print a fitted table; one that cannot fit whole is printed wider than the terminal."""
     console.print(table, width=max(console.width, table.needed_width))

@@ -64,6 +64,16 @@ def register(app: typer.Typer) -> None:
             typer.Option("--show-effective", help="Also print the config as vLLM-Ascend runs it."),
         ] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+        with_vllm_omni: Annotated[
+            bool | None,
+            typer.Option(
+                "--with-vllm-omni/--without-vllm-omni",
+                help="Whether vLLM-Omni is installed where the server runs (main from PR 15515: "
+                "an unknown top-level key then only warns); default: detected from --pid, "
+                "else unknown.",
+                show_default=False,
+            ),
+        ] = None,
         tp: TpOpt = None,
         dp: DpOpt = None,
         pp: PpOpt = None,
@@ -158,13 +168,14 @@ def register(app: typer.Typer) -> None:
             strict=strict,
             env_pairs=tuple(env_pair or ()),
             owner=owner,
+            with_vllm_omni=with_vllm_omni,
         )
 
         def shown(result: CheckConfigReport) -> None:
             from ascendtune.cli.common import stdout_console
 
             con = stdout_console()
-            render(con, result.report, result.rules_source, show_effective)
+            render(con, result.report, result.rules_source, show_effective, result.target_reason)
             if result.chain is not None:
                 from ascendtune.cli.binders import print_chain
 
@@ -186,7 +197,13 @@ _STYLE = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i"
 _TITLE = {"error": "errors", "warning": "warnings", "info": "info"}
 
 
-def render(console: Console, report: Report, source: str, show_effective: bool) -> None:
+def render(
+    console: Console,
+    report: Report,
+    source: str,
+    show_effective: bool,
+    reason: str | None = None,
+) -> None:
     """Findings grouped by severity, each with its keys, the rewrite, the message and a hint."""
     import functools
     import json
@@ -198,7 +215,13 @@ def render(console: Console, report: Report, source: str, show_effective: bool) 
 
     # one finding line per line of output (no wrapping), so the output greps and diffs cleanly
     out = functools.partial(console.print, soft_wrap=True)
-    out(Text.assemble(("target ", "dim"), (report.target, "bold"), (f"  ({source})", "dim")))
+    # the header says why this version: given, detected from a PID or a snapshot, or newest
+    why = f"{plain(reason)}; " if reason else ""
+    out(
+        Text.assemble(
+            ("target ", "dim"), (report.target, "bold"), (f"  ({why}rules: {source})", "dim")
+        )
+    )
     for severity in SEVERITIES:
         group = [f for f in report.findings if f.severity == severity]
         if not group:

@@ -56,7 +56,7 @@ def _title(section: str, against: str) -> str:
 def render(report: DoctorReport) -> None:
     from rich.text import Text
 
-    from ascendtune.cli.cells import Wrapped, fitted_table, show
+    from ascendtune.cli.cells import PASTE_INDENT, Wrapped, fitted_table, paste, prose, show
     from ascendtune.cli.common import host_line, plain, stdout_console
     from ascendtune.cli.plan import card_ids
     from ascendtune.core import vendors
@@ -67,6 +67,7 @@ def render(report: DoctorReport) -> None:
     smi = card_ids(host) if host is not None else {}
     home = vendors.vendor_of(host)
     con.print(Text(f"doctor for {host_line(report.identity)}"))
+    persistent_of: dict[str, str] = {}  # a persistent fix printed, and the row it was under
     for section in SECTION_NAMES:
         rows = [c for c in checks if c.section == section]
         if not rows:
@@ -90,29 +91,37 @@ def render(report: DoctorReport) -> None:
         for c in rows:
             if c.status in ("ok", "skip") and not c.detail:
                 continue
+            ids = _both_ids(c.detail or "", smi, home.word, home.tool)
             if c.status == "skip" or (c.status == "ok" and c.detail):
-                con.print(
-                    Text(
-                        plain(f"  {c.id}: {_both_ids(c.detail or '', smi, home.word, home.tool)}"),
-                        style="dim",
-                    )
-                )
+                prose(con, Text(plain(f"  {c.id}: {ids}"), style="dim"))
                 continue
             line = Text(plain(f"  {c.id}: "), style=_STYLE[c.status])
             line.append(
                 _both_ids(plain(c.detail or c.value or ""), smi, home.word, home.tool), style=""
             )
-            con.print(line)
+            prose(con, line)
+            where = " (on the host, not in this container)" if c.fix_on_host else ""
             if c.fix:
-                con.print(Text(plain(f"    fix: {c.fix}")))
-            if c.fix_persistent:
+                paste(con, "fix" + where, plain(c.fix))
+            if c.fix_persistent and c.fix_persistent in persistent_of:
+                # one line per fix: pasted once, it serves every row that needs it
+                prose(
+                    con,
+                    Text(
+                        f"{PASTE_INDENT}(persistent: the line under "
+                        f"{persistent_of[c.fix_persistent]} above)",
+                        style="dim",
+                    ),
+                )
+            elif c.fix_persistent:
+                persistent_of[c.fix_persistent] = c.id
                 block = c.fix_persistent.splitlines()
                 if len(block) == 1:
-                    con.print(Text(plain(f"    persistent: {block[0]}")))
-                else:  # a configuration fragment: a block to paste, line by line
-                    con.print(Text("    persistent:"))
+                    paste(con, "persistent" + where, plain(block[0]))
+                else:  # a configuration fragment (a kubelet setting): a block, line by line
+                    prose(con, Text(f"{PASTE_INDENT}persistent{where}:"))
                     for row in block:
-                        con.print(Text(plain(f"      {row}")))
+                        prose(con, Text(plain(f"{PASTE_INDENT}  {row}")))
     if host is not None:
         shown_as_rows = {
             d for c in checks if c.id.endswith("_view") for d in (c.detail or "").split("; ")
@@ -120,15 +129,16 @@ def render(report: DoctorReport) -> None:
         for n in host.notes:
             if n in shown_as_rows:
                 continue
-            con.print(Text(plain(f"note: {n}"), style="dim"))
+            prose(con, Text(plain(f"note: {n}"), style="dim"))
     if plan.error and any(c.section == "workers" and c.id != "workers" for c in checks):
-        con.print(
-            Text(plain(f"note: no {plan.policy} plan to compare with: {plan.error}"), style="dim")
+        prose(
+            con,
+            Text(plain(f"note: no {plan.policy} plan to compare with: {plan.error}"), style="dim"),
         )
     counts = summary(checks)
     parts = [f"{counts[s]} {s}" for s in ("fail", "warn", "ok", "skip")]
     where = "this host" if root.live else root.describe()
-    con.print(Text(plain(f"doctor ({where}): " + ", ".join(parts))))
+    prose(con, Text(plain(f"doctor ({where}): " + ", ".join(parts))))
 
 
 def register(app: typer.Typer) -> None:

@@ -145,22 +145,43 @@ def _show(v: Any) -> str:
 
 
 def _render_listing(doc: dict[str, Any]) -> None:
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
-    from ascendtune.cli.common import stdout_console
+    from ascendtune.cli.cells import Wrapped, fitted_table, prose, show
+    from ascendtune.cli.common import plain, stdout_console
 
     con = stdout_console()
     if not doc["groups"]:
         _out(con, f"no key of {doc['target']} matches {doc['search']!r}")
         return
     for g in doc["groups"]:
-        t = Table(title=f"{g['title']} ({doc['target']})", title_justify="left")
-        for col in ("key", "default", "side", "what it does"):
-            t.add_column(col)
+        rows: list[list[Any]] = []
         for k in g["keys"]:
             default = "object" if k["type"] == "section" else _show(k["default"])
-            t.add_row(k["key"], default, k["side"], k["summary"])
-        con.print(t)
+            rows.append(
+                [
+                    # the name a user passes to `explain KEY`: whole, never cut or broken
+                    Wrapped(plain(k["key"]), ""),
+                    Wrapped(plain(default), ", "),
+                    Text(plain(k["side"])),
+                    Text(plain(k["summary"])),
+                ]
+            )
+        head = ("key", "default", "side", "what it does")
+        title = plain(f"{g['title']} ({doc['target']})")
+        table = fitted_table(con, title, head, rows)
+        longest = max((len(k["key"]) for k in g["keys"]), default=0)
+        if table.widths[0] >= longest and table.needed_width <= con.width:
+            show(con, table)
+            continue
+        # too narrow for a table whose key column holds every name whole: one entry per key,
+        # its name alone on a line (never wrapped), what it does indented below
+        con.print(Text(title, style="italic"))
+        for k, row in zip(g["keys"], rows, strict=True):
+            prose(con, Text("  " + plain(k["key"]), style="bold"))
+            what = Text(f"{row[1].text}, {row[2].plain}: {row[3].plain}", overflow="fold")
+            con.print(Padding(what, (0, 0, 0, 6)))
 
 
 def _render_binding(doc: dict[str, Any]) -> None:

@@ -62,7 +62,7 @@ def render_plan(
     target_reason: str | None = None,
     identity: dict[str, Any] | None = None,
 ) -> None:
-    from ascendtune.cli.cells import Wrapped, cpus, fitted_table, show
+    from ascendtune.cli.cells import Wrapped, cpus, fitted_table, prose, show
     from ascendtune.cli.common import host_line, shown, stdout_console
     from ascendtune.core import vendors
 
@@ -125,21 +125,24 @@ def render_plan(
         con, title, [head[i] for i in keep], [[row[i] for i in keep] for row in rows], right=right
     )
     show(con, t)
+    # lines of words may quote a command: never wrapped (cells.prose)
     if plan.policy == "vllm-ascend" and plan.target:
-        con.print(
-            shown(f"vLLM-Ascend {plan.target}" + (f" ({target_reason})" if target_reason else ""))
+        prose(
+            con,
+            shown(f"vLLM-Ascend {plan.target}" + (f" ({target_reason})" if target_reason else "")),
         )
-    con.print(
+    prose(
+        con,
         f"cpuset: {_fmt(plan.cpus_allowed)}"
         + (f"  reserved: {_fmt(plan.reserved)}" if plan.reserved else "")
-        + f"  idle: {_fmt(plan.idle_cpus)}"
+        + f"  idle: {_fmt(plan.idle_cpus)}",
     )
     if not plan.overlaps:
         con.print("overlaps between ranks: none")
     for n in plan.notes:
-        con.print(f"note: {shown(n)}")
+        prose(con, f"note: {shown(n)}")
     for f in plan.findings:
-        con.print(f"[yellow]![/yellow] {shown(f)}")
+        prose(con, f"[yellow]![/yellow] {shown(f)}")
 
 
 def _complete_emit(incomplete: str) -> list[str]:
@@ -251,16 +254,17 @@ def render(report: PlanReport | CompareReport) -> None:
         )
     render_plan(report.plan, report.host, report.target_reason, report.identity)
     if report.better:
+        from ascendtune.cli.cells import prose
         from ascendtune.cli.common import shown, stdout_console
 
-        stdout_console().print(shown(report.better))
+        prose(stdout_console(), shown(report.better))
 
 
 def _render_compare(
     report: CompareReport, host: Host | None = None, identity: dict[str, Any] | None = None
 ) -> None:
     """Every policy side by side; a policy that cannot plan this host shows its error."""
-    from ascendtune.cli.cells import Wrapped, fitted_table, show
+    from ascendtune.cli.cells import Wrapped, fitted_table, prose, show
     from ascendtune.cli.common import host_line, shown, stdout_console
     from ascendtune.core import vendors
 
@@ -293,7 +297,7 @@ def _render_compare(
     show(con, fitted_table(con, title, head, rows, right=(0, 1)))
     for n, p in plans.items():
         if isinstance(p, str):
-            con.print(f"{n}: error: {shown(p)}")
+            prose(con, f"{n}: error: {shown(p)}")
             continue
         summary = f"{len(p.overlaps)} overlaps, {len(p.idle_cpus)} idle CPUs"
         con.print(

@@ -102,7 +102,9 @@ SocOpt = Annotated[
     typer.Option(
         "--soc",
         metavar="SOC",
-        help=f"SoC family: {', '.join(SOC_NAMES[:4])} (default: from the chip names).",
+        # every name completion offers (SOC_NAMES), so help and completion say the same
+        help=f"SoC family: {', '.join(SOC_NAMES)} (910: the first-generation 910/910A; "
+        "default: from the chip names).",
         autocompletion=complete_soc,
     ),
 ]

@@ -76,8 +76,10 @@ def render_links(con: Console, links: Mapping[int, Mapping[int, str]], prof: Ven
 
 
 def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
-    from ascendtune.cli.cells import Wrapped, cpus, fitted_table, show
-    from ascendtune.cli.common import host_line, shown, stdout_console
+    from rich.text import Text
+
+    from ascendtune.cli.cells import Wrapped, cpus, fitted_table, prose, show
+    from ascendtune.cli.common import host_line, plain, shown, stdout_console
     from ascendtune.core import vendors
     from ascendtune.core.cpulist import format_cpulist as f
 
@@ -110,7 +112,10 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
         npu_cols = prof.card_columns
         sources = {a.affinity_source.value if a.affinity_source else "-" for a in host.accelerators}
         one_source = len(sources) == 1
-        head: list[Any] = [prof.word]
+        # a mixed host (NPUs and GPUs): each row says which kind it is, and only the home
+        # vendor's devices fill its tool's card columns (a GPU has no npu-smi id)
+        mixed = len({a.vendor for a in host.accelerators}) > 1
+        head: list[Any] = ["device" if mixed else prof.word]
         if npu_cols:
             head += [prof.tool, "chip"]
         head += ["name", "bus id", "NUMA", "CPU affinity"]
@@ -125,11 +130,14 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
                 if inside == a.cpu_affinity
                 else cpus(f(inside) or "none", style="red")
             )
-            cells: list[Any] = [str(a.logical_id)]
+            ours = a.vendor == prof.vendor
+            cells: list[Any] = [
+                f"{vendors.profile(a.vendor).word} {a.logical_id}" if mixed else str(a.logical_id)
+            ]
             if npu_cols:
                 cells += [
-                    "" if a.npu_id is None else str(a.npu_id),
-                    "" if a.chip_id is None else str(a.chip_id),
+                    "" if a.npu_id is None or not ours else str(a.npu_id),
+                    "" if a.chip_id is None or not ours else str(a.chip_id),
                 ]
             cells += [
                 shown(a.name),
@@ -149,10 +157,11 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
             render_links(con, host.links, prof)
     else:
         every = vendors.profiles()
-        con.print(
+        prose(
+            con,
             f"no accelerator found (no {' or '.join(p.tool for p in every)} output, "
             f"no {' or '.join(p.maker for p in every)} PCI device); "
-            "try `ascendtune topo --demo` to see an Atlas 800I A2"
+            "try `ascendtune topo --demo` to see an Atlas 800I A2",
         )
     nrows: list[list[Any]] = []
     for n in host.numa_nodes:
@@ -194,7 +203,7 @@ def render_topo(host: Host, identity: dict[str, Any] | None = None) -> None:
         head = [prof.word, prof.tool, "chip", "pid", "name", "memory MiB"]
         show(con, fitted_table(con, "processes on accelerators", head, prows))
     for w in topo_warnings(host):
-        con.print(f"[yellow]![/yellow] {shown(w)}")
+        prose(con, Text.assemble(("!", "yellow"), " " + plain(w)))
 
 
 def _render(report: TopoReport) -> None:

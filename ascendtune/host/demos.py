@@ -22,6 +22,7 @@ DEMOS: dict[str, str] = {
     "2x Xeon, 128 CPUs with SMT",
     "container-a2-half": "The Atlas 800I A2 from inside a container given NPUs 4,5 and cpuset 0-23, "
     "running two vLLM workers (one bound, one not)",
+    "ascend-950": "Ascend 950 (A5): 8x Ascend 950DT, 384 CPUs with SMT in 4 NUMA nodes, tuned",
     "dgx-h100": "NVIDIA DGX H100: 8x H100 SXM (NV18 mesh), 224 CPUs with SMT in 2 NUMA nodes; "
     "no npu-smi",
 }

@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 
 from ascendtune.core import vendors
 from ascendtune.core.doctor import HostFacts
-from ascendtune.core.doctor.facts import INTERRUPTS, TUNED_PROFILE, is_pattern
+from ascendtune.core.doctor.facts import CONTAINER_MARKS, INTERRUPTS, TUNED_PROFILE, is_pattern
 from ascendtune.core.doctor.host_rules import declared_reads, doctor_tools
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host
@@ -147,6 +147,26 @@ def _tuned(root: Root, tools: Mapping[str, str | None] | None, profile: str | No
     return None if not root.live else False
 
 
+_CONTAINER_CGROUP_WORDS = ("docker", "kubepods", "containerd", "libpod", "lxc")
+
+
+def container_of(root: Root, meta: Mapping[str, object]) -> str | None:
+    """What says this root is seen from inside a container, or None: meta.json's `container`
+    (a demo's, or a snapshot's), a runtime's mark file, or a container runtime in the cgroup
+    path of this process."""
+    recorded = meta.get("container")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    for mark in CONTAINER_MARKS:
+        if root.read_text(mark) is not None:
+            return f"/{mark} present"
+    cgroup = root.read_text("proc/self/cgroup") or ""
+    for word in _CONTAINER_CGROUP_WORDS:
+        if word in cgroup:
+            return f"proc/self/cgroup names {word}"
+    return None
+
+
 def gather_host_facts(root: Root, scan: ProcessScan | None = None) -> HostFacts:
     """scan: the pass over proc/ of this root (scan_processes with irqbalance), read here when
     not given."""
@@ -171,6 +191,7 @@ def gather_host_facts(root: Root, scan: ProcessScan | None = None) -> HostFacts:
         irq_affinity=irq_aff,
         msi_irqs=msi,
         tuned=_tuned(root, tools, files.get(TUNED_PROFILE)),
+        container=container_of(root, meta),
     )
 
 

@@ -78,8 +78,14 @@ def host_identity(root: Root) -> dict[str, Any]:
 def same_host(plan_id: dict[str, Any], here: dict[str, Any]) -> tuple[bool, str]:
     """Whether a plan's identity names this host, and in words why not."""
     if plan_id.get("source") != "live":
-        where = plan_id.get("root") or plan_id.get("source")
-        return False, f"it was computed from {plan_id.get('source')} {where}, not from a live host"
+        where = str(plan_id.get("root") or plan_id.get("source"))
+        # "demo demo:x" says the source twice: the demo's name, or the sysroot's path
+        said = (
+            f"the demo {where.removeprefix('demo:')}"
+            if plan_id.get("source") == "demo"
+            else f"the {plan_id.get('source')} {where}"
+        )
+        return False, f"it was computed from {said}, not from a live host"
     for key, what in (("machine_id_sha256", "machine-id"), ("hostname", "hostname")):
         theirs, ours = plan_id.get(key), here.get(key)
         if theirs and ours and theirs != ours:

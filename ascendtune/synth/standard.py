@@ -295,6 +295,26 @@ def _a2_demo_base(**kw: object) -> HostSpec:
     )
 
 
+OPENEULER_OS_RELEASE = (
+    'NAME="openEuler"\nVERSION="22.03 (LTS-SP3)"\nID="openEuler"\nVERSION_ID="22.03"\n'
+    'PRETTY_NAME="openEuler 22.03 (LTS-SP3)"\nANSI_COLOR="0;31"\n'
+)
+
+
+def a2_irq_files(cpus: str = "0-191") -> dict[str, str]:
+    """The NPU interrupts of the A2 as its driver lists them (proc/interrupts, each device's
+    msi_irqs), each on `cpus`: the kernel's default affinity, before anything pinned them."""
+    from ascendtune.synth.tools import npu_irqs
+
+    interrupts, msi = npu_irqs(list(A2_BUS))
+    files = {"proc/interrupts": interrupts}
+    for bus, irqs in msi.items():
+        for irq in irqs:
+            files[f"sys/bus/pci/devices/{bus}/msi_irqs/{irq}"] = "msix\n"
+            files[f"proc/irq/{irq}/smp_affinity_list"] = cpus + "\n"
+    return files
+
+
 def demo_atlas_800i_a2(description: str) -> HostSpec:
     chips = tuple(
         Chip(
@@ -313,6 +333,7 @@ def demo_atlas_800i_a2(description: str) -> HostSpec:
     return _a2_demo_base(
         self_proc=demo_self(range(192), range(8), "/user.slice/user-0.slice/session-3.scope"),
         processes=(A2_IRQBALANCE,),
+        files={**a2_irq_files(), "etc/os-release": OPENEULER_OS_RELEASE},
         npu_smi=NpuSmi(chips, version="24.1.rc1"),
         meta=demo_meta(
             description,
@@ -684,10 +705,48 @@ def demo_dgx_h100(description: str) -> HostSpec:
     )
 
 
+def demo_ascend_950(description: str) -> HostSpec:
+    """The Ascend 950 layout (8 NPUs, 384 CPUs with SMT on 4 nodes), as a captured host."""
+    nodes = {n: frozenset(range(96 * n, 96 * n + 96)) for n in range(4)}
+    node_of = {a: int(a.split("-")[0]) // 96 for a in A5_AFFINITY}
+    buses = [f"0000:{i + 1:02X}:00.0" for i in range(len(A5_AFFINITY))]
+    chips = tuple(
+        Chip(i, 0, i, "Ascend950DT", bus, affinity=a)
+        for i, (bus, a) in enumerate(zip(buses, A5_AFFINITY, strict=True))
+    )
+    pci = tuple(
+        npu_pci(bus, "0xd806", node_of[a], nodes[node_of[a]])
+        for bus, a in zip(buses, A5_AFFINITY, strict=True)
+    )
+    return HostSpec(
+        cpus=Cpus(
+            frozenset(range(384)), threads=adjacent(range(384), sockets=2), governor="performance"
+        ),
+        nodes=demo_nodes(nodes, 256),
+        node_lists=True,
+        pci=pci,
+        knobs=Knobs(0, 0, 50000, THP, THP_DEFRAG),
+        self_proc=demo_self(range(384), range(4), "/user.slice/user-0.slice/session-2.scope"),
+        npu_smi=NpuSmi(chips, version="25.5.0"),
+        meta=demo_meta(
+            description,
+            hostname="ascend-950-demo",
+            arch="aarch64",
+            tools=TOOLS_ASCEND,
+            kernel="6.6.0-28.0.0.34.oe2403.aarch64",
+            os="openEuler 24.03 (LTS)",
+            captured_by="ascendtune demo",
+            npu_smi_version="25.5.0",
+        ),
+        files={"etc/os-release": OPENEULER_OS_RELEASE},
+    )
+
+
 DEMO_SPECS: dict[str, Callable[[str], HostSpec]] = {
     "atlas-800i-a2": demo_atlas_800i_a2,
     "atlas-800i-a3": demo_atlas_800i_a3,
     "atlas-300i-duo": demo_atlas_300i_duo,
     "container-a2-half": demo_container_a2_half,
+    "ascend-950": demo_ascend_950,
     "dgx-h100": demo_dgx_h100,
 }

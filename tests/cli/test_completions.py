@@ -5,6 +5,7 @@ SoCs, sections), not file names."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -15,12 +16,21 @@ import pytest
 
 from ascendtune.app.emit import EMITS
 from ascendtune.app.plan import policy_choices
+from ascendtune.app.planchoices import SOC_NAMES
 from ascendtune.core import vllm_ascend as versions
 from scripts.gen_completions import OUT, SHELLS, script
+from tests.support.cli import Cli
 
 TOP = Path(__file__).resolve().parents[2]
 POLICIES = set(policy_choices(compare=True))
-DEMOS = {"atlas-800i-a2", "atlas-800i-a3", "atlas-300i-duo", "container-a2-half", "dgx-h100"}
+DEMOS = {
+    "atlas-800i-a2",
+    "atlas-800i-a3",
+    "atlas-300i-duo",
+    "ascend-950",
+    "container-a2-half",
+    "dgx-h100",
+}
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -73,7 +83,7 @@ CASES = [
     ("ascendtune plan --demo dgx", {"dgx-h100"}),
     ("ascendtune plan --target ", {"auto", *versions.names()}),
     ("ascendtune doctor --target v0.2", {n for n in versions.names() if n.startswith("v0.2")}),
-    ("ascendtune plan --soc ", {"A2", "A3", "310P", "A5", "910"}),
+    ("ascendtune plan --soc ", set(SOC_NAMES)),
     ("ascendtune doctor --section ", {"host", "workers", "binders", "k8s"}),
     ("ascendtune plan --emit ", set(EMITS)),
     ("ascendtune check-config --target ", {"auto", *versions.names()}),
@@ -138,3 +148,27 @@ def test_fish_completes_values_through_the_script(
     prog = f"source '{OUT / 'ascendtune.fish'}'; complete -C '{line}'"
     got = {w.split("\t")[0] for w in run([fish, "--no-config", "-c", prog], shim)}
     assert got == want
+
+
+def test_fish_offers_whole_words_with_one_line_of_help_each(shim: dict[str, str]) -> None:
+    fish = shutil.which("fish")
+    if fish is None:
+        pytest.skip("fish is not installed (CI installs it: apt-get install fish)")
+    for line, want in (
+        ("ascendtune ", {"topo", "plan", "bind", "doctor", "check-config", "explain"}),
+        ("ascendtune plan --", {"--policy", "--emit", "--soc", "--cmdline"}),
+    ):
+        prog = f"source '{OUT / 'ascendtune.fish'}'; complete -C '{line}'"
+        got = [w.split("\t")[0] for w in run([fish, "--no-config", "-c", prog], shim)]
+        # every candidate a command or an option: no fragment of a wrapped help
+        word = r"[a-z][a-z-]*" if line.endswith(" ") else r"--[a-z][a-z-]*"
+        assert all(re.fullmatch(word, w) for w in got), got
+        assert want <= set(got)
+
+
+def test_soc_help_lists_what_completion_offers(cli: Cli) -> None:
+    res = cli("plan", "--help")
+    assert res.exit_code == 0
+    text = " ".join(res.stdout.split())
+    for name in SOC_NAMES:
+        assert re.search(rf"\b{name}\b", text.split("--soc", 1)[1][:300]), name

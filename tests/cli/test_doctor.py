@@ -250,7 +250,8 @@ def test_two_services_on_one_numa_pair_overlap(sysroot: SysrootBuilder) -> None:
     r = rows(doc)
     ov = r["overlap:4000,5000"]
     assert ov["status"] == "fail"
-    assert ov["value"] == "PIDs 4000 and 5000 share CPUs 8-11 (different services)"
+    # "(different services)" alone did not say what made them two: the words say it
+    assert ov["value"] == "PIDs 4000 and 5000 share CPUs 8-11 (two services: no common launcher)"
     assert ov["data"] == {
         "pids": [4000, 5000],
         "cpus": "8-11",

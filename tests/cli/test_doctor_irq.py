@@ -183,7 +183,8 @@ def test_report_shows_the_fix_and_its_persistent_form(sysroot: SysrootBuilder, c
     res = cli("doctor", "--sysroot", str(sysroot.root), "--section", "host")
     assert res.exit_code == 1
     assert "fix: echo " in res.stdout and f"/proc/irq/{sq_of(0)}/smp_affinity_list" in res.stdout
-    assert "persistent: IRQ numbers may change at boot" in res.stdout
+    # a comment, not words a shell would run as a command
+    assert "persistent: # IRQ numbers may change at boot" in res.stdout
 
 
 def test_snapshot_captures_and_replays_the_interrupts(

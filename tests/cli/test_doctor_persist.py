@@ -13,7 +13,12 @@ SYSCTL_D = "/etc/sysctl.d/90-ascendtune.conf"
 
 
 def sysctl_line(key: str, value: object) -> str:
-    return f"echo '{key} = {value}' >> {SYSCTL_D} && sysctl -p {SYSCTL_D}"
+    # the key's old line dropped first: pasted twice, the file still holds it once
+    pattern = key.replace(".", "\\.")
+    return (
+        f"touch {SYSCTL_D} && sed -i '/^{pattern} /d' {SYSCTL_D} && "
+        f"echo '{key} = {value}' >> {SYSCTL_D} && sysctl -p {SYSCTL_D}"
+    )
 
 
 def detune(b: SysrootBuilder) -> SysrootBuilder:
@@ -37,14 +42,17 @@ def test_ubuntu_without_tuned_sysctl_d_and_grub(sysroot: SysrootBuilder) -> None
     untuned(sysroot)
     _, doc = doctor_json(sysroot, "--section", "host")
     p = {k: v["fix_persistent"] for k, v in rows(doc).items()}
-    grub = "sed -i 's/^GRUB_CMDLINE_LINUX=\"/&{} /' /etc/default/grub && update-grub"
-    assert p["cpu_governor"] == grub.format("cpufreq.default_governor=performance") + (
-        "  # kernels >= 5.9"
+    # the argument added to GRUB_CMDLINE_LINUX unless the line has it already
+    grub = (
+        "sed -i '/^GRUB_CMDLINE_LINUX=/{{/{0}/!s/^GRUB_CMDLINE_LINUX=\"/&{1} /}}' "
+        "/etc/default/grub && update-grub"
     )
+    gov = "cpufreq.default_governor=performance"
+    assert p["cpu_governor"] == grub.format(gov.replace(".", "\\."), gov) + "  # kernels >= 5.9"
     assert p["numa_balancing"] == sysctl_line("kernel.numa_balancing", 0)
     assert p["swappiness"] == sysctl_line("vm.swappiness", 0)
     assert p["sched_migration_cost"] == sysctl_line("kernel.sched_migration_cost_ns", 50000)
-    assert p["thp"] == grub.format("transparent_hugepage=never")
+    assert p["thp"] == grub.format("transparent_hugepage=never", "transparent_hugepage=never")
     # no npu-smi, so no plan and no IRQ CPUs to keep irqbalance off: turn it off for good
     assert p["irqbalance"] == "systemctl disable --now irqbalance"
     assert "LC_ALL=C.UTF-8" in p["locale"]
@@ -66,8 +74,9 @@ def test_openeuler_with_tuned_uses_tuned_and_grubby(sysroot: SysrootBuilder) -> 
     sysroot.file("etc/tuned/active_profile", "balanced\n")
     _, doc = doctor_json(sysroot, "--section", "host")
     p = {k: v["fix_persistent"] for k, v in rows(doc).items()}
+    # the note is a comment: the line runs as pasted
     assert p["cpu_governor"] == (
-        "tuned-adm profile latency-performance (tuned's active profile now: balanced)"
+        "tuned-adm profile latency-performance  # tuned's active profile now: balanced"
     )
     assert p["thp"] == (
         "grubby --update-kernel=ALL --args=transparent_hugepage=never  # or [vm] "
@@ -109,9 +118,11 @@ def test_migration_cost_in_debugfs_goes_to_tmpfiles(sysroot: SysrootBuilder) -> 
     _, doc = doctor_json(sysroot, "--section", "host")
     row = rows(doc)["sched_migration_cost"]
     assert row["fix"] == "echo 50000 > /sys/kernel/debug/sched/migration_cost_ns"
+    tmpfiles = "/etc/tmpfiles.d/90-ascendtune.conf"
     assert row["fix_persistent"] == (
-        "echo 'w /sys/kernel/debug/sched/migration_cost_ns - - - - 50000' >> "
-        "/etc/tmpfiles.d/90-ascendtune.conf"
+        f"touch {tmpfiles} && sed -i '/^w \\/sys\\/kernel\\/debug\\/sched\\/migration_cost_ns /d' "
+        f"{tmpfiles} && echo 'w /sys/kernel/debug/sched/migration_cost_ns - - - - 50000' >> "
+        f"{tmpfiles}"
     )
     sysroot.file("etc/tuned/active_profile", "throughput-performance\n")
     _, doc = doctor_json(sysroot, "--section", "host")

@@ -3,6 +3,8 @@ no value is cut at 80 (no ellipsis anywhere)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scripts.gen_golden import OUT, cases, render
@@ -25,6 +27,8 @@ def test_no_golden_file_is_left_over() -> None:
 
 @pytest.mark.parametrize("name", [c[0] for c in cases() if c[2] == 80])
 def test_lines_fit_80_columns_where_they_can(name: str) -> None:
-    # tables are sized to the terminal; only a single unbreakable word may be longer
+    # tables are sized to the terminal; a line of words or a command is one line however long
+    # (the terminal folds it on screen, and a copy of it is whole: cells.prose, cells.paste)
     for line in (OUT / name).read_text().splitlines():
-        assert len(line) <= 80 or " " not in line.strip(), (name, line)
+        table_row = any(c in line for c in "│┃┏┗┡└") or re.search(r"\S {3,}\S", line.strip())
+        assert len(line) <= 80 or not table_row or " " not in line.strip(), (name, line)

@@ -629,7 +629,8 @@ def test_cuda_visible_devices_naming_a_missing_gpu_is_exit_5(gpu_hosts: GpuHosts
     ("emit", "first"),
     [
         ("numactl", f'rank0() {{ numactl --physcpubind={SPLIT_2S[4]} --membind=1 "$@"; }}'),
-        ("env", f"CUDA_VISIBLE_DEVICES=4 ASCENDTUNE_CPUS={SPLIT_2S[4]} ASCENDTUNE_MEMBIND=1"),
+        # the devices in rank order, then each rank's CPUs under names of its own
+        ("env", "export CUDA_VISIBLE_DEVICES=4,0"),
         ("taskset", f'rank0() {{ taskset -c {SPLIT_2S[4]} "$@"; }}'),
     ],
 )
@@ -648,7 +649,9 @@ def test_emit_lines_for_gpus(gpu_hosts: GpuHosts, emit: str, first: str, cli: Cl
     assert res.exit_code == 0, res.stderr
     lines = [line for line in res.stdout.strip().splitlines() if not line.startswith("#")]
     assert lines[0] == first
-    assert len([x for x in lines if "_preferred" not in x]) == 2
+    assert len([x for x in lines if "_preferred" not in x]) == (3 if emit == "env" else 2)
+    if emit == "env":
+        assert lines[1] == f"export ASCENDTUNE_CPUS_RANK0={SPLIT_2S[4]} ASCENDTUNE_MEMBIND_RANK0=1"
     assert "# rank 1, GPU 0" in res.stdout.splitlines()
     assert "ASCEND" not in res.stdout.replace("ASCENDTUNE_", "")
 

@@ -97,12 +97,14 @@ def test_table_and_better_line(a2: str, cli: Cli) -> None:
         (
             "env",
             [
-                "# per rank, for a launch script: ASCEND_RT_VISIBLE_DEVICES picks the device, "
-                'taskset -c "$ASCENDTUNE_CPUS" / numactl --membind="$ASCENDTUNE_MEMBIND" bind it',
+                "# for a launch script: ASCEND_RT_VISIBLE_DEVICES gives each rank its NPU, "
+                'taskset -c "$ASCENDTUNE_CPUS_RANKn" / '
+                'numactl --membind="$ASCENDTUNE_MEMBIND_RANKn" bind it',
+                "export ASCEND_RT_VISIBLE_DEVICES=0,1",
                 "# rank 0, NPU 0",
-                "ASCEND_RT_VISIBLE_DEVICES=0 ASCENDTUNE_CPUS=144-167 ASCENDTUNE_MEMBIND=6",
+                "export ASCENDTUNE_CPUS_RANK0=144-167 ASCENDTUNE_MEMBIND_RANK0=6",
                 "# rank 1, NPU 1",
-                "ASCEND_RT_VISIBLE_DEVICES=1 ASCENDTUNE_CPUS=168-191 ASCENDTUNE_MEMBIND=7",
+                "export ASCENDTUNE_CPUS_RANK1=168-191 ASCENDTUNE_MEMBIND_RANK1=7",
             ],
         ),
         ("cpu-affinity-conf", ["export CPU_AFFINITY_CONF=1,npu0:144-167,npu1:168-191"]),

@@ -75,6 +75,8 @@ HOSTS = [("atlas-800i-a2", "numa-local"), ("atlas-800i-a2", "vllm-ascend"), ("dg
 def test_every_line_is_a_comment_or_a_whole_command(
     demo: str, policy: str, kind: str, cmdline: str | None
 ) -> None:
+    if kind == "vllm" and cmdline is None:
+        return  # a usage error (test_vllm_without_cmdline_says_what_it_needs)
     args = ["--demo", demo, "--policy", policy, "--emit", kind]
     lines = emit(*args, *(["--cmdline", cmdline] if cmdline else []))
     assert lines
@@ -114,13 +116,69 @@ def test_emitted_commands_run_and_bind(here: tuple[str, list[int]], kind: str) -
     if shutil.which(kind) is None:
         pytest.skip(f"{kind} is not installed here")
     probe = shell_join([sys.executable, "-c", PROBE])
-    lines = emit("--sysroot", root, "--policy", "exclusive", "--emit", kind, "--cmdline", probe)
     assert BASH is not None
+    # one rank: its command, on its CPUs
+    lines = emit("--sysroot", root, "--policy", "exclusive", "--ranks", "1", "--emit", kind,
+                 "--cmdline", probe)  # fmt: skip
     done = subprocess.run(
         [BASH, "-e", "-c", "\n".join(lines)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [str([mine[0]]), str([mine[1]])]
+    assert done.stdout.splitlines() == [str([mine[0]])]
+    # two ranks: ONE server (a pasted `vllm serve -tp 2` must not start twice), on the CPUs of
+    # both ranks, then the line that gives each worker its own
+    lines = emit("--sysroot", root, "--policy", "exclusive", "--emit", kind, "--cmdline", probe)
+    commands = command_lines(lines)
+    assert len(commands) == 2, lines
+    assert commands[1] == "ascendtune bind --workers --policy exclusive"
+    done = subprocess.run(
+        [BASH, "-e", "-c", commands[0]], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(mine)]
+
+
+def test_a_tp_server_is_one_command_not_one_per_rank() -> None:
+    cmd = "vllm serve /models/qwen -tp 2"
+    for kind in ("taskset", "numactl"):
+        lines = emit("--demo", "atlas-800i-a2", "--ranks", "2", "--emit", kind, "--cmdline", cmd)
+        commands = command_lines(lines)
+        servers = [c for c in commands if "vllm serve" in c]
+        assert len(servers) == 1, lines
+        argv = shlex.split(servers[0])
+        # the CPUs of both ranks (144-167 and 168-191), vLLM-Ascend's own binding off
+        assert "144-191" in " ".join(argv[:3]), argv
+        assert json.loads(argv[argv.index("--additional-config") + 1]) == {
+            "enable_cpu_binding": False
+        }
+        assert commands[-1].startswith("ascendtune bind --workers")
+
+
+def test_env_lines_are_exports() -> None:
+    lines = emit("--demo", "atlas-800i-a2", "--ranks", "2", "--emit", "env")
+    commands = command_lines(lines)
+    assert commands and all(c.startswith("export ") for c in commands), lines
+    assert BASH is not None
+    script = "\n".join([*lines, 'env | grep -E "^(ASCEND|ASCENDTUNE)" | sort'])
+    done = subprocess.run([BASH, "-e", "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    # a child of the shell sees every rank's values (not only the last rank's)
+    assert done.stdout.splitlines() == [
+        "ASCENDTUNE_CPUS_RANK0=144-167",
+        "ASCENDTUNE_CPUS_RANK1=168-191",
+        "ASCENDTUNE_MEMBIND_RANK0=6",
+        "ASCENDTUNE_MEMBIND_RANK1=7",
+        "ASCEND_RT_VISIBLE_DEVICES=0,1",
+    ]
+    one = command_lines(emit("--demo", "atlas-800i-a2", "--ranks", "1", "--emit", "env"))
+    assert one[-1] == "export ASCENDTUNE_CPUS=144-167 ASCENDTUNE_MEMBIND=6"
+
+
+def test_vllm_without_cmdline_says_what_it_needs(cli: Cli) -> None:
+    res = cli("plan", "--demo", "atlas-800i-a2", "--emit", "vllm")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "--emit vllm needs the server's command line: give --cmdline" in res.stderr
+    assert "MODEL" not in res.stderr
 
 
 @pytest.mark.parametrize("kind", ["taskset", "numactl"])

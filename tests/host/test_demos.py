@@ -479,6 +479,7 @@ READER_COUNTS = {
     "atlas-800i-a3": 16,
     "atlas-300i-duo": 8,
     "container-a2-half": 2,
+    "ascend-950": 8,
     "dgx-h100": 8,
 }
 

@@ -1,5 +1,6 @@
-"""ascendtune itself: `ascendtune bind --rank R -- COMMAND` sets the mask before exec; `bind
---workers` (and `--watch`, the agent) sets every thread's mask once the server is up."""
+"""ascendtune as a binder: its launch form (`ascendtune bind --rank R -- COMMAND`) sets the
+mask before exec; `ascendtune bind --workers` (and its `--watch`, and the agent) sets every
+thread's mask once the server is up."""
 
 from __future__ import annotations
 

@@ -395,7 +395,7 @@ def _findings(
                     (),
                     f"the masks read differ from the chain's prediction ({words}): a binder "
                     "not found here, or one that has not acted yet",
-                    "ascendtune bind --pid PID --show reads every thread's mask",
+                    "`ascendtune bind --pid PID --show` reads every thread's mask back",
                 )
             )
         cpus = frozenset().union(*observed.values()) if observed else frozenset()

@@ -30,6 +30,9 @@ INTERRUPTS = "proc/interrupts"
 TUNED_PROFILE = "etc/tuned/active_profile"
 # RHEL / openEuler, then Debian / Ubuntu
 IRQBALANCE_CONFIGS = ("etc/sysconfig/irqbalance", "etc/default/irqbalance")
+# the files a container runtime leaves at the root (docker, podman): a fix of the kernel or of
+# the host's services must then run on the host
+CONTAINER_MARKS = (".dockerenv", "run/.containerenv")
 
 
 def is_pattern(path: str) -> bool:
@@ -75,6 +78,9 @@ class HostFacts(NamedTuple):
     # Huawei PCI address -> its msi_irqs listing (absent: not readable under this root)
     msi_irqs: Mapping[str, frozenset[int]] = MappingProxyType({})
     tuned: bool | None = None  # tuned installed (None: not recorded)
+    # what says this root is a container (meta.json's `container`, /.dockerenv, ...); None: not
+    # one, as far as can be told
+    container: str | None = None
     # the paths a rule may read here (its declaration); None: every file gathered
     declared: frozenset[str] | None = None
 

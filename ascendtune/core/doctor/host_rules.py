@@ -10,6 +10,7 @@ from typing import NamedTuple
 from ascendtune.core import vendors
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.doctor.facts import (
+    CONTAINER_MARKS,
     GOVERNORS,
     IRQBALANCE_CONFIGS,
     META,
@@ -57,6 +58,8 @@ class Rule(NamedTuple):
     # the files (facts.py) its judge and fixes read: gathered for it and captured by `snapshot`;
     # it sees no other (HostFacts.only)
     reads: tuple[str, ...] = ()
+    # its fixes change the kernel or the host's services: in a container, they run on the host
+    host_wide: bool = False
 
     def check(self, inp: DoctorInput) -> Check:
         inp = inp._replace(facts=inp.facts.only(self.reads))
@@ -66,8 +69,10 @@ class Rule(NamedTuple):
             fix = self.fix if isinstance(self.fix, str) else self.fix(inp)
             persistent = self.persist if not callable(self.persist) else self.persist(inp)
         return Check(
-            self.id, status, value, self.expected, fix, "host", detail, fix_persistent=persistent
-        )
+            self.id, status, value, self.expected, fix, "host", detail,
+            fix_persistent=persistent,
+            fix_on_host=bool(self.host_wide and fix and inp.facts.container),
+        )  # fmt: skip
 
 
 def _int(text: str | None) -> int | None:
@@ -233,8 +238,12 @@ def _cpuset_fix(inp: DoctorInput) -> str:
     if host is not None and home.accelerators(host):
         aff = frozenset(c for a in home.accelerators(host) for c in a.cpu_affinity)
         want = format_cpulist(aff & host.cpus_online)
-    cpus = want or f"<CPUs near the {home.word}s>"
-    return f"docker update --cpuset-cpus {cpus} <container>  # or widen the cgroup's cpuset.cpus"
+    cpus = want or "CPULIST"
+    return (
+        f"docker update --cpuset-cpus {cpus} CONTAINER  # on the host; CONTAINER: its name or "
+        + ("id" if want else f"id, CPULIST: the CPUs near the {home.word}s")
+        + "; or widen the cgroup's cpuset.cpus"
+    )
 
 
 def _judge_cpuset(inp: DoctorInput) -> Verdict:
@@ -396,6 +405,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
         _judge_governor,
         persist_governor,
         reads=(GOVERNORS, TUNED_PROFILE, OS_RELEASE),
+        host_wide=True,
     ),
     Rule(
         "numa_balancing",
@@ -404,6 +414,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
         _judge_numa_balancing,
         sysctl_persist("kernel.numa_balancing", 0),
         reads=(NUMA_BALANCING,),
+        host_wide=True,
     ),
     Rule(
         "swappiness",
@@ -412,6 +423,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
         _judge_swappiness,
         sysctl_persist("vm.swappiness", 0),
         reads=(SWAPPINESS, SWAPS),
+        host_wide=True,
     ),
     Rule(
         "sched_migration_cost",
@@ -420,6 +432,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
         _judge_migration,
         persist_migration,
         reads=(SCHED_MIGRATION, SCHED_MIGRATION_DEBUGFS),
+        host_wide=True,
     ),
     Rule(
         "thp",
@@ -428,6 +441,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
         _judge_thp,
         persist_thp,
         reads=(THP, TUNED_PROFILE, OS_RELEASE),
+        host_wide=True,
     ),
     Rule(
         "irqbalance",
@@ -436,6 +450,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
         _judge_irqbalance,
         irqbalance_ban,
         reads=(*IRQBALANCE_CONFIGS, OS_RELEASE),
+        host_wide=True,
     ),
     Rule(
         "cgroup_cpuset",
@@ -446,7 +461,7 @@ _BEFORE_TOOLS: tuple[Rule, ...] = (
     Rule(
         "cap_sys_nice",
         "CAP_SYS_NICE present",
-        "run as root, or give the container --cap-add SYS_NICE",
+        "# run as root, or start the container with --cap-add SYS_NICE",
         _judge_cap,
         reads=(SELF_STATUS,),
     ),
@@ -491,7 +506,7 @@ _AFTER_TOOLS: tuple[Rule, ...] = (
         "C, POSIX, en_* or unset",
         "export LC_ALL=C.UTF-8",
         _judge_locale,
-        "set LC_ALL=C.UTF-8 in the server's environment (its systemd unit's Environment=, "
+        "# set LC_ALL=C.UTF-8 in the server's environment (its systemd unit's Environment=, "
         "or docker run -e LC_ALL=C.UTF-8)",
         reads=(META,),
     ),
@@ -519,7 +534,11 @@ HOST_CHECK_IDS = tuple(r.id for r in HOST_RULES)
 
 def declared_reads() -> tuple[str, ...]:
     """Every file the host rules and the NPU interrupt rows declare, each once, in order."""
-    return tuple(dict.fromkeys((*(p for rule in host_rules() for p in rule.reads), *IRQ_READS)))
+    return tuple(
+        dict.fromkeys(
+            (*(p for rule in host_rules() for p in rule.reads), *IRQ_READS, *CONTAINER_MARKS)
+        )
+    )
 
 
 def host_checks(inp: DoctorInput) -> list[Check]:

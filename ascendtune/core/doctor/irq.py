@@ -199,10 +199,10 @@ def _npu_irq_row(
     persistent = (
         irqbalance_ban(inp)
         if pids or facts.irqbalance_config
-        else "IRQ numbers may change at boot: vLLM-Ascend re-pins them at each start "
+        else "# IRQ numbers may change at boot: vLLM-Ascend re-pins them at each start "
         "(enable_cpu_binding, /proc/irq writable); or run the echo lines from a boot unit"
     )
     return Check(
         cid, status, value, expected, fix, "host", "; ".join(notes), data,
-        fix_persistent=persistent,
+        fix_persistent=persistent, fix_on_host=bool(facts.container),
     )  # fmt: skip

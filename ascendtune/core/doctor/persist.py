@@ -1,4 +1,7 @@
-"""Fixes that survive a reboot: sysctl.d, the kernel command line, tuned, irqbalance's config."""
+"""Fixes that survive a reboot: sysctl.d, the kernel command line, tuned, irqbalance's config.
+
+Each is one bash line that does the same thing when pasted twice: a config line is replaced,
+never appended a second time (`set_line`), and the kernel command line gets an argument once."""
 
 from __future__ import annotations
 
@@ -22,17 +25,26 @@ _RHEL_LIKE = frozenset(
 _DEBIAN_LIKE = frozenset({"debian", "ubuntu"})
 
 
+def set_line(path: str, key: str, line: str) -> str:
+    """A bash line that leaves exactly one line starting with `key` in path: `line` (lines of
+    other keys kept; the file made if missing), so pasting it twice changes nothing more."""
+    pattern = key.replace(".", r"\.").replace("/", r"\/")
+    return f"touch {path} && sed -i '/^{pattern}/d' {path} && echo '{line}' >> {path}"
+
+
 def sysctl_persist(key: str, value: object) -> str:
-    return f"echo '{key} = {value}' >> {SYSCTL_D_FILE} && sysctl -p {SYSCTL_D_FILE}"
+    return set_line(SYSCTL_D_FILE, f"{key} ", f"{key} = {value}") + f" && sysctl -p {SYSCTL_D_FILE}"
 
 
 def kernel_arg(inp: DoctorInput, arg: str) -> str:
     """Add `arg` to the kernel command line the way this distribution does it (next boot)."""
-    ids = set(inp.facts.os_ids)
+    ids = host_os_ids(inp)
     grubby = f"grubby --update-kernel=ALL --args={arg}"
-    grub = f"sed -i 's/^GRUB_CMDLINE_LINUX=\"/&{arg} /' /etc/default/grub && " + (
-        "update-grub" if ids & _DEBIAN_LIKE else "grub2-mkconfig -o /boot/grub2/grub.cfg"
-    )
+    # the argument added once: a line that holds it already is left alone
+    grub = (
+        f"sed -i '/^GRUB_CMDLINE_LINUX=/{{/{arg.replace('.', chr(92) + '.')}/!s/^GRUB_CMDLINE_LINUX=\"/&{arg} /}}' "
+        "/etc/default/grub && "
+    ) + ("update-grub" if ids & _DEBIAN_LIKE else "grub2-mkconfig -o /boot/grub2/grub.cfg")
     if ids & _DEBIAN_LIKE:
         return grub
     if ids & _RHEL_LIKE:
@@ -41,8 +53,9 @@ def kernel_arg(inp: DoctorInput, arg: str) -> str:
 
 
 def _tuned_note(inp: DoctorInput) -> str:
+    # a comment of its own: the line stays a command that runs as pasted
     prof = inp.facts.tuned_profile
-    return f" (tuned's active profile now: {prof})" if prof else ""
+    return f"  # tuned's active profile now: {prof}" if prof else ""
 
 
 def persist_governor(inp: DoctorInput) -> str:
@@ -57,7 +70,7 @@ def persist_migration(inp: DoctorInput) -> str:
     if path.startswith("sys/kernel/debug/"):
         # no sysctl on kernels >= 5.13: systemd-tmpfiles writes it at every boot
         return (
-            f"echo 'w /{path} - - - - {SCHED_MIGRATION_COST_NS}' >> {TMPFILES_D_FILE}"
+            set_line(TMPFILES_D_FILE, f"w /{path} ", f"w /{path} - - - - {SCHED_MIGRATION_COST_NS}")
             + ("  # or in a tuned profile: [scheduler] sched_migration_cost_ns="
                f"{SCHED_MIGRATION_COST_NS}" if inp.facts.tuned else "")
         )  # fmt: skip
@@ -67,16 +80,37 @@ def persist_migration(inp: DoctorInput) -> str:
 def persist_thp(inp: DoctorInput) -> str:
     out = kernel_arg(inp, "transparent_hugepage=never")
     if inp.facts.tuned:
-        out += "  # or [vm] transparent_hugepages=never in a tuned profile" + _tuned_note(inp)
+        prof = inp.facts.tuned_profile
+        out += "  # or [vm] transparent_hugepages=never in a tuned profile" + (
+            f" (tuned's active profile now: {prof})" if prof else ""
+        )
     return out
 
 
+def host_os_ids(inp: DoctorInput) -> set[str]:
+    """The distribution of the host a host-wide fix runs on: etc/os-release, except in a
+    container, whose os-release names the image, not the host (then unknown)."""
+    return set() if inp.facts.container else set(inp.facts.os_ids)
+
+
 def _irqbalance_config(inp: DoctorInput) -> str:
-    if inp.facts.irqbalance_config:
+    """irqbalance's config file: the one present, else the distribution's (Debian and Ubuntu
+    read /etc/default/irqbalance, RHEL and openEuler /etc/sysconfig/irqbalance); for an unknown
+    distribution, a shell word that picks it on the host ($cfg, set by IRQBALANCE_CFG_PICK)."""
+    if inp.facts.irqbalance_config and not inp.facts.container:
         return "/" + inp.facts.irqbalance_config
-    if set(inp.facts.os_ids) & _DEBIAN_LIKE:
+    ids = host_os_ids(inp)
+    if ids & _DEBIAN_LIKE:
         return "/etc/default/irqbalance"
-    return "/etc/sysconfig/irqbalance"
+    if ids & _RHEL_LIKE:
+        return "/etc/sysconfig/irqbalance"
+    return "$cfg"
+
+
+# on a host of unknown distribution: RHEL and openEuler have /etc/sysconfig, Debian does not
+IRQBALANCE_CFG_PICK = (
+    "cfg=/etc/default/irqbalance && { [ ! -d /etc/sysconfig ] || cfg=/etc/sysconfig/irqbalance; }"
+)
 
 
 def _plan_irq_cpus(plan: PlanFacts) -> CpuSet:
@@ -102,8 +136,12 @@ def irqbalance_ban(inp: DoctorInput) -> str:
         return "systemctl disable --now irqbalance"
     cfg = _irqbalance_config(inp)
     return (
-        f"printf '{_POLICY_SCRIPT}' > {IRQBALANCE_POLICY} && chmod 755 {IRQBALANCE_POLICY} && "
-        f"echo 'IRQBALANCE_BANNED_CPULIST={format_cpulist(cpus)}' >> {cfg} && "
-        f"echo 'IRQBALANCE_ARGS=\"--policyscript={IRQBALANCE_POLICY}\"' >> {cfg} && "
-        "systemctl restart irqbalance  # or: systemctl disable --now irqbalance"
+        (f"{IRQBALANCE_CFG_PICK} && " if cfg == "$cfg" else "")
+        + f"printf '{_POLICY_SCRIPT}' > {IRQBALANCE_POLICY} && chmod 755 {IRQBALANCE_POLICY} && "
+        + set_line(
+            cfg, "IRQBALANCE_BANNED_CPULIST=", f"IRQBALANCE_BANNED_CPULIST={format_cpulist(cpus)}"
+        )
+        + " && "
+        + set_line(cfg, "IRQBALANCE_ARGS=", f'IRQBALANCE_ARGS="--policyscript={IRQBALANCE_POLICY}"')
+        + " && systemctl restart irqbalance  # or: systemctl disable --now irqbalance"
     )

@@ -24,6 +24,9 @@ class Check(NamedTuple):
     data: Mapping[str, Any] = MappingProxyType({})
     # the form of `fix` that survives a reboot (sysctl.d, kernel command line, tuned, config)
     fix_persistent: str | None = None
+    # the fixes change the kernel or the host's services while this is a container: they run on
+    # the host, not here
+    fix_on_host: bool = False
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -33,6 +36,7 @@ class Check(NamedTuple):
             "expected": self.expected,
             "fix": self.fix,
             "fix_persistent": self.fix_persistent,
+            "fix_on_host": self.fix_on_host,
             "section": self.section,
             "detail": self.detail,
         }

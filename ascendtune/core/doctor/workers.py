@@ -356,7 +356,13 @@ def _overlap_check(a: _Audit, b: _Audit, plan: PlanFacts) -> Check | None:
     pa, pb = a.worker.pid, b.worker.pid
     job = same_job(a.worker, b.worker)
     kind = {True: "ranks of one job", False: "different services", None: "unknown"}[job]
-    value = f"PIDs {pa} and {pb} share CPUs {format_cpulist(shared)} ({kind})"
+    # the value says it in words: "unknown" alone reads as if the CPUs were unknown
+    said = {
+        True: "ranks of one job",
+        False: "two services: no common launcher",
+        None: "one job or two services: cannot tell",
+    }[job]
+    value = f"PIDs {pa} and {pb} share CPUs {format_cpulist(shared)} ({said})"
     status: Status = "fail"
     fix = _overlap_fix(a, b, plan)
     if a.all_unbound or b.all_unbound:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from ascendtune.core.redact import MASK, SECRET_NAME, redact_text
+from ascendtune.core.redact import MASK, is_secret_key, redact_text
 
 ASCEND_REAL = "huawei.com/AscendReal"
 KLT_DEV = "huawei.com/kltDev"
@@ -47,7 +47,7 @@ def redact_annotations(text: str) -> str:
     for line in text.splitlines():
         key, eq, _value = line.partition("=")
         last = re.split(r"[/.]", key.strip())[-1].replace("-", "_")
-        if eq and SECRET_NAME.match(last):
+        if eq and is_secret_key(last):
             lines.append(f'{key}="{MASK}"')
         else:
             lines.append(redact_text(line))

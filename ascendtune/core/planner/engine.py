@@ -49,13 +49,17 @@ class _Ctx(NamedTuple):
     world: int = 0  # ranks per DP engine (tp × pp); 0: every device is one rank of one engine
 
 
+# where the planner looked, in its error; a front end reading a snapshot says so instead
+NO_ACCELERATOR_WHERE = "on this host"
+
+
 def _context(host: Host, req: PlanRequest) -> _Ctx:
     prof = vendors.vendor_of(host)
     devices = prof.accelerators(host)
     if not devices:
         failing = f" ({host.tool_errors[0]})" if host.tool_errors else ""
         raise MissingError(
-            f"no accelerator found on this host: nothing to plan{failing}",
+            f"no accelerator found {NO_ACCELERATOR_WHERE}: nothing to plan{failing}",
             "on a machine without NPUs try `--demo atlas-800i-a2`",
         )
     vendor = prof.vendor

@@ -277,7 +277,7 @@ ASCEND = VendorProfile(
         **PCIE_LINKS,
     },
     tool_check=ToolCheck(
-        fix="install the Ascend driver; in a container add "
+        fix="# install the Ascend driver; in a container add "
         "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi -v /usr/local/dcmi:/usr/local/dcmi "
         "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/",
         missing="vLLM-Ascend cannot read the NPU map and binds nothing",

@@ -869,6 +869,25 @@ def _fused_megamoe(ctx: Context) -> None:
             "for models outside MegaMoE's shape limits",
             ("--hf-config",),
         )
+    elif ctx.model.hidden_size is None or ctx.model.moe_intermediate_size is None:
+        # the HF config lacks a field: nothing is known to be wrong, so it is not a warning
+        m = ctx.model
+        lacking = [
+            name
+            for name, v in (
+                ("hidden_size", m.hidden_size),
+                ("moe_intermediate_size", m.moe_intermediate_size),
+            )
+            if v is None
+        ]
+        ctx.report(
+            "info",
+            (FUSED,),
+            f"the HF config gives no {' or '.join(lacking)}: whether this model is inside "
+            "MegaMoE's limits (where cann_ops_transformer is installed, vLLM-Ascend sets "
+            "enable_fused_mc2 to 0 outside them) cannot be told",
+            "give the model's own config.json with --hf-config",
+        )
     elif not megamoe_ok(ctx.model):
         m = ctx.model
         ctx.report(
@@ -1643,5 +1662,6 @@ def _outer_binder(ctx: Context) -> None:
             "available in Cpus_allowed_list conflict with NUMA affinity') or re-slices the mask "
             "and leaves part of it idle",
             "start the server with --additional-config '{\"enable_cpu_binding\": false}' and "
-            "bind with `ascendtune bind --workers` once it is up (`ascendtune plan --emit vllm`)",
+            "bind with `ascendtune bind --workers` once it is up "
+            "(`ascendtune plan --emit vllm --cmdline CMDLINE` prints both)",
         )
