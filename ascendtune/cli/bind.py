@@ -16,7 +16,9 @@ from ascendtune.cli.common import (
     JsonOpt,
     SysrootOpt,
     cpus_option,
+    duration_option,
     handle_errors,
+    interval_option,
     pid_option,
     plan_file_option,
     print_json,
@@ -134,15 +136,11 @@ def register(app: typer.Typer) -> None:
         ] = False,
         interval: Annotated[
             float,
-            typer.Option(
-                "--interval", min=0.05, metavar="S", help="--watch: seconds between passes."
-            ),
+            interval_option("--watch: seconds between passes.", "S"),
         ] = 2.0,
         for_: Annotated[
             str | None,
-            typer.Option(
-                "--for", metavar="DURATION", help="--watch: stop after 90, 30s, 10m, 2h, 1d."
-            ),
+            duration_option("--watch: stop after 90, 30s, 10m, 2h, 1d."),
         ] = None,
         show: Annotated[
             bool,

@@ -282,9 +282,7 @@ def _read_back(tmp: Path, dest: str) -> None:
     try:
         reader.read_host(open_root(str(tmp)))
     except AscendtuneError as e:
-        raise type(e)(
-            f"{dest} was not written: it does not read back: {e.message}", e.hint
-        ) from None
+        raise e.reworded(f"{dest} was not written: it does not read back: ") from None
 
 
 def _put_in_place(tmp: Path, path: Path, force: bool) -> None:
