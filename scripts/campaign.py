@@ -65,6 +65,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     ascii: bool = False  # stdout encoded as ASCII (PYTHONIOENCODING=ascii, LANG=C on old Pythons)
     signal: tuple[int, float] | None = None  # (signum, seconds after the start)
+    signal_after_output: bool = False  # and only once stdout holds something (or at half time)
     json: bool = False  # stdout must be strict JSON when the command ends 0 or 1
     json_lines: bool = False  # stdout is one strict JSON document a line
     min_samples: int = 0  # a watch stopped by a signal keeps at least this many samples
@@ -105,8 +106,10 @@ def run(case: Case, work: Path) -> Outcome:
             break
         elapsed = time.monotonic() - start
         if case.signal is not None and not sent and elapsed >= case.signal[1]:
-            os.kill(pid, case.signal[0])
-            sent = True
+            waiting = case.signal_after_output and elapsed < case.timeout_s / 2
+            if not waiting or (out_path.exists() and out_path.stat().st_size > 0):
+                os.kill(pid, case.signal[0])
+                sent = True
         if elapsed > case.timeout_s:
             os.kill(pid, signal.SIGKILL)
             _, status = os.waitpid(pid, 0)
@@ -151,7 +154,9 @@ def _child(case: Case, out_path: Path, err_path: Path, in_path: Path) -> None:
             if case.stdout == "closed"
             else open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
         )
-        sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False)  # noqa: SIM115
+        sys.stderr = open(  # noqa: SIM115
+            2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1
+        )
         for k in UNSET:
             os.environ.pop(k, None)
         os.environ.update({"NO_COLOR": "1", "COLUMNS": "200", **case.env})
@@ -166,6 +171,10 @@ def _child(case: Case, out_path: Path, err_path: Path, in_path: Path) -> None:
         with contextlib.suppress(Exception):
             traceback.print_exc()
         code = 1
+    for stream in (sys.stdout, sys.stderr):  # what the interpreter's exit would have flushed
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
     os._exit(code)
 
 
@@ -520,7 +529,8 @@ def fam_signals(rng: random.Random, work: Path) -> Case:
             "signals",
             [*argv, *(["--json"] if js else [])],
             frozenset({0}),
-            signal=(signum, rng.uniform(1.5, 3.0)),
+            signal=(signum, rng.uniform(0.2, 1.5)),
+            signal_after_output=True,
             json_lines=js,
             min_samples=1,
         )
