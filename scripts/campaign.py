@@ -465,7 +465,7 @@ BAD_VALUES: dict[str, tuple[str, ...]] = {
     "seconds": ("nan", "inf", "-inf", "1e308", "-1", "x", "0"),
     "duration": ("nan", "inf", "1e308d", "-5m", "x", "0"),
     "count": ("0", "-1", "x", "nan"),
-    "ids": ("a,b", "1,x", "-1", "1,,2"),
+    "ids": ("a,b", "1,x", "-1", "x"),
 }
 OPTION_CASES: tuple[tuple[list[str], str, str], ...] = (
     (["bind", "--pid", "1", "--dry-run", "--cpus"], "cpus", ""),
