@@ -16,7 +16,6 @@ from ascendtune.cli.common import (
     JsonOpt,
     SysrootOpt,
     cpus_option,
-    duration_option,
     handle_errors,
     interval_option,
     pid_option,
@@ -140,7 +139,9 @@ def register(app: typer.Typer) -> None:
         ] = 2.0,
         for_: Annotated[
             str | None,
-            duration_option("--watch: stop after 90, 30s, 10m, 2h, 1d."),
+            typer.Option(
+                "--for", metavar="DURATION", help="--watch: stop after 90, 30s, 10m, 2h, 1d."
+            ),
         ] = None,
         show: Annotated[
             bool,

@@ -107,20 +107,6 @@ def _seconds(value: float, source: str) -> object:
     return value
 
 
-def _duration(text: str, source: str) -> object:
-    import math
-
-    from ascendtune.app.keep_bound import parse_duration
-    from ascendtune.core.errors import UsageError
-
-    seconds = parse_duration(text)
-    if not math.isfinite(seconds) or seconds > MAX_SECONDS:
-        raise UsageError(
-            f"{source} {text}: expected a duration such as 90, 30s, 10m, 2h, 1d, up to a year"
-        )
-    return seconds
-
-
 def cpus_option(help: str, *short: str) -> Any:
     """`--cpus CPULIST`, checked while the options are parsed."""
     return typer.Option("--cpus", *short, metavar="CPULIST", help=help, callback=checked(_cpulist))
@@ -131,11 +117,6 @@ def interval_option(help: str, metavar: str) -> Any:
     return typer.Option(
         "--interval", min=0.05, metavar=metavar, help=help, callback=checked(_seconds)
     )
-
-
-def duration_option(help: str) -> Any:
-    """`--for DURATION` (90, 30s, 10m, 2h, 1d): finite, more than 0, at most a year."""
-    return typer.Option("--for", metavar="DURATION", help=help, callback=checked(_duration))
 
 
 DemoOpt = Annotated[
