@@ -223,7 +223,10 @@ def judge(case: Case, res: Outcome) -> dict[str, int]:
     got["partial outputs"] = int(partial)
     if case.scratch is not None:
         left = {p.name for p in case.scratch.iterdir()}
-        wanted = {case.dest.name} if case.dest is not None and res.code == 0 else set()
+        # a snapshot's rename is atomic: a dest that exists is whole, and is wanted when the
+        # run ended 0 or was stopped by its signal only after the rename
+        done = res.code == 0 or (case.signal is not None and res.code == 128 + case.signal[0])
+        wanted = {case.dest.name} if case.dest is not None and done else set()
         got["files left behind"] = int(bool(left - wanted))
     return got
 
@@ -542,7 +545,8 @@ def fam_signals(rng: random.Random, work: Path) -> Case:
     return Case(
         "signals",
         argv,
-        frozenset({0, 128 + signum}),
+        # -signum: the signal came before the tool set its handlers (it had written nothing)
+        frozenset({0, 128 + signum, -signum}),
         signal=(signum, rng.uniform(0.0, 0.6)),
         scratch=scratch,
         dest=dest,
