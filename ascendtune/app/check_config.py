@@ -264,7 +264,32 @@ def document(result: CheckConfigReport) -> dict[str, Any]:
     doc["target_reason"] = result.target_reason
     if result.chain is not None:
         doc["binders"] = result.chain.to_json(result.owner)
+    _say_non_finite(doc)
     return doc
+
+
+def _say_non_finite(doc: dict[str, Any]) -> None:
+    """A value JSON cannot carry (NaN, Infinity, or 1e400, which reads as Infinity): the
+    document writes it as a string (core/jsondoc.finite), and a finding says so."""
+    from ascendtune.core.findings import CONFIG_SHAPE, Finding
+    from ascendtune.core.jsondoc import non_finite_paths
+
+    keys = sorted({p.split("[", 1)[0] for p in non_finite_paths(doc.get("effective", {}))})
+    if not keys:
+        return
+    finding = Finding(
+        code="non-finite-number",
+        severity="info",
+        keys=tuple(keys),
+        message=f"{', '.join(keys)}: NaN or Infinity (or a number too large for a double, "
+        'such as 1e400) is not JSON: this document writes it as the string "NaN", '
+        '"Infinity" or "-Infinity"',
+        hint="write a finite number",
+    )
+    doc.setdefault("findings", []).append(finding.to_json(CONFIG_SHAPE))
+    counts = doc.get("counts")
+    if isinstance(counts, dict):
+        counts["info"] = counts.get("info", 0) + 1
 
 
 def _root(sysroot: str | None) -> Root:

@@ -75,6 +75,9 @@ class WatchSummary:
         }
 
 
+MAX_DURATION_S = 366 * 86400.0
+
+
 def parse_duration(text: str) -> float:
     """`--for 90`, `30s`, `10m`, `2h`, `1d` -> seconds."""
     t = text.strip().lower()
@@ -88,6 +91,10 @@ def parse_duration(text: str) -> float:
         raise UsageError(f"--for {text}: expected a duration such as 90, 30s, 10m, 2h") from None
     if value <= 0:
         raise UsageError(f"--for {text}: a duration is more than 0")
+    if not value * scale <= MAX_DURATION_S:  # nan, inf, 1e308: time.sleep would refuse them
+        raise UsageError(
+            f"--for {text}: expected a duration such as 90, 30s, 10m, 2h, up to a year"
+        )
     return value * scale
 
 

@@ -249,6 +249,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 def _chunks(stream: BinaryIO, source: str) -> Iterator[bytes]:
     """The stream in chunks (gzip undone); a binary file that is no text log is refused."""
     import gzip
+    import zlib
 
     from ascendtune.core.errors import InvalidInput
 
@@ -257,7 +258,7 @@ def _chunks(stream: BinaryIO, source: str) -> Iterator[bytes]:
         rest = gzip.GzipFile(fileobj=cast("BinaryIO", _Prepend(first, stream)), mode="rb")
         try:
             first = rest.read(CHUNK)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:  # zlib: a corrupt body
             raise InvalidInput(f"{source}: not a readable gzip file ({e})") from None
         stream = rest  # type: ignore[assignment]
     if first and first.count(b"\x00") > len(first) // 4:
@@ -269,7 +270,7 @@ def _chunks(stream: BinaryIO, source: str) -> Iterator[bytes]:
     while True:
         try:
             chunk = stream.read(CHUNK)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:  # zlib: a corrupt body
             raise InvalidInput(f"{source}: read failed ({e})") from None
         if not chunk:
             return

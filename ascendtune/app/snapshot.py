@@ -79,7 +79,7 @@ def snapshot(root: Root, dest: str, *, force: bool = False) -> SnapshotReport:
     cap = snap.capture(root)
     path = snap.write(cap, dest, force=force)
     # the counts come from the capture in memory: write() has already read the files back
-    host = read_host(MemRoot(dict(cap.files), dict(cap.links)))
+    host = cap.host or read_host(MemRoot(dict(cap.files), dict(cap.links)))
     return SnapshotReport(
         str(path),
         len(cap.files),

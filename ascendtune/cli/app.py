@@ -163,13 +163,9 @@ def _usage_line(e: Exception) -> str:
 def _silence_stdout() -> None:
     """The reader closed the pipe: send what is left nowhere, so the interpreter's last flush
     does not print "Exception ignored ... BrokenPipeError"."""
-    import os
+    from ascendtune.cli.streams import silence
 
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    silence(sys.stdout)
 
 
 COMPLETE_VAR = "_ASCENDTUNE_COMPLETE"
@@ -190,22 +186,45 @@ def click_style_completion() -> None:
 
 def main() -> None:
     """The console script: `--demo` may stand alone, `--debug` may stand anywhere, usage
-    errors are one line too, and a closed pipe (`| head`) ends quietly with status 0."""
+    errors are one line too, a closed pipe (`| head`) ends quietly with status 0, a full
+    stdout is one line and 74, and SIGTERM/SIGHUP stop as Ctrl-C does (cli/streams.py)."""
+    from ascendtune.cli.streams import Stopped, guard_streams, stop_on_signals
+    from ascendtune.core.errors import AscendtuneError
+
+    guard_streams()
+    stop_on_signals()
     click_style_completion()
     args = debug_anywhere(demo_flag_default(sys.argv[1:]))
     try:
         code = _run(args)
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter shutdown
+        sys.stdout.flush()  # a closed pipe or a full disk shows here, not at shutdown
     except BrokenPipeError:
         _silence_stdout()
         code = 0
+    except AscendtuneError as e:  # OutputLost from --help, --version or the last flush
+        _silence_stdout()
+        sys.stderr.write(_error_line(e) + "\n")
+        code = e.exit_code
+    except KeyboardInterrupt as e:  # outside a command's own boundary (parsing, --help)
+        _silence_stdout()
+        signum = e.signum if isinstance(e, Stopped) else 2
+        sys.stderr.write("ascendtune: interrupted\n" if signum == 2 else "ascendtune: stopped\n")
+        code = 128 + signum
     sys.exit(code)
 
 
+def _error_line(e: Exception) -> str:
+    from ascendtune.core.text import inert_line
+
+    return inert_line(f"ascendtune: error: {e}")
+
+
 def _run(args: list[str]) -> int:
+    from ascendtune.core.errors import AscendtuneError
+
     try:
         code = app(args=args, prog_name="ascendtune", standalone_mode=False)
-    except BrokenPipeError:
+    except (BrokenPipeError, AscendtuneError, KeyboardInterrupt):
         raise
     except Exception as e:
         # click's UsageError family (typer vendors click, so match its interface, not its class)
@@ -215,9 +234,10 @@ def _run(args: list[str]) -> int:
         if hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int):
             sys.stderr.write(_usage_line(e) + "\n")
             return int(getattr(e, "exit_code", 2))
-        if type(e).__name__ == "Abort":  # Ctrl-C at a prompt
-            sys.stderr.write("ascendtune: interrupted\n")
-            return 130
+        if type(e).__name__ == "Abort":  # click's word for Ctrl-C (or SIGTERM) while parsing
+            raise (
+                e.__context__ if isinstance(e.__context__, KeyboardInterrupt) else KeyboardInterrupt
+            ) from None
         raise
     return code if isinstance(code, int) else 0
 

@@ -17,6 +17,7 @@ from ascendtune.cli.common import (
     SysrootOpt,
     cpus_option,
     handle_errors,
+    interval_option,
     pid_option,
     plan_file_option,
     print_json,
@@ -136,9 +137,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         interval: Annotated[
             float,
-            typer.Option(
-                "--interval", min=0.05, metavar="S", help="--watch: seconds between passes."
-            ),
+            interval_option("--watch: seconds between passes.", "S"),
         ] = 2.0,
         for_: Annotated[
             str | None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ascendtune.core.errors import AscendtuneError
-from ascendtune.core.jsondoc import SCHEMA_VERSION, versioned
+from ascendtune.core.jsondoc import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,9 +68,55 @@ def rank_option(help: str, metavar: str | None = "RANK") -> Any:
     return typer.Option("--rank", min=0, metavar=metavar, help=help)
 
 
+def checked(
+    parse: Callable[[Any, str], object],
+) -> Callable[[typer.Context, typer.CallbackParam, Any], Any]:
+    """A callback that refuses a malformed value while the options are parsed, so it is a usage
+    error (exit 2) in the same form as every other bad option value, in every command."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is None or ctx.resilient_parsing:  # completion parses without values
+            return value
+        name = max(param.opts, key=len) if param.opts else str(param.name)
+        try:
+            parse(value, name)
+        except AscendtuneError as e:
+            raise typer.BadParameter(str(e)) from None
+        return value
+
+    return check
+
+
+def _cpulist(text: str, source: str) -> object:
+    from ascendtune.core.cpulist import parse_cpulist
+
+    return parse_cpulist(text, source=source)
+
+
+# a pause or a run longer than this is a typo, and time.sleep() refuses far less than 1e308
+MAX_SECONDS = 366 * 86400.0
+
+
+def _seconds(value: float, source: str) -> object:
+    import math
+
+    from ascendtune.core.errors import UsageError
+
+    if not math.isfinite(value) or value > MAX_SECONDS:
+        raise UsageError(f"{source} {value}: expected a number of seconds up to a year")
+    return value
+
+
 def cpus_option(help: str, *short: str) -> Any:
-    """`--cpus CPULIST`."""
-    return typer.Option("--cpus", *short, metavar="CPULIST", help=help)
+    """`--cpus CPULIST`, checked while the options are parsed."""
+    return typer.Option("--cpus", *short, metavar="CPULIST", help=help, callback=checked(_cpulist))
+
+
+def interval_option(help: str, metavar: str) -> Any:
+    """`--interval SECONDS`: at least 0.05, finite, at most a year."""
+    return typer.Option(
+        "--interval", min=0.05, metavar=metavar, help=help, callback=checked(_seconds)
+    )
 
 
 DemoOpt = Annotated[
@@ -114,7 +159,8 @@ def stdout_console() -> Console:
 
     tty = sys.stdout.isatty()
     no_color = bool(os.environ.get("NO_COLOR")) or not tty
-    sized = tty or bool(os.environ.get("COLUMNS"))
+    columns = _columns()
+    sized = tty or columns is not None
 
     class _Console(_inert_console_class()):  # type: ignore[misc]
         def on_broken_pipe(self) -> None:
@@ -127,8 +173,21 @@ def stdout_console() -> Console:
         no_color=no_color,
         highlight=False,
         soft_wrap=not sized,
-        width=None if sized else PIPE_WIDTH,
+        width=(columns or _terminal_columns()) if sized else PIPE_WIDTH,
     )
+
+
+def _columns() -> int | None:
+    """COLUMNS when it is a usable width (Rich would print nothing at all at `COLUMNS=0`)."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and len(text) <= 5 and 0 < int(text) <= 10_000 else None
+
+
+def _terminal_columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
 
 
 def host_line(identity: dict[str, Any]) -> str:
@@ -199,7 +258,9 @@ def _inert_console_class() -> type[Console]:
 
 def print_json(doc: Mapping[str, Any]) -> None:
     """The one printer of `--json` documents: schema_version first, then the document."""
-    sys.stdout.write(json.dumps(versioned(doc), indent=2, sort_keys=False) + "\n")
+    from ascendtune.core.jsondoc import dumps
+
+    sys.stdout.write(dumps(doc) + "\n")
 
 
 def respond(
@@ -296,9 +357,12 @@ def handle_errors(func: F) -> F:
             raise fail(e) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
-        except KeyboardInterrupt:
-            sys.stderr.write("ascendtune: interrupted\n")
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (cli/streams.py's Stopped)
+            signum = getattr(e, "signum", 2)
+            sys.stderr.write(
+                "ascendtune: interrupted\n" if signum == 2 else "ascendtune: stopped\n"
+            )
+            raise typer.Exit(128 + signum) from None
         except BrokenPipeError:
             raise typer.Exit(0) from None
         except Exception as e:

@@ -3,16 +3,15 @@ PlanOptions value the application layer takes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.app.planchoices import SOC_NAMES, policy_choices, visible_list
+from ascendtune.cli.common import checked
 from ascendtune.core import vllm_ascend
 from ascendtune.core.cpulist import parse_cpulist
-from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.policies import POLICY_NAMES
 
 
@@ -25,25 +24,6 @@ def policy_help(*, compare: bool = False) -> str:
         + (", or compare (every policy side by side)" if compare else "")
         + "."
     )
-
-
-def _checked(
-    parse: Callable[[str, str], object],
-) -> Callable[[typer.Context, typer.CallbackParam, str | None], str | None]:
-    """A callback that refuses a malformed list while the options are parsed, so it is a usage
-    error (exit 2) in the same form as every other bad option value."""
-
-    def check(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
-        if value is None or ctx.resilient_parsing:  # completion parses without values
-            return value
-        name = max(param.opts, key=len) if param.opts else str(param.name)
-        try:
-            parse(value, name)
-        except AscendtuneError as e:
-            raise typer.BadParameter(str(e)) from None
-        return value
-
-    return check
 
 
 def _ids(text: str, source: str) -> object:
@@ -90,7 +70,7 @@ VisibleDevicesOpt = Annotated[
     typer.Option(
         "--visible-devices",
         metavar="IDS",
-        callback=_checked(_ids),
+        callback=checked(_ids),
         help="Devices the job sees, in its order (else ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, else all).",
     ),
 ]
@@ -114,7 +94,7 @@ ReserveOpt = Annotated[
         "--reserve",
         metavar="CPULIST",
         help="Housekeeping CPUs no rank may get.",
-        callback=_checked(_cpus),
+        callback=checked(_cpus),
     ),
 ]
 SpillOpt = Annotated[
@@ -184,7 +164,7 @@ DeviceIdsOpt = Annotated[
         "--device-ids",
         metavar="IDS",
         help="vLLM's --device-ids: the NPUs in rank order.",
-        callback=_checked(_ids),
+        callback=checked(_ids),
     ),
 ]
 BusyOpt = Annotated[
@@ -192,7 +172,7 @@ BusyOpt = Annotated[
     typer.Option(
         "--busy",
         metavar="IDS",
-        callback=_checked(_ids),
+        callback=checked(_ids),
         help="NPUs that will have a process when binding runs (default: npu-smi's table plus "
         "the job's own).",
     ),

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from ascendtune.cli.common import (
     JsonOpt,
     cpus_option,
     handle_errors,
+    interval_option,
     pid_option,
     plan_file_option,
     rank_option,
@@ -194,9 +194,7 @@ def register(app: typer.Typer) -> None:
         version: TargetOpt = "auto",
         interval: Annotated[
             float,
-            typer.Option(
-                "--interval", min=0.05, metavar="SECONDS", help="Seconds between samples."
-            ),
+            interval_option("Seconds between samples.", "SECONDS"),
         ] = 1.0,
         once: Annotated[
             bool, typer.Option("--once", help="Take one sample of length --interval and print it.")
@@ -245,7 +243,7 @@ def _render_once(report: WatchReport) -> None:
 def _json_lines(session: Any, interval: float, count: int | None) -> None:
     """One compact document per interval, for a script that reads lines."""
     from ascendtune.app.watch import document
-    from ascendtune.core.jsondoc import versioned
+    from ascendtune.core.jsondoc import dumps
 
     done = 0
     try:
@@ -253,7 +251,7 @@ def _json_lines(session: Any, interval: float, count: int | None) -> None:
             time.sleep(interval)
             report = session.step()
             done += 1
-            line = json.dumps(versioned(document(report)), separators=(",", ":"))
+            line = dumps(document(report), compact=True)
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             if session.all_exited:
@@ -268,6 +266,9 @@ def _live(session: Any, interval: float, count: int | None) -> None:
     from ascendtune.cli.common import stdout_console
 
     con = stdout_console()
+    if not con.is_terminal:
+        _samples(session, interval, count, con)
+        return
     report = session.report()
     shown = _screen(report)
     done = 0
@@ -286,3 +287,22 @@ def _live(session: Any, interval: float, count: int | None) -> None:
         except KeyboardInterrupt:
             pass
         live.update(render(report, shown), refresh=True)
+
+
+def _samples(session: Any, interval: float, count: int | None, con: Any) -> None:
+    """Not a terminal (a file, a pipe): every sample printed in full as it is taken, like
+    `top -b`, so `timeout 60 ascendtune watch ... > f` keeps each of them."""
+    report = session.report()
+    con.print(render(report, _screen(report)))
+    done = 0
+    try:
+        while count is None or done < count:
+            time.sleep(interval)
+            report = session.step()
+            done += 1
+            con.print()
+            con.print(render(report, _screen(report)))
+            if session.all_exited:
+                break
+    except KeyboardInterrupt:
+        pass

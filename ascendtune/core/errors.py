@@ -4,6 +4,9 @@ from __future__ import annotations
 
 # a defect of ascendtune itself (SPEC.md section 4: sysexits EX_SOFTWARE)
 INTERNAL_ERROR_EXIT = 70
+# standard output cannot be written (a full disk, /dev/full, an I/O error): sysexits EX_IOERR,
+# neither "problems found" nor a defect of ours
+OUTPUT_ERROR_EXIT = 74
 
 
 class AscendtuneError(Exception):
@@ -18,6 +21,17 @@ class AscendtuneError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+    def reworded(self, prefix: str) -> AscendtuneError:
+        """The same error (class, exit code, hint) with prefix before its message: what a
+        caller adds to say where it happened. No subclass constructor is called, so a class
+        with its own arguments (ParseError's source and line) rewords like any other."""
+        import copy
+
+        new = copy.copy(self)
+        new.message = prefix + self.message
+        new.args = (new.message,)
+        return new
 
 
 class ProblemsFound(AscendtuneError):
@@ -67,6 +81,19 @@ class ParseError(InvalidInput):
         super().__init__(where + message, hint)
         self.source = source
         self.line = line
+
+
+class OutputLost(AscendtuneError):
+    """Standard output refused a write (not a closed pipe, which ends quietly): what the command
+    printed is incomplete, and nothing it did is undone by that (exit 74)."""
+
+    exit_code = OUTPUT_ERROR_EXIT
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"cannot write to standard output: {reason}",
+            "the output is incomplete; a change the command made stays made",
+        )
 
 
 class PlanError(InvalidInput):

@@ -93,11 +93,16 @@ def host_port(address: str) -> tuple[str, int]:
     host = host.strip("[]")
     if not host:
         raise UsageError(f"--ray-address {address!r}: give HOST:PORT")
-    try:
-        default = 10001 if address.startswith("ray://") else DEFAULT_PORT
-        return host, int(port) if port else default
-    except ValueError:
-        raise UsageError(f"--ray-address {address!r}: the port must be a number") from None
+    # a host name is at most 253 characters in labels of at most 63 (the resolver refuses more
+    # with a UnicodeError of its own)
+    if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
+        raise UsageError(f"--ray-address {address[:80]!r}...: the host name is too long")
+    default = 10001 if address.startswith("ray://") else DEFAULT_PORT
+    if not port:
+        return host, default
+    if not port.isdigit() or not 0 < int(port[:6]) < 65536:
+        raise UsageError(f"--ray-address {address[:80]!r}: the port must be a number 1-65535")
+    return host, int(port)
 
 
 def probe(address: str, deadline_s: float = 5.0) -> None:

@@ -172,7 +172,9 @@ def _int(text: str | None, default: int) -> int:
         return default
 
 
-_MEM = re.compile(r"Node\s+\d+\s+MemTotal:\s+(\d+)\s*kB")
+# at most 18 digits (an exabyte in kB): a longer number is not a reading, and int() of
+# thousands of digits is refused by Python itself
+_MEM = re.compile(r"Node\s+\d+\s+MemTotal:\s+(\d{1,18})\s*kB")
 
 
 def read_nodes(root: Root, online: CpuSet, notes: list[str] | None = None) -> tuple[NumaNode, ...]:

@@ -180,3 +180,53 @@ def test_impossible_sizes_in_a_cmdline_are_exit_5(flags: str, cli: Cli) -> None:
     res = cli("check-config", "--cmdline", f"vllm serve m {flags}")
     check(res, flags)
     assert res.exit_code == 5 and ("out of range" in res.stderr or "not an integer" in res.stderr)
+
+
+# --- strict JSON (SPEC.md section 4): no bare NaN or Infinity in any --json document ---------
+
+
+def strict_json(text: str) -> Any:
+    def reject(token: str) -> Any:
+        raise ValueError(f"not strict JSON: {token}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        '{"recompute_scheduler_enable": 1e400}',
+        '{"short_request_first_config": {"long_max_wait_ms": NaN}}',
+        '{"recompute_scheduler_enable": -Infinity, "x": Infinity}',
+    ],
+)
+def test_check_config_json_is_strict_and_says_what_it_rewrote(cli: Cli, config: str) -> None:
+    r = cli("check-config", config, "--json")
+    assert r.exit_code in (0, 1), r.stderr
+    doc = strict_json(r.stdout)
+    said = [f for f in doc["findings"] if f["code"] == "non-finite-number"]
+    assert len(said) == 1, doc["findings"]
+    assert said[0]["keys"] and all(k in said[0]["message"] for k in said[0]["keys"])
+
+
+LOGGED = (
+    "(APIServer pid=5200) INFO 09-23 10:11:00 [api_server.py:1903] vLLM API server version 0.23.0\n"
+    "(APIServer pid=5200) INFO 09-23 10:11:00 [utils.py:341] non-default args: {'model': '/m', "
+    "'tensor_parallel_size': 4, 'additional_config': CONFIG}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "{'enable_cpu_binding': True, 'weight_nz_mode': -1e309}",
+        "{'short_request_first_config': {'long_max_wait_ms': 1e999}}",
+        "{(1, 2): 3, 1: 'a', 'enable_cpu_binding': True}",  # was internal error: TypeError
+    ],
+)
+def test_log_json_of_a_logged_config_is_strict(cli: Cli, tmp_path: Path, config: str) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(LOGGED.replace("CONFIG", config))
+    r = cli("log", str(log), "--json")
+    assert r.exit_code in (0, 1), r.stderr
+    strict_json(r.stdout)

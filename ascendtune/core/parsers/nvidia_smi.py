@@ -21,6 +21,7 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -183,7 +184,9 @@ def _space_trailing(tokens: list[str], names: tuple[str, ...], no: int) -> list[
     return [*[""] * (len(names) - len(tokens)), *tokens]
 
 
+@functools.lru_cache(maxsize=1024)
 def _known(cell: str, codes: frozenset[str]) -> bool:
+    # cached: a 1,000-GPU matrix asks this of a million cells that are a handful of words
     return cell in codes or ("NV#" in codes and _NVLINK.fullmatch(cell) is not None)
 
 
@@ -363,6 +366,7 @@ def parse_topo_m_details(text: str) -> TopoMDetails:
     nic_columns = [c for c in header.columns if c not in gpu_of]
     nic_name = {c: legend.get(c, c) for c in nic_columns}
 
+    has_row = frozenset(devices)  # a set: a tuple made 1,000 GPUs cost 10^9 comparisons
     links: dict[int, dict[int, str]] = {}
     nic_links: dict[int, dict[str, str]] = {}
     affinity: dict[int, CpuSet | None] = {}
@@ -375,7 +379,7 @@ def parse_topo_m_details(text: str) -> TopoMDetails:
         cells = dict(zip(header.columns, row.links, strict=True))
         links[g] = {gpu_of[c]: v for c, v in cells.items() if c in gpu_of and gpu_of[c] != g}
         # Keep links among GPUs that have rows, so every key is a device of the matrix.
-        links[g] = {h: v for h, v in sorted(links[g].items()) if h in devices}
+        links[g] = {h: v for h, v in sorted(links[g].items()) if h in has_row}
         nic_links[g] = {nic_name[c]: cells[c] for c in nic_columns}
         affinity[g] = _cpus(row.trailing.get(CPU_AFFINITY, ""), g, row.line)
         numa[g] = _node(row.trailing.get(NUMA_AFFINITY, ""), NUMA_AFFINITY, g, row.line)

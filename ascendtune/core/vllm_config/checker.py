@@ -44,7 +44,7 @@ def check(
     ver = version(target) if not isinstance(target, Version) else target
     facts = facts or Facts()
     table = _Table(ver, facts)
-    raw, upstream = table.upstream_keys(dict(config))
+    raw, upstream = table.upstream_keys(_text_keys(config))
     user = table.move_legacy(raw)
     eff = table.section(ver.keys, user, "", ver.extra)
     table.removed_env()
@@ -52,6 +52,16 @@ def check(
     rules_mod.run(ctx)
     eff.update(upstream)
     return Report(ver.name, tuple(table.findings + ctx.findings), eff)
+
+
+def _text_keys(config: Mapping[Any, Any]) -> dict[str, Any]:
+    """config with every key a string, at every depth: a config read from a log is a Python
+    dict literal and may hold `1:` or `(1, 2):`, which no release knows (the key is then
+    reported as unknown under its text, not a crash)."""
+    return {
+        (k if isinstance(k, str) else str(k)): (_text_keys(v) if isinstance(v, Mapping) else v)
+        for k, v in config.items()
+    }
 
 
 # what upstream vLLM's EngineArgs puts into additional_config, and the flag it comes from

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ascendtune.core.errors import MissingError
+from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.lazy import lazy_names
 from ascendtune.host.roots.base import (
     MAX_FILE_BYTES,
@@ -67,9 +67,20 @@ __getattr__ = lazy_names(__name__, _HOME)
 _TOP_LEVEL = ("sys", "proc", "commands", "meta.json", "etc")
 
 
+_FOLDERS = ("sys", "proc", "commands", "etc")
+
+
 def _not_empty(root: Root, sysroot: str) -> Root:
-    """An empty folder (or archive) is no captured host: every command would guess from nothing."""
+    """An empty folder (or archive) is no captured host: every command would guess from nothing;
+    one whose sys/ (or proc/, commands/) is a file is not one either, and is said so, not read
+    as a host where nothing could be checked."""
     top = set(root.listdir(".") or [])
+    for name in sorted(top.intersection(_FOLDERS)):
+        if root.listdir(name) is None and root.read_text(name) is not None:
+            raise InvalidInput(
+                f"sysroot {sysroot}: {name} is a file, where a captured host has a folder",
+                "give a folder or .tar.gz written by `ascendtune snapshot`",
+            )
     if not top.intersection(_TOP_LEVEL):
         raise MissingError(
             f"sysroot {sysroot} holds no captured host (none of sys/, proc/, commands/, meta.json)",
@@ -84,6 +95,11 @@ def open_root(sysroot: str | None) -> Root:
         return DirRoot("/", live=True)
     p = Path(sysroot)
     if p.is_dir():
+        if not os.access(p, os.R_OK | os.X_OK):
+            raise PermissionDenied(
+                f"sysroot {sysroot} cannot be read: permission denied",
+                "run as its owner (snapshot writes it readable by its owner only), or copy it",
+            )
         return _not_empty(DirRoot(p), sysroot)
     if p.exists():
         from ascendtune.host.roots.archive import open_archive, read_archive_file

@@ -14,6 +14,21 @@ from ascendtune.host.roots.memroot import MemRoot
 
 MAX_ARCHIVE_BYTES = 64 << 20  # inflated, all members together (also the cap on the .tar.gz)
 MAX_ARCHIVE_MEMBERS = 200_000
+# The cap grows with the host: every member read allows this much more inflated tar (its header,
+# a PAX header for a long name, the padding) and this much more kept text (a sysfs file of a
+# few bytes). An 8,192-CPU host is ~130,000 such members, ~130 MiB of tar, past a fixed 64 MiB;
+# a hostile archive stays bounded by MAX_ARCHIVE_MEMBERS times these.
+FRAMING_PER_MEMBER = 2048
+TEXT_PER_MEMBER = 256
+
+
+class _Allowance:
+    """How far past MAX_ARCHIVE_BYTES the inflated stream may go: FRAMING_PER_MEMBER a member."""
+
+    __slots__ = ("extra",)
+
+    def __init__(self) -> None:
+        self.extra = 0
 
 
 def _strip_top(names: list[str]) -> str:
@@ -42,10 +57,14 @@ def _pieces(data: bytes | IO[bytes]) -> Iterator[bytes]:
         yield piece
 
 
-def _inflate(data: bytes | IO[bytes], label: str) -> Iterator[bytes]:
+def _inflate(
+    data: bytes | IO[bytes], label: str, allowance: _Allowance | None = None
+) -> Iterator[bytes]:
     """The tar stream in data (gzip, concatenated gzip members, or plain tar) in chunks of at
     most _CHUNK bytes, taken only as the reader asks for them; InvalidInput once more than
-    MAX_ARCHIVE_BYTES have come out (a bomb is never inflated whole)."""
+    MAX_ARCHIVE_BYTES (and the allowance its members have earned) have come out (a bomb is
+    never inflated whole)."""
+    allowed = allowance or _Allowance()
     pieces = _pieces(data)
     pending = b""
     while len(pending) < 2:
@@ -59,7 +78,7 @@ def _inflate(data: bytes | IO[bytes], label: str) -> Iterator[bytes]:
             for at in range(0, len(pending), _CHUNK):
                 out = pending[at : at + _CHUNK]
                 total += len(out)
-                if total > MAX_ARCHIVE_BYTES:
+                if total > MAX_ARCHIVE_BYTES + allowed.extra:
                     raise _too_big(label)
                 yield out
             pending = next(pieces, b"")
@@ -71,7 +90,7 @@ def _inflate(data: bytes | IO[bytes], label: str) -> Iterator[bytes]:
             pending = d.unconsumed_tail
             if out:
                 total += len(out)
-                if total > MAX_ARCHIVE_BYTES:
+                if total > MAX_ARCHIVE_BYTES + allowed.extra:
                     raise _too_big(label)
                 yield out
             elif not pending:
@@ -309,8 +328,10 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
     never held whole: it is inflated a chunk at a time as the members are read, decoded and
     kept.
     """
-    tar = _Tar(_inflate(data, label))
+    allowance = _Allowance()
+    tar = _Tar(_inflate(data, label, allowance))
     take = tar.take
+    kept = 0  # bytes of text kept, bounded like the stream: MAX_ARCHIVE_BYTES and per member
     files: dict[str, str] = {}
     links: dict[str, str] = {}
     names: list[str] = []
@@ -324,6 +345,7 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
                 )
             name = raw_name.lstrip("./")
             names.append(name)
+            allowance.extra += FRAMING_PER_MEMBER
             keep = (
                 bool(name)
                 and not name.startswith("/")
@@ -342,6 +364,9 @@ def open_archive(data: bytes | IO[bytes], label: str) -> MemRoot:
                         f"{mib(MAX_FILE_BYTES)} limit on one file"
                     )
                 # the data and its padding in one take; short: the archive ends inside them
+                kept += size
+                if kept > MAX_ARCHIVE_BYTES + TEXT_PER_MEMBER * len(names):
+                    raise _too_big(label)
                 whole = size + (-size % _BLOCK)
                 got = take(whole)
                 if len(got) < whole:
