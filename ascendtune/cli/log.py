@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
         file: Annotated[
             str,
             typer.Argument(
-                help="The vLLM / vLLM-Ascend server log ('-' for stdin; .gz is read too).",
+                help="The vLLM / vLLM-Ascend server log ('-' for stdin); gzip, xz, bzip2, zstd "
+                "and single-file zip are read too, told by their content.",
                 metavar="FILE|-",
             ),
         ],

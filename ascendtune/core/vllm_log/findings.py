@@ -156,7 +156,7 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
             Finding(
                 "truncated",
                 "warning",
-                f"stopped after {model.MAX_LINES} lines; later lines were not read",
+                f"{p.stop_reason or 'reading stopped early'}; later lines were not read",
                 "cut the log to the server start-up (binding happens after warm-up)",
             )
         )

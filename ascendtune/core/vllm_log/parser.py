@@ -134,6 +134,7 @@ class LogParser:
         self.lines = 0
         self.cut = 0
         self.truncated = False
+        self.stop_reason: str | None = None
         self.workers: dict[object, _Worker] = {}
         self.order: list[object] = []
         self.current: dict[object, object] = {}  # source (pid or None) -> key of its open worker
@@ -233,13 +234,18 @@ class LogParser:
                 return w
         return self._current(rec)
 
+    def stop(self, reason: str) -> None:
+        """Reading ended before the log did (a line, byte or time limit): the report says so."""
+        self.truncated = True
+        self.stop_reason = reason
+
     # -- lines ----------------------------------------------------------------------------
 
     def feed(self, line: bytes) -> None:
         if self.truncated:
             return
         if self.lines >= model.MAX_LINES:
-            self.truncated = True
+            self.stop(f"stopped after {model.MAX_LINES} lines")
             return
         self.lines += 1
         recs = records(line)
