@@ -659,3 +659,44 @@ def test_mode_line_naming_the_npu_matches_its_plan() -> None:
     )
     r = parse_text(text)
     assert [(w.rank, w.plan.npu if w.plan else None) for w in r.workers] == [(0, 6), (1, 4)]
+
+
+# -- findings stay linear ----------------------------------------------------------------------
+
+
+def _crowded_log(n: int) -> str:
+    """n workers, each on its own NPU: half share one pool (CPUs 0-9), the rest overlap their
+    neighbour by 2 CPUs (a chain)."""
+    head = "INFO 09-23 10:11:21 [cpu_binding.py:545] [vllm-ascend] - "
+    out = []
+    for i in range(n):
+        base = 0 if i < n // 2 else 8 * i
+        cpus = " ".join(str(c) for c in range(base, base + 8))
+        p = f"(Worker_TP{i} pid={1000 + i}) {head}"
+        out.append(f"{p}[cpu_bind_mode] mode=topo_affinity rank={i} visible_npus=[{i}]")
+        out.append(f"{p}NPU{i}: main=[{cpus}]  acl=[{base + 8}]  release=[[{base + 9}]]")
+    return "\n".join(out) + "\n"
+
+
+def test_cpus_shared_by_many_ranks_are_one_finding() -> None:
+    r = parse_text(_crowded_log(64))
+    shared = [f for f in r.findings if f.code == "shared_cpus"]
+    crowd = [f for f in shared if len(f.ranks) == 32]
+    assert len(crowd) == 1, [f.message for f in shared[:5]]
+    assert "share CPUs 0-9 (32 workers)" in crowd[0].message
+    assert "and 24 more" in crowd[0].message and crowd[0].ranks == tuple(range(32))
+    # the chain: each neighbour pair shares 2 CPUs
+    pairs = [f for f in shared if len(f.ranks) == 2]
+    assert len(pairs) == 31 and all("and" in f.message for f in pairs)
+
+
+def test_a_thousand_workers_give_a_document_of_linear_size(cli: Cli, tmp_path: Path) -> None:
+    sizes = {}
+    for n in (64, 1024):
+        path = tmp_path / f"w{n}.log"
+        path.write_text(_crowded_log(n))
+        res = cli("log", str(path), "--json")
+        assert res.exit_code == 0, res.output
+        sizes[n] = len(res.stdout)
+        assert len(schemas.loads("log", res.stdout)["ranks"]) == n
+    assert sizes[1024] / sizes[64] < 16 * 1.25, sizes

@@ -191,7 +191,9 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
         same_npu.setdefault(w.plan.npu, []).append(w)
     for npu, ws in sorted(same_npu.items()):
         if len(ws) > 1:
-            who = ", ".join(worker_name(w) for w in ws)
+            who = ", ".join(worker_name(w) for w in ws[:_NAMED])
+            if len(ws) > _NAMED:
+                who += f" and {len(ws) - _NAMED} more"
             out.append(
                 Finding(
                     "same_npu_pool",
@@ -204,25 +206,40 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
                     ranks=tuple(sorted({w.rank for w in ws if w.rank is not None})),
                 )
             )
-    seen_pairs = {id(w) for ws in same_npu.values() if len(ws) > 1 for w in ws}
-    for i, a in enumerate(planned):
-        for b in planned[i + 1 :]:
-            if id(a) in seen_pairs and id(b) in seen_pairs:
-                continue
-            assert a.plan is not None and b.plan is not None
-            shared = a.plan.cpus & b.plan.cpus
-            if shared:
-                out.append(
-                    Finding(
-                        "shared_cpus",
-                        "warning",
-                        f"{worker_name(a)} and {worker_name(b)} share CPUs {format_cpulist(shared)}",
-                        "pools of one job should not overlap; `ascendtune plan --policy compare` "
-                        "shows disjoint alternatives",
-                        ranks=tuple(sorted({r for r in (a.rank, b.rank) if r is not None})),
-                    )
-                )
+    reported = {id(w) for ws in same_npu.values() if len(ws) > 1 for w in ws}
+    # one finding per set of workers sharing CPUs (not per pair): a CPU shared by k ranks is
+    # one entry, so the findings grow with the pools logged, never with the pairs of workers
+    users: dict[int, list[int]] = {}
+    for i, w in enumerate(planned):
+        assert w.plan is not None
+        for c in w.plan.cpus:
+            users.setdefault(c, []).append(i)
+    sharing: dict[tuple[int, ...], set[int]] = {}
+    for c, idx in users.items():
+        if len(idx) > 1 and not all(id(planned[i]) in reported for i in idx):
+            sharing.setdefault(tuple(idx), set()).add(c)
+    for idx, cpus in sorted(sharing.items(), key=lambda kv: (min(kv[1]), kv[0])):
+        ws = [planned[i] for i in idx]
+        names = ", ".join(worker_name(w) for w in ws[:_NAMED])
+        if len(ws) > _NAMED:
+            names += f" and {len(ws) - _NAMED} more"
+        elif len(ws) == 2:
+            names = " and ".join(worker_name(w) for w in ws)
+        out.append(
+            Finding(
+                "shared_cpus",
+                "warning",
+                f"{names} share CPUs {format_cpulist(cpus)}"
+                + (f" ({len(ws)} workers)" if len(ws) > 2 else ""),
+                "pools of one job should not overlap; `ascendtune plan --policy compare` "
+                "shows disjoint alternatives",
+                ranks=tuple(sorted({w.rank for w in ws if w.rank is not None})),
+            )
+        )
     return out
+
+
+_NAMED = 8  # workers named in one finding; the ranks field lists them all
 
 
 def worker_name(w: WorkerLog) -> str:
