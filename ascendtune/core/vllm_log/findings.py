@@ -218,8 +218,8 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
     for c, idx in users.items():
         if len(idx) > 1 and not all(id(planned[i]) in reported for i in idx):
             sharing.setdefault(tuple(idx), set()).add(c)
-    for idx, cpus in sorted(sharing.items(), key=lambda kv: (min(kv[1]), kv[0])):
-        ws = [planned[i] for i in idx]
+    for members, cpus in sorted(sharing.items(), key=lambda kv: (min(kv[1]), kv[0])):
+        ws = [planned[i] for i in members]
         names = ", ".join(worker_name(w) for w in ws[:_NAMED])
         if len(ws) > _NAMED:
             names += f" and {len(ws) - _NAMED} more"
