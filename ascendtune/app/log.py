@@ -222,6 +222,7 @@ def log_document(
             b: sum(1 for w in report.workers if w.binding == b)
             for b in ("bound", "failed", "skipped", "not seen")
         },
+        "runs": [r.to_json() for r in report.runs],
     }
     return plain(doc)
 

@@ -700,3 +700,65 @@ def test_a_thousand_workers_give_a_document_of_linear_size(cli: Cli, tmp_path: P
         sizes[n] = len(res.stdout)
         assert len(schemas.loads("log", res.stdout)["ranks"]) == n
     assert sizes[1024] / sizes[64] < 16 * 1.25, sizes
+
+
+# -- runs: a log appended across restarts ------------------------------------------------------
+
+
+def test_restarts_with_reused_pids_report_the_last_run() -> None:
+    """Three starts in one file (the second's clock behind the first's), the same PIDs each
+    time: rank 0 failed twice and bound the third time, so it is bound now."""
+    r = load("restarts_pid_reuse.log")
+    assert [(w.rank, w.pid, w.binding, w.migrate_nodes) for w in r.workers] == [
+        (0, 61, "bound", (6,)),
+        (1, 62, "bound", (7,)),
+    ]
+    assert [(x.run, x.first_line, x.last_line, x.failed_ranks) for x in r.runs] == [
+        (1, 1, 11, (0,)),
+        (2, 12, 20, (0,)),
+        (3, 21, 32, ()),
+    ]
+    assert "server start" in r.runs[2].started
+    assert codes(r) == ["earlier_runs", "irq_not_logged"] and not r.failed
+    assert (
+        "3 server runs" in r.findings[0].message and "run 1 (lines 1-11)" in r.findings[0].message
+    )
+
+
+def test_a_pid_that_binds_again_starts_a_run() -> None:
+    r = load("restarts_workers_only.log")
+    (w,) = r.workers
+    assert (w.rank, w.binding, w.migrate_nodes, w.line) == (0, "bound", (6,), 4)
+    assert [x.counts["failed"] for x in r.runs] == [1, 0]
+    assert r.runs[1].started == "PID 61 began binding again"
+
+
+def test_time_stamps_going_back_start_a_run() -> None:
+    """No banner and new PIDs, but the clock goes back an hour: another run, judged alone.
+    Records out of order by seconds (processes interleaving) stay one run."""
+    head = "[cpu_binding.py:545] [vllm-ascend] -"
+    text = (
+        f"(Worker_TP0 pid=70) INFO 11-02 09:00:05 {head} [cpu_bind_mode] mode=topo_affinity rank=0\n"
+        f"(Worker_TP0 pid=70) WARNING 11-02 09:00:06 {head} Bind cpus failed in rank0: "
+        "Can not get running npu info.\n"
+        f"(Worker_TP0 pid=90) INFO 11-02 08:00:05 {head} [cpu_bind_mode] mode=topo_affinity rank=0\n"
+        f"(Worker_TP0 pid=90) INFO 11-02 08:00:03 {head} NPU0: main=[2 3 4]  acl=[5]  release=[[6]]\n"
+    )
+    r = parse_text(text)
+    assert [(w.pid, w.binding) for w in r.workers] == [(90, "bound")]
+    assert len(r.runs) == 2 and "time stamps go back" in r.runs[1].started
+    # a year's turn is no step back
+    wrap = text.replace("11-02 09:00", "12-31 23:59").replace("11-02 08:00", "01-01 00:00")
+    assert len(parse_text(wrap).runs) == 1
+
+
+def test_runs_in_the_document(cli: Cli) -> None:
+    res = cli("log", str(FIX / "restarts_pid_reuse.log"), "--json")
+    assert res.exit_code == 0, res.output  # rank 0 is bound in the current run
+    doc = schemas.loads("log", res.stdout)
+    assert doc["summary"] == {"bound": 2, "failed": 0, "skipped": 0, "not seen": 0}
+    assert [x["summary"]["failed"] for x in doc["runs"]] == [1, 1, 0]
+    assert [x["failed_ranks"] for x in doc["runs"]] == [[0], [0], []]
+    assert [r["migrate_numa"] for r in doc["ranks"]] == [[6], [7]]
+    one = schemas.loads("log", cli("log", str(FIX / "a2_tp4_bound.log"), "--json").stdout)
+    assert [(x["run"], x["first_line"], x["last_line"]) for x in one["runs"]] == [(1, 1, 30)]

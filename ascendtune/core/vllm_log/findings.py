@@ -22,7 +22,20 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
     def ranks(ws: Iterable[WorkerLog]) -> tuple[int, ...]:
         return tuple(sorted({w.rank for w in ws if w.rank is not None}))
 
-    if not p.binding_seen:
+    if p.past:
+        out.append(_earlier_runs(p))
+    if not p.binding_seen and p.any_binding_seen:
+        out.append(
+            Finding(
+                "no_binding_lines",
+                "warning",
+                f"the last run (from line {p.run_first}) holds no CPU-binding line; earlier "
+                "runs did",
+                "the server restarted and has not reached binding (after warm-up), or its "
+                "workers died first; see `runs` for what earlier runs did",
+            )
+        )
+    elif not p.binding_seen:
         out.append(
             Finding(
                 "no_binding_lines",
@@ -178,6 +191,22 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
             )
         )
     return out
+
+
+def _earlier_runs(p: LogParser) -> Finding:
+    """The log holds several server runs: this report is of the last; what the others did."""
+    said = []
+    for r in p.past[-4:]:
+        counts = ", ".join(f"{n} {b}" for b, n in r.counts.items() if n) or "no worker"
+        said.append(f"run {r.run} (lines {r.first_line}-{r.last_line}): {counts}")
+    more = f" ({len(p.past) - 4} more before)" if len(p.past) > 4 else ""
+    return Finding(
+        "earlier_runs",
+        "info",
+        f"the log holds {len(p.past) + 1} server runs; this report is of the last (from line "
+        f"{p.run_first}: {p.run_started}); earlier{more}: " + "; ".join(said),
+        "a log appended across restarts: each run is judged alone (`runs` in --json)",
+    )
 
 
 def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:

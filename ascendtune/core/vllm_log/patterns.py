@@ -73,6 +73,8 @@ _ASCEND_VERSION = re.compile(
     r"vllm[-_]ascend(?:'s)? version(?: is)?:? v?(\d+\.\d+[\w.+\-]*)|vllm[-_]ascend[= ]=?v?(\d+\.\d+\.\d+[\w.+\-]*)",
     re.IGNORECASE,
 )
+# what a server prints once per start, before any worker: a new run of an appended log
+_BANNER = re.compile(r"vLLM API server version |non-default args: ")
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*)$")
 _NAMESPACE = re.compile(r"\bargs: Namespace\((.*)$")
 
