@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.findings import LOG_SHAPE, Finding
 from ascendtune.core.vllm_log import LogReport, WorkerLog
 
 if TYPE_CHECKING:
-    from ascendtune.app.documents import LogDocument, LogRank
+    from ascendtune.app.documents import LogDocument, LogRank, LogRun
     from ascendtune.app.source import HostSource
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
@@ -222,7 +222,7 @@ def log_document(
             b: sum(1 for w in report.workers if w.binding == b)
             for b in ("bound", "failed", "skipped", "not seen")
         },
-        "runs": [r.to_json() for r in report.runs],
+        "runs": [cast("LogRun", r.to_json()) for r in report.runs],
     }
     return plain(doc)
 
