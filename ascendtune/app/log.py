@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -176,7 +177,7 @@ def _jsonable(v: Any) -> Any:
         return sorted((_jsonable(x) for x in v), key=repr)
     if isinstance(v, (bytes, complex)):
         return repr(v)
-    if isinstance(v, float) and v != v:  # NaN is no JSON
+    if isinstance(v, float) and not math.isfinite(v):  # NaN and Infinity are no JSON
         return None
     return v
 

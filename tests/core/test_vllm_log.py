@@ -762,3 +762,18 @@ def test_runs_in_the_document(cli: Cli) -> None:
     assert [r["migrate_numa"] for r in doc["ranks"]] == [[6], [7]]
     one = schemas.loads("log", cli("log", str(FIX / "a2_tp4_bound.log"), "--json").stdout)
     assert [(x["run"], x["first_line"], x["last_line"]) for x in one["runs"]] == [(1, 1, 30)]
+
+
+def test_logged_config_with_odd_keys_and_values(cli: Cli, tmp_path: Path) -> None:
+    """A non-string key and a float past the double range in the logged dict: checked, and the
+    document parses with a strict parser."""
+    path = tmp_path / "server.log"
+    path.write_text(
+        "INFO 01-01 00:00:00 [utils.py:1] non-default args: {'model': '/m', 'x': -1e309, "
+        "'additional_config': {1: 2, 'enable_cpu_binding': True, 'n': {3: -1e309}}}\n"
+    )
+    res = cli("log", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = schemas.loads("log", res.stdout)
+    json.loads(res.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in the document"))
+    assert doc["additional_config"]["1"] == 2 and doc["check_config"] is not None
