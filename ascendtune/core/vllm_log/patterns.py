@@ -171,7 +171,8 @@ def _balanced(text: str) -> str | None:
 def _config_value(value: Any) -> Mapping[str, Any] | None:
     """additional_config as vLLM holds it: a dict, or the JSON string given on the command line."""
     if isinstance(value, dict):
-        return _str_keys(value)
+        out: dict[str, Any] = _str_keys(value)
+        return out
     if isinstance(value, str) and len(value) <= MAX_LITERAL_CHARS:
         try:
             doc = json.loads(value)
