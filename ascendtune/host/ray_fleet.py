@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -289,6 +290,42 @@ def gather(
     """One pinned capture task per alive node; every node comes back as an answer or a reason."""
     t0 = time.monotonic()
     probe(address, probe_deadline)
+    with stdout_to_stderr():
+        return _gather(address, timeout, nodes, ship, connect_deadline, t0)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """While Ray runs, whatever it prints to stdout goes to stderr: its `(raylet)` lines when a
+    worker dies (Ray prints the cluster's error messages to sys.stdout, log_to_driver or not),
+    its C++ core's messages on file descriptor 1. stdout carries only the document."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to keep clean
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _gather(
+    address: str,
+    timeout: float,
+    nodes: list[str] | None,
+    ship: bool,
+    connect_deadline: float,
+    t0: float,
+) -> Gathered:
     if _driver_ip(address) and "ray" not in sys.modules:
         # Ray rewrites a loopback address to this machine's outside one unless it is told the
         # cluster is a single-machine one (Ray's own switch, read when ray is imported)
@@ -396,10 +433,32 @@ def _settle(ray: Any, ref: Any, ans: NodeAnswer, started: float) -> None:
     try:
         got = ray.get(ref)
     except Exception as e:
-        _classify(ray, ans, e)
+        try:
+            _classify(ray, ans, e)
+        except Exception as again:  # Ray itself failing to say why: still this node's row
+            ans.status = "failed"
+            ans.reason = f"Ray error: {type(e).__name__} ({type(again).__name__} classifying it)"
         return
-    ans.archive = got["archive"]
-    ans.info = dict(got.get("info") or {})
+    settle_answer(ans, got)
+
+
+def settle_answer(ans: NodeAnswer, got: object) -> None:
+    """A node's answer as capture_here returns it ({"archive": bytes, "info": dict}); anything
+    else (a string, None, a malformed document) makes that node a failed row, never the run."""
+    archive = got.get("archive") if isinstance(got, dict) else None
+    if not isinstance(archive, (bytes, bytearray)) or not archive:
+        ans.status = "failed"
+        what = type(got).__name__ if not isinstance(got, dict) else "a document without archive"
+        ans.reason = f"malformed answer: {what}, not a snapshot archive"
+        return
+    assert isinstance(got, dict)
+    info = got.get("info")
+    ans.archive = bytes(archive)
+    ans.info = (
+        {str(k): v for k, v in info.items() if isinstance(v, (str, int, float, bool, dict))}
+        if isinstance(info, dict)
+        else {}
+    )
 
 
 def _classify(ray: Any, ans: NodeAnswer, e: BaseException) -> None:
