@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -777,3 +778,29 @@ def test_logged_config_with_odd_keys_and_values(cli: Cli, tmp_path: Path) -> Non
     doc = schemas.loads("log", res.stdout)
     json.loads(res.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in the document"))
     assert doc["additional_config"]["1"] == 2 and doc["check_config"] is not None
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in FIX.glob("*.log") if not p.name.startswith("restarts_"))
+)
+def test_a_log_appended_to_itself_reports_its_last_run_alike(name: str) -> None:
+    """Every fixture written three times over (a server restarted twice, same PIDs, same clock):
+    three runs, and the last is reported exactly as the fixture alone."""
+    data = (FIX / name).read_bytes()
+    one, three = load(name), parse_log(split_lines([data + data + data]))
+    assert len(three.runs) == 3 * len(one.runs)
+    assert [replace(w, line=0) for w in three.workers] == [replace(w, line=0) for w in one.workers]
+    assert [f.code for f in three.findings if f.code != "earlier_runs"] == codes(one)
+
+
+def test_a_failed_run_then_a_bound_one(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(
+        (FIX / "fail_too_few_cpus.log").read_bytes() + (FIX / "a2_tp4_bound.log").read_bytes()
+    )
+    res = cli("log", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = schemas.loads("log", res.stdout)
+    assert doc["summary"]["bound"] == 4 and [x["failed_ranks"] for x in doc["runs"]] == [[0, 1], []]
+    res = cli("log", str(path))
+    assert "earlier_runs" in res.stdout and "run 2 of 2 (lines 6-35)" in res.stdout
