@@ -93,12 +93,26 @@ def host_port(address: str) -> tuple[str, int]:
         host, port = rest, ""
     host = host.strip("[]")
     if not host:
-        raise UsageError(f"--ray-address {address!r}: give HOST:PORT")
+        raise UsageError(f"--ray-address {address[:80]!r}: give HOST:PORT")
+    shown = address if len(address) <= 80 else address[:77] + "..."
     try:
         default = 10001 if address.startswith("ray://") else DEFAULT_PORT
-        return host, int(port) if port else default
+        number = int(port) if port else default
     except ValueError:
-        raise UsageError(f"--ray-address {address!r}: the port must be a number") from None
+        raise UsageError(f"--ray-address {shown!r}: the port must be a number") from None
+    if not 0 < number < 65536:
+        raise UsageError(f"--ray-address {shown!r}: the port must be 1-65535")
+    # a host name the resolver could never take (DNS: 253 characters, labels of 63)
+    if (
+        len(host) > 253
+        or any(len(label) > 63 for label in host.split("."))
+        or not host.isprintable()
+    ):
+        raise UsageError(
+            f"--ray-address {shown!r}: not a host name or IP address",
+            "give HOST:PORT of the head node's GCS",
+        )
+    return host, number
 
 
 def probe(address: str, deadline_s: float = 5.0) -> None:
@@ -109,8 +123,8 @@ def probe(address: str, deadline_s: float = 5.0) -> None:
             return
     except TimeoutError:
         why = f"no answer within {deadline_s:g} s"
-    except OSError as e:
-        why = e.strerror or type(e).__name__
+    except (OSError, UnicodeError) as e:
+        why = (e.strerror if isinstance(e, OSError) else None) or type(e).__name__
     raise ConnectError(
         f"no Ray cluster at {host}:{port}: {why}",
         "give --ray-address HOST:PORT of the head node's GCS (the port of `ray start --head`)",

@@ -369,3 +369,34 @@ def test_ray_output_during_a_gather_goes_to_stderr() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == '{"doc": 1}\n'
     assert "(raylet) A worker died" in done.stderr and "from the core" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["a" * 70_000 + ":6379", "a" * 70 + ".example:6379", "head:99999", "head:0"],
+    ids=["huge", "long-label", "port-too-big", "port-0"],
+)
+def test_a_malformed_ray_address_is_a_usage_error(address: str, cli: Cli) -> None:
+    res = cli("fleet", "topo", "--ray-address", address, "--timeout", "2")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "internal error" not in res.stderr
+    assert len(res.stderr) < 400
+
+
+def test_an_unreadable_snapshot_is_one_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ascendtune.host import roots
+
+    a, b, c, _ = fleet_of_four(tmp_path / "f")
+    real = roots.open_root
+
+    def refusing(path: str | None) -> object:
+        if path == str(c):
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(roots, "open_root", refusing)
+    doc = schemas.checked("fleet", api.fleet_compare(str(a), str(b), str(c)))
+    rows = {n["node"]: n for n in doc["nodes"]}
+    assert rows["node-c"]["status"] == "failed"
+    assert rows["node-c"]["reason"] == "unreadable: Permission denied"
+    assert rows["node-a"]["status"] == rows["node-b"]["status"] == "ok"

@@ -175,3 +175,19 @@ def test_endless_input_stops_at_the_limits(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(logfile, "MAX_SECONDS", 0.0)
     report = read_log(str(FIX / "a2_tp4_bound.log"))
     assert report.truncated and "after 0 s" in report.findings[-1].message
+
+
+def test_closed_stdin_is_invalid_input() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ascendtune", "log", "-"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 5, done.stderr
+    assert "stdin is closed" in done.stderr and "internal error" not in done.stderr
