@@ -92,7 +92,8 @@ def _looks_binary(data: bytes) -> bool:
     if ctrl * 50 > len(data):  # 2 %
         return True
     text = data.decode("utf-8", errors="replace")
-    return text.count("\ufffd") * 10 > len(text)  # 10 %
+    # a chunk may cut characters at either end: up to 3 stray bytes before, 1 cut one after
+    return (text.count("\ufffd") - 4) * 10 > len(text)  # 10 %
 
 
 def _decoder(head: bytes, raw: _Timed, name: str, file: BinaryIO | None) -> tuple[Any, str]:
@@ -187,6 +188,8 @@ class _Prepend:
                 out, self.head = self.head + _read_upto(self.stream, MAX_ZIP_STDIN), b""
                 return out
             out, self.head = self.head[:n], self.head[n:]
+            if len(out) < n:  # a whole chunk, so the text check never judges a few bytes
+                out += self.stream.read(n - len(out))
             return out
         data: bytes = self.stream.read(n)
         return data

@@ -191,3 +191,13 @@ def test_closed_stdin_is_invalid_input() -> None:
     )
     assert done.returncode == 5, done.stderr
     assert "stdin is closed" in done.stderr and "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 100, logfile.CHUNK - 1, logfile.CHUNK + 1])
+def test_text_of_any_length_in_any_script_is_text(size: int, tmp_path: Path) -> None:
+    """Chinese text cut anywhere (a chunk ending mid-character) is still text."""
+    text = ("推理服务启动 NPU 绑核 ✓\n" * (size // 10 + 1)).encode()
+    path = tmp_path / "server.log"
+    for data in (text[:size], text[1 : size + 1]):
+        path.write_bytes(data)
+        assert b"".join(LogInput(str(path)).chunks()) == data
