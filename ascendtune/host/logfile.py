@@ -281,7 +281,9 @@ class LogInput:
             stripped = chunk.replace(b"\x00", b"") if b"\x00" in chunk else chunk
             nuls += len(chunk) - len(stripped)
             if nuls > MAX_NUL_BYTES:
-                raise InvalidInput(f"{self.name} is not a text log (NUL bytes)", HINT)
+                raise InvalidInput(
+                    f"{self.name} is not a text log (binary content: NUL bytes)", HINT
+                )
             if _looks_binary(stripped):
                 where = f" at byte {total}" if total else ""
                 raise InvalidInput(
@@ -296,4 +298,6 @@ class LogInput:
                 self.stopped = f"stopped after {MAX_BYTES >> 20} MiB of text"
                 return
         if nuls and not seen_text:
-            raise InvalidInput(f"{self.name} is not a text log (NUL bytes only)", HINT)
+            raise InvalidInput(
+                f"{self.name} is not a text log (binary content: NUL bytes only)", HINT
+            )
