@@ -740,6 +740,15 @@ LogSummary = TypedDict(
 )
 
 
+class LogRun(TypedDict):
+    run: Annotated[int, "1, 2, ... in the order of the file"]
+    first_line: Annotated[int, "its first line"]
+    last_line: Annotated[int, "its last line"]
+    started: Annotated[str, "why a run begins there (a start banner, PIDs binding again, ...)"]
+    summary: Annotated[dict[str, int], Like(LogSummary), "its workers per binding outcome"]
+    failed_ranks: Annotated[list[int], "ranks whose binding failed in it"]
+
+
 class LogDocument(TypedDict):
     """`ascendtune log FILE --json`: what a vLLM / vLLM-Ascend server log says about CPU binding."""
 
@@ -761,6 +770,11 @@ class LogDocument(TypedDict):
     lines_cut: Annotated[int, "lines too long or ending mid-record"]
     truncated: Annotated[bool, "reading stopped at the size limit"]
     summary: Annotated[dict[str, int], Like(LogSummary), "workers per binding outcome"]
+    runs: Annotated[
+        list[LogRun],
+        "every server run of a log appended across restarts, the last (the one `ranks` and "
+        "`summary` describe) last",
+    ]
 
 
 # ---- watch ----------------------------------------------------------------------------------

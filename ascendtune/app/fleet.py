@@ -8,6 +8,8 @@ pure (`ascendtune.core.fleet`); Ray lives in `ascendtune.host.ray_fleet`. Read-o
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.app.options import PlanOptions
 from ascendtune.core import fleet as core
-from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
+from ascendtune.core.errors import AscendtuneError, MissingError, PermissionDenied, UsageError
 from ascendtune.core.jsondoc import versioned
 
 if TYPE_CHECKING:
@@ -128,36 +130,68 @@ def _node_input(
         return core.NodeInput(
             name, node_id, None, f"cannot judge its snapshot: {e}", core.FAILED, extra
         )
+    except Exception as e:  # a defect met on one node's snapshot: that node's row, not the run
+        return core.NodeInput(
+            name,
+            node_id,
+            None,
+            f"cannot judge its snapshot: internal error {type(e).__name__}: {e} (a defect of "
+            "ascendtune: please report it with that snapshot)",
+            core.FAILED,
+            extra,
+        )
     hostname = docs["topo"].get("hostname") or name
     return core.NodeInput(str(hostname), node_id, docs, None, None, extra)
 
 
-def snapshot_paths(args: list[str]) -> list[str]:
-    """Every snapshot named: a snapshot folder or archive, or a folder holding several."""
+def snapshot_paths(args: list[str]) -> list[tuple[str, str | None]]:
+    """Every snapshot named: a snapshot folder or archive, or a folder holding several (each
+    with the folder it was found in, so a link out of that folder can be refused)."""
     from ascendtune.host.snapshot import is_archive
 
-    out: list[str] = []
+    out: list[tuple[str, str | None]] = []
     for a in args:
         p = Path(a)
-        if p.is_file():
-            out.append(a)
-        elif p.is_dir():
-            if any((p / m).exists() for m in ("meta.json", "sys", "proc")):
-                out.append(a)
-                continue
-            kids = sorted(
-                str(k) for k in p.iterdir() if (k.is_file() and is_archive(k.name)) or k.is_dir()
-            )
-            if not kids:
-                raise MissingError(
-                    f"{a} holds no snapshot", "give snapshot folders or .tar.gz files"
+        try:
+            if p.is_file():
+                out.append((a, None))
+            elif p.is_dir():
+                if any((p / m).exists() for m in ("meta.json", "sys", "proc")):
+                    out.append((a, None))
+                    continue
+                kids = sorted(
+                    str(k)
+                    for k in p.iterdir()
+                    if (k.is_file() and is_archive(k.name)) or k.is_dir()
                 )
-            out += kids
-        else:
-            raise MissingError(f"{a} does not exist", "give snapshot folders or .tar.gz files")
+                if not kids:
+                    raise MissingError(
+                        f"{a} holds no snapshot", "give snapshot folders or .tar.gz files"
+                    )
+                out += [(k, a) for k in kids]
+            else:
+                raise MissingError(f"{a} does not exist", "give snapshot folders or .tar.gz files")
+        except OSError:  # unreadable: opening it makes that snapshot's row say why
+            out.append((a, None))
     if not out:
         raise UsageError("give at least one snapshot (DIR or FILE)")
     return out
+
+
+def _refused(path: str, folder: str | None) -> str | None:
+    """Why a snapshot path is not read: a link out of the folder it was found in, or the live
+    root itself (fleet compare judges captures, never this host)."""
+    try:
+        real = Path(path).resolve()
+    except (OSError, RuntimeError) as e:
+        return f"cannot resolve {path}: {e}"
+    if real == Path("/"):
+        return f"{path} is this host's root, not a snapshot: refused"
+    if folder is not None:
+        top = Path(folder).resolve()
+        if real != top and top not in real.parents:
+            return f"{path} is a symbolic link out of {folder} (to {real}): refused"
+    return None
 
 
 def compare(paths: list[str], view: str = "doctor", plan: PlanOptions | None = None) -> FleetReport:
@@ -166,13 +200,23 @@ def compare(paths: list[str], view: str = "doctor", plan: PlanOptions | None = N
     from ascendtune.host.roots import open_root
 
     inputs = []
-    for path in snapshot_paths(paths):
-        stem = re.sub(r"\.(tar\.gz|tgz|tar)$", "", Path(path).name)
+    for path, folder in snapshot_paths(paths):
+        stem = re.sub(r"\.(tar\.gz|tgz|tar)$", "", Path(path).name) or path
         extra = {"source": path}
+        refused = _refused(path, folder)
+        if refused is not None:
+            inputs.append(core.NodeInput(stem, None, None, refused, core.FAILED, extra))
+            continue
         try:
             root: Root | None = open_root(path)
         except AscendtuneError as e:
             inputs.append(core.NodeInput(stem, None, None, f"unreadable: {e}", core.FAILED, extra))
+            continue
+        except OSError as e:
+            why = e.strerror or type(e).__name__
+            inputs.append(
+                core.NodeInput(stem, None, None, f"unreadable: {why}", core.FAILED, extra)
+            )
             continue
         inputs.append(_node_input(stem, root, view, plan, extra=extra))
     result = core.compare(view, inputs)
@@ -186,6 +230,8 @@ def gather(opts: FleetOptions) -> FleetReport:
         raise UsageError("--timeout must be more than 0 seconds")
     from ascendtune.host import ray_fleet
 
+    if opts.save is not None:
+        os.close(save_dir(opts.save))  # a bad --save fails before the cluster is asked
     address = ray_fleet.resolve_address(opts.ray_address)
     got = ray_fleet.gather(
         address,
@@ -200,14 +246,18 @@ def gather(opts: FleetOptions) -> FleetReport:
 
 def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
     """Judge what a gather brought back (each archive replayed as a sysroot)."""
-    from ascendtune.host.roots import open_archive
-    from ascendtune.host.snapshot import is_archive
 
-    save = Path(opts.save) if opts.save else None
-    if save is not None:
-        if (save.exists() and not save.is_dir()) or is_archive(str(save)):
-            raise UsageError(f"--save {opts.save}: give a folder (one NODE.tar.gz per node)")
-        save.mkdir(parents=True, exist_ok=True)
+    save = save_dir(opts.save) if opts.save else None
+    try:
+        return _judged(got, opts, save)
+    finally:
+        if save is not None:
+            os.close(save)
+
+
+def _judged(got: Gathered, opts: FleetOptions, save: int | None) -> FleetReport:
+    from ascendtune.host.roots import open_archive
+
     inputs: list[core.NodeInput] = []
     for ans in sorted(got.answers, key=lambda a: (a.hostname, a.node_id)):
         extra: dict[str, Any] = {"address": ans.address, "seconds": ans.seconds, **ans.info}
@@ -219,18 +269,19 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
         extra["bytes"] = len(ans.archive)
         try:
             root: Root | None = open_archive(ans.archive, f"node {ans.hostname} {ans.node_id[:8]}")
-        except AscendtuneError as e:
+        except Exception as e:  # AscendtuneError, or whatever a hostile archive raises
+            why = str(e) if isinstance(e, AscendtuneError) else f"{type(e).__name__}: {e}"
             inputs.append(
                 core.NodeInput(
-                    ans.hostname, ans.node_id, None, f"capture failed: {e}", core.FAILED, extra
+                    ans.hostname, ans.node_id, None, f"capture failed: {why}", core.FAILED, extra
                 )
             )
             continue
         node = _node_input(ans.hostname, root, opts.view, opts.plan, ans.node_id, extra)
-        if save is not None:
-            dest = save / f"{_safe(node.node)}-{ans.node_id[:8]}.tar.gz"
-            dest.write_bytes(ans.archive)
-            node.extra["saved"] = str(dest)
+        if save is not None and opts.save is not None:
+            name = f"{_safe(node.node)}-{_safe(ans.node_id[:8])}.tar.gz"
+            save_file(save, name, ans.archive)
+            node.extra["saved"] = str(Path(opts.save) / name)
         inputs.append(node)
     result = core.compare(opts.view, inputs)
     ray_info = {
@@ -248,6 +299,50 @@ def from_gathered(got: Gathered, opts: FleetOptions) -> FleetReport:
     if opts.save is not None:
         body["saved"] = opts.save
     return FleetReport(result, body, tuple(got.notes))
+
+
+def save_dir(path: str) -> int:
+    """--save DIR opened for writing as `snapshot` writes: made 0700 if absent, never through
+    a symbolic link (a planted DIR link is refused); the descriptor each file is written under."""
+    from ascendtune.host.snapshot import is_archive
+
+    if is_archive(path):
+        raise UsageError(f"--save {path}: give a folder (one NODE.tar.gz per node)")
+    p = Path(path)
+    if p.is_symlink():
+        raise UsageError(f"--save {path} is a symbolic link: give a real folder")
+    try:
+        if p.parent != p:
+            p.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(p, 0o700)
+        return os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except NotADirectoryError:
+        raise UsageError(f"--save {path}: give a folder (one NODE.tar.gz per node)") from None
+    except PermissionError:
+        raise PermissionDenied(f"--save {path}: permission denied") from None
+    except OSError as e:
+        raise UsageError(f"--save {path}: {e.strerror or e}") from None
+
+
+def save_file(dir_fd: int, name: str, data: bytes) -> None:
+    """One archive, 0600, written to a new file then renamed over the name: a link planted
+    there is replaced, never followed."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    fd = os.open(
+        tmp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=dir_fd,
+    )
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 def _safe(name: str) -> str:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.findings import LOG_SHAPE, Finding
 from ascendtune.core.vllm_log import LogReport, WorkerLog
 
 if TYPE_CHECKING:
-    from ascendtune.app.documents import LogDocument, LogRank
+    from ascendtune.app.documents import LogDocument, LogRank, LogRun
     from ascendtune.app.source import HostSource
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.core.model import Host
@@ -176,7 +177,7 @@ def _jsonable(v: Any) -> Any:
         return sorted((_jsonable(x) for x in v), key=repr)
     if isinstance(v, (bytes, complex)):
         return repr(v)
-    if isinstance(v, float) and v != v:  # NaN is no JSON
+    if isinstance(v, float) and not math.isfinite(v):  # NaN and Infinity are no JSON
         return None
     return v
 
@@ -222,6 +223,7 @@ def log_document(
             b: sum(1 for w in report.workers if w.binding == b)
             for b in ("bound", "failed", "skipped", "not seen")
         },
+        "runs": [cast("LogRun", r.to_json()) for r in report.runs],
     }
     from ascendtune.core.redact import redact_doc
 
@@ -242,80 +244,22 @@ def plan_cells(w: WorkerLog) -> tuple[str, str, str, str]:
 
 # ---- reading a log file -------------------------------------------------------------------
 
-CHUNK = 64 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _chunks(stream: BinaryIO, source: str) -> Iterator[bytes]:
-    """The stream in chunks (gzip undone); a binary file that is no text log is refused."""
-    import gzip
-    import zlib
-
-    from ascendtune.core.errors import InvalidInput
-
-    first = stream.read(CHUNK)
-    if first.startswith(_GZIP_MAGIC):
-        rest = gzip.GzipFile(fileobj=cast("BinaryIO", _Prepend(first, stream)), mode="rb")
-        try:
-            first = rest.read(CHUNK)
-        except (OSError, EOFError, zlib.error) as e:  # zlib: a corrupt body
-            raise InvalidInput(f"{source}: not a readable gzip file ({e})") from None
-        stream = rest  # type: ignore[assignment]
-    if first and first.count(b"\x00") > len(first) // 4:
-        raise InvalidInput(
-            f"{source} is not a text log (binary content)",
-            "give the server's stdout/stderr log, e.g. `vllm serve ... 2>&1 | tee server.log`",
-        )
-    yield first
-    while True:
-        try:
-            chunk = stream.read(CHUNK)
-        except (OSError, EOFError, zlib.error) as e:  # zlib: a corrupt body
-            raise InvalidInput(f"{source}: read failed ({e})") from None
-        if not chunk:
-            return
-        yield chunk
-
-
-class _Prepend:
-    """A file object that returns `head` before the rest of `stream` (to sniff gzip)."""
-
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
-        self.head = head
-        self.stream = stream
-
-    def read(self, n: int = -1) -> bytes:
-        if self.head:
-            if n < 0:
-                out, self.head = self.head + self.stream.read(), b""
-                return out
-            out, self.head = self.head[:n], self.head[n:]
-            return out
-        return self.stream.read(n)
-
 
 def read_log(path: str) -> LogReport:
-    """Parse the log at path ('-' for stdin), streamed in bounded memory."""
-    import sys
+    """Parse the log at path ('-' for stdin): any compressed form, bounded in memory and time;
+    what is not text is refused (exit 5)."""
+    from ascendtune.core.vllm_log import LogParser, split_lines
+    from ascendtune.host.logfile import LogInput
 
-    from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
-    from ascendtune.core.vllm_log import parse_log, split_lines
-
-    if path == "-":
-        return parse_log(split_lines(_chunks(sys.stdin.buffer, "stdin")))
-    try:
-        with open(path, "rb") as f:
-            return parse_log(split_lines(_chunks(f, path)))
-    except FileNotFoundError:
-        raise MissingError(
-            f"no such log file: {path}", "give the server's log file, or '-' for stdin"
-        ) from None
-    except IsADirectoryError:
-        raise InvalidInput(f"{path} is a directory, not a log file") from None
-    except PermissionError:
-        raise PermissionDenied(f"cannot read {path}: permission denied") from None
-    except OSError as e:
-        raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
+    src = LogInput(path)
+    p = LogParser()
+    for line in split_lines(src.chunks()):
+        p.feed(line)
+        if p.truncated:
+            break
+    if src.stopped and not p.truncated:
+        p.stop(src.stopped)
+    return p.report()
 
 
 def compare_logged(report: LogReport, source: HostSource) -> Comparison:

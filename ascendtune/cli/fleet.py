@@ -76,7 +76,10 @@ def render(report: FleetReport) -> None:
     con = stdout_console()
     group_no = {g.name: str(i) for i, g in enumerate(res.groups, 1)}
     for g in res.groups:
-        con.print(Text(f"group {group_no[g.name]}: {g.name} ({len(g.nodes)} nodes)", style="bold"))
+        con.print(
+            Text(f"group {group_no[g.name]}: {g.name} ({len(g.nodes)} nodes)", style="bold"),
+            soft_wrap=True,
+        )
     t = Table(title=f"Nodes ({res.view})", title_justify="left")
     for col in ("node", "group", "status", "differs from the majority", "failing checks"):
         t.add_column(col)
@@ -133,7 +136,7 @@ def _matrix(con: Any, res: Any) -> None:
         t = Table(title="Checks x nodes (* differs from the majority)", title_justify="left")
         t.add_column("check")
         for n in answered:
-            t.add_column(n.node)
+            t.add_column(Text(n.node))  # a label is text, never Rich markup
         for k in checks:
             t.add_row(Text(k.split(":", 1)[1]), *(cell(n, k) for n in answered))
     else:
@@ -143,7 +146,7 @@ def _matrix(con: Any, res: Any) -> None:
         t = Table(title="Nodes x the checks that vary (* differs)", title_justify="left")
         t.add_column("node")
         for k in varied:
-            t.add_column(k.split(":", 1)[1])
+            t.add_column(Text(k.split(":", 1)[1]))
         for n in answered:
             t.add_row(Text(n.node), *(cell(n, k) for k in varied))
     con.print(t)

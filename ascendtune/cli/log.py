@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
         file: Annotated[
             str,
             typer.Argument(
-                help="The vLLM / vLLM-Ascend server log ('-' for stdin; .gz is read too).",
+                help="The vLLM / vLLM-Ascend server log ('-' for stdin); gzip, xz, bzip2, zstd "
+                "and single-file zip are read too, told by their content.",
                 metavar="FILE|-",
             ),
         ],
@@ -72,6 +73,11 @@ def render(result: ServerLogReport) -> None:
     con = stdout_console()
     out = functools.partial(con.print, soft_wrap=True)
     head = [f"{result.source}: {report.lines} lines"]
+    if len(report.runs) > 1:
+        last = report.runs[-1]
+        head.append(
+            f"run {last.run} of {len(report.runs)} (lines {last.first_line}-{last.last_line})"
+        )
     for key, label in (("vllm", "vLLM"), ("vllm_ascend", "vLLM-Ascend")):
         if key in report.versions:
             head.append(f"{label} {report.versions[key]}")

@@ -209,6 +209,9 @@ def compare(view: str, nodes: list[NodeInput]) -> FleetResult:
                 majority[k] = m
         majority_of[gname] = majority
         groups.append(Group(gname, tuple(sorted(name for name, _ in members)), majority))
+    with_accelerators = sum(
+        1 for n in nodes if ((n.docs or {}).get("topo") or {}).get("accelerators")
+    )
     results: list[NodeResult] = []
     for n, name, g, facts in per_node:
         if g is None:
@@ -228,6 +231,20 @@ def compare(view: str, nodes: list[NodeInput]) -> FleetResult:
                         diffs.append(Difference(k, value, "no majority"))
                 elif value != m:
                     diffs.append(Difference(k, value, m))
+        topo = (n.docs or {}).get("topo") or {}
+        peers = with_accelerators - (1 if topo.get("accelerators") else 0)
+        lacking = missing_view(topo, peers > 0)
+        if lacking:
+            count = len(topo.get("accelerators") or [])
+            diffs.insert(
+                0,
+                Difference(
+                    "accelerator_view",
+                    f"missing: {' and '.join(lacking)} not found"
+                    + (f" ({count} accelerators seen on PCI only)" if count else ""),
+                    "present",
+                ),
+            )
         status = DIFFERS if diffs else OK
         results.append(
             NodeResult(
@@ -240,18 +257,72 @@ def compare(view: str, nodes: list[NodeInput]) -> FleetResult:
 
 
 def _unique_names(nodes: list[NodeInput]) -> list[str]:
-    """Node names, made unique (several snapshots of one host, or one machine's Ray nodes)."""
+    """Node names, made unique (several snapshots of one host, or one machine's Ray nodes) by
+    the shortest tail of their source paths, or head of their node ids, that tells them apart;
+    two rows, or two columns, never carry the same name."""
     seen = Counter(n.node for n in nodes)
+    tags: dict[int, str] = {}
+    for name in (name for name, k in seen.items() if k > 1):
+        same = [i for i, n in enumerate(nodes) if n.node == name]
+        sources = {i: str(nodes[i].extra.get("source") or "") for i in same}
+        ids = {i: nodes[i].node_id or "" for i in same}
+        if all(ids.values()):
+            tags.update(_distinct_heads(ids))
+        elif all(sources.values()):
+            tags.update(_distinct_tails(sources))
+        else:
+            tags.update({i: ids[i][:8] or _tail(sources[i], 1) for i in same})
     out: list[str] = []
     used: Counter[str] = Counter()
-    for n in nodes:
-        if seen[n.node] == 1:
-            out.append(n.node)
-            continue
-        tag = (n.node_id or "")[:8] or str(n.extra.get("source") or "")
+    for i, n in enumerate(nodes):
+        tag = tags.get(i, "")
         name = f"{n.node} [{tag}]" if tag else n.node
         used[name] += 1
         out.append(name if used[name] == 1 else f"{name} #{used[name]}")
+    return out
+
+
+def _tail(path: str, k: int) -> str:
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-k:]) if parts else path
+
+
+def _distinct_tails(sources: dict[int, str]) -> dict[int, str]:
+    """The fewest trailing path components that tell every source apart."""
+    longest = max(len([p for p in s.split("/") if p]) for s in sources.values())
+    for k in range(1, longest + 1):
+        tails = {i: _tail(s, k) for i, s in sources.items()}
+        if len(set(tails.values())) == len(tails):
+            return tails
+    return {i: _tail(s, longest) for i, s in sources.items()}
+
+
+def _distinct_heads(ids: dict[int, str]) -> dict[int, str]:
+    """The shortest head (8 characters at least) that tells every node id apart."""
+    longest = max(len(v) for v in ids.values())
+    for k in range(min(8, longest), longest + 1):
+        heads = {i: v[:k] for i, v in ids.items()}
+        if len(set(heads.values())) == len(heads):
+            return heads
+    return dict(ids)
+
+
+def missing_view(topo: dict[str, Any], others_have_accelerators: bool) -> list[str]:
+    """The vendor tools a node lacks while it has (or, like the other nodes, should have) that
+    vendor's accelerators: its accelerator view (ids, health, links, processes) is missing."""
+    accs = topo.get("accelerators") or []
+    vendors_seen = {str(a.get("vendor")) for a in accs}
+    out = []
+    for p in vendors.profiles():
+        found = bool((topo.get(p.tool_key) or {}).get("found"))
+        if not found and p.vendor.value in vendors_seen:
+            out.append(p.tool)
+    if (
+        not accs
+        and others_have_accelerators
+        and not any((topo.get(p.tool_key) or {}).get("found") for p in vendors.profiles())
+    ):
+        out += [p.tool for p in vendors.profiles()]
     return out
 
 

@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,17 +93,26 @@ def host_port(address: str) -> tuple[str, int]:
         host, port = rest, ""
     host = host.strip("[]")
     if not host:
-        raise UsageError(f"--ray-address {address!r}: give HOST:PORT")
-    # a host name is at most 253 characters in labels of at most 63 (the resolver refuses more
-    # with a UnicodeError of its own)
-    if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
-        raise UsageError(f"--ray-address {address[:80]!r}...: the host name is too long")
-    default = 10001 if address.startswith("ray://") else DEFAULT_PORT
-    if not port:
-        return host, default
-    if not port.isdigit() or not 0 < int(port[:6]) < 65536:
-        raise UsageError(f"--ray-address {address[:80]!r}: the port must be a number 1-65535")
-    return host, int(port)
+        raise UsageError(f"--ray-address {address[:80]!r}: give HOST:PORT")
+    shown = address if len(address) <= 80 else address[:77] + "..."
+    try:
+        default = 10001 if address.startswith("ray://") else DEFAULT_PORT
+        number = int(port) if port else default
+    except ValueError:
+        raise UsageError(f"--ray-address {shown!r}: the port must be a number") from None
+    if not 0 < number < 65536:
+        raise UsageError(f"--ray-address {shown!r}: the port must be 1-65535")
+    # a host name the resolver could never take (DNS: 253 characters, labels of 63)
+    if (
+        len(host) > 253
+        or any(len(label) > 63 for label in host.split("."))
+        or not host.isprintable()
+    ):
+        raise UsageError(
+            f"--ray-address {shown!r}: not a host name or IP address",
+            "give HOST:PORT of the head node's GCS",
+        )
+    return host, number
 
 
 def probe(address: str, deadline_s: float = 5.0) -> None:
@@ -113,8 +123,8 @@ def probe(address: str, deadline_s: float = 5.0) -> None:
             return
     except TimeoutError:
         why = f"no answer within {deadline_s:g} s"
-    except OSError as e:
-        why = e.strerror or type(e).__name__
+    except (OSError, UnicodeError) as e:
+        why = (e.strerror if isinstance(e, OSError) else None) or type(e).__name__
     raise ConnectError(
         f"no Ray cluster at {host}:{port}: {why}",
         "give --ray-address HOST:PORT of the head node's GCS (the port of `ray start --head`)",
@@ -294,6 +304,42 @@ def gather(
     """One pinned capture task per alive node; every node comes back as an answer or a reason."""
     t0 = time.monotonic()
     probe(address, probe_deadline)
+    with stdout_to_stderr():
+        return _gather(address, timeout, nodes, ship, connect_deadline, t0)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """While Ray runs, whatever it prints to stdout goes to stderr: its `(raylet)` lines when a
+    worker dies (Ray prints the cluster's error messages to sys.stdout, log_to_driver or not),
+    its C++ core's messages on file descriptor 1. stdout carries only the document."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to keep clean
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _gather(
+    address: str,
+    timeout: float,
+    nodes: list[str] | None,
+    ship: bool,
+    connect_deadline: float,
+    t0: float,
+) -> Gathered:
     if _driver_ip(address) and "ray" not in sys.modules:
         # Ray rewrites a loopback address to this machine's outside one unless it is told the
         # cluster is a single-machine one (Ray's own switch, read when ray is imported)
@@ -401,10 +447,32 @@ def _settle(ray: Any, ref: Any, ans: NodeAnswer, started: float) -> None:
     try:
         got = ray.get(ref)
     except Exception as e:
-        _classify(ray, ans, e)
+        try:
+            _classify(ray, ans, e)
+        except Exception as again:  # Ray itself failing to say why: still this node's row
+            ans.status = "failed"
+            ans.reason = f"Ray error: {type(e).__name__} ({type(again).__name__} classifying it)"
         return
-    ans.archive = got["archive"]
-    ans.info = dict(got.get("info") or {})
+    settle_answer(ans, got)
+
+
+def settle_answer(ans: NodeAnswer, got: object) -> None:
+    """A node's answer as capture_here returns it ({"archive": bytes, "info": dict}); anything
+    else (a string, None, a malformed document) makes that node a failed row, never the run."""
+    archive = got.get("archive") if isinstance(got, dict) else None
+    if not isinstance(archive, (bytes, bytearray)) or not archive:
+        ans.status = "failed"
+        what = type(got).__name__ if not isinstance(got, dict) else "a document without archive"
+        ans.reason = f"malformed answer: {what}, not a snapshot archive"
+        return
+    assert isinstance(got, dict)
+    info = got.get("info")
+    ans.archive = bytes(archive)
+    ans.info = (
+        {str(k): v for k, v in info.items() if isinstance(v, (str, int, float, bool, dict))}
+        if isinstance(info, dict)
+        else {}
+    )
 
 
 def _classify(ray: Any, ans: NodeAnswer, e: BaseException) -> None:

@@ -15,6 +15,7 @@ from ascendtune.core import fleet as core
 from ascendtune.core.errors import MissingError, UsageError
 from ascendtune.host import ray_fleet
 from tests.support import schemas
+from tests.support.cli import Cli
 from tests.support.fleethosts import demo_copy, fleet_of_four
 
 
@@ -220,3 +221,182 @@ def test_snapshots_never_record_ray_variables(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cr3t-token-value")
     assert not [k for k in snapshot.env_keys() if k.startswith("RAY")]
+
+
+# -- labels, hostile folders, hostile nodes ------------------------------------------------------
+
+
+def test_labels_are_text_and_tell_nodes_apart(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same hostname everywhere: absolute archive paths once crashed Rich (`[/abs/...]` read as
+    markup); relative paths and hex node ids vanished as tags. Each column its own header."""
+    snaps = tmp_path / "snaps"
+    for name in ("before", "after"):
+        src = demo_copy(tmp_path / "src" / name, "same-host")
+        shutil.make_archive(str(snaps / name), "gztar", src)
+    before, after = snaps / "before.tar.gz", snaps / "after.tar.gz"
+    res = cli("fleet", "compare", str(before), str(after))
+    assert res.exit_code == 1, res.output  # the demo fails checks
+    assert "internal error" not in res.stderr
+    assert "same-host [before.tar.gz]" in res.stdout and "same-host [after.tar.gz]" in res.stdout
+    header = next(ln for ln in res.stdout.splitlines() if ln.startswith("┃ check"))
+    assert header.count("same-host [before.tar.gz]") == 1 and "[after.tar.gz]" in header
+    monkeypatch.chdir(tmp_path)
+    demo_copy(tmp_path / "rack1" / "n", "same-host")
+    demo_copy(tmp_path / "rack2" / "n", "same-host")
+    res = cli("fleet", "compare", "rack1/n", "rack2/n", "--json")
+    names = sorted(n["node"] for n in schemas.loads("fleet", res.stdout)["nodes"])
+    assert names == ["same-host [rack1/n]", "same-host [rack2/n]"]
+    res = cli("fleet", "compare", "rack1/n", "rack2/n")
+    assert "same-host [rack1/n]" in res.stdout and "same-host [rack2/n]" in res.stdout
+    # node ids starting a-f, sharing their first 8 characters
+    docs = {"topo": api.topo(sysroot=str(tmp_path / "rack1" / "n"))}
+    ids = ("deadbeef01" + "0" * 46, "deadbeef02" + "0" * 46)
+    res2 = core.compare("topo", [core.NodeInput("h", i, docs) for i in ids])
+    assert sorted(r.node for r in res2.nodes) == ["h [deadbeef01]", "h [deadbeef02]"]
+
+
+def test_a_node_without_npu_smi_is_missing_its_accelerator_view(tmp_path: Path) -> None:
+    a, b = (demo_copy(tmp_path / n, n) for n in ("node-a", "node-b"))
+    blind = demo_copy(tmp_path / "node-c", "node-c")
+    for f in (blind / "commands").glob("npu-smi*"):
+        f.unlink()
+    doc = schemas.checked("fleet", api.fleet_compare(str(a), str(b), str(blind), view="topo"))
+    row = next(n for n in doc["nodes"] if n["node"] == "node-c")
+    assert row["status"] == "differs" and row["differs"][0] == "accelerator_view"
+    assert "npu-smi not found" in row["differences"][0]["value"]
+    assert doc["summary"]["ok"] == 2 and doc["summary"]["differs"] == 1
+
+
+def test_compare_never_follows_a_link_out_of_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "fleet"
+    fleet_of_four(folder)
+    outside = demo_copy(tmp_path / "elsewhere", "node-x")
+    (folder / "root").symlink_to("/")
+    (folder / "away").symlink_to(outside)
+    doc = schemas.checked("fleet", api.fleet_compare(str(folder)))
+    rows = {n["node"]: n for n in doc["nodes"]}
+    assert rows["root"]["status"] == rows["away"]["status"] == "failed"
+    assert "refused" in rows["root"]["reason"] and "refused" in rows["away"]["reason"]
+    assert rows["root"]["report"] is None and "node-x" not in rows
+    assert {rows[f"node-{n}"]["status"] for n in "abc"} == {"ok"}
+    live = schemas.checked("fleet", api.fleet_compare("/"))
+    assert live["nodes"][0]["status"] == "failed" and "refused" in live["nodes"][0]["reason"]
+
+
+def _answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[ray_fleet.NodeAnswer]:
+    """Five nodes: two that answer a snapshot, and one each answering a string, None and a
+    document without archive."""
+    out = []
+    for i, got in enumerate(["good", "good", "a string", None, {"info": {"x": 1}}]):
+        ans = ray_fleet.NodeAnswer(f"{i:02d}" + "ab" * 27, f"node-{i}", "127.0.0.1")
+        if got == "good":
+            monkeypatch.setenv(
+                ray_fleet.SOURCE_ENV, str(demo_copy(tmp_path / f"n{i}", f"node-{i}"))
+            )
+            got = ray_fleet.capture_here()
+        ray_fleet.settle_answer(ans, got)
+        out.append(ans)
+    return out
+
+
+def test_hostile_node_answers_are_one_row_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ascendtune.app.fleet import FleetOptions, document, from_gathered
+
+    answers = _answers(tmp_path, monkeypatch)
+    got = ray_fleet.Gathered("127.0.0.1:6379", "2.x", answers, 1.0, True)
+    report = from_gathered(got, FleetOptions(view="topo"))
+    doc = schemas.checked("fleet", {"schema_version": 1, **document(report)})
+    rows = {n["node"]: n for n in doc["nodes"]}
+    assert {n: r["status"] for n, r in rows.items()} == {
+        "node-0": "ok",
+        "node-1": "ok",
+        "node-2": "failed",
+        "node-3": "failed",
+        "node-4": "failed",
+    }
+    assert "malformed answer: str" in rows["node-2"]["reason"]
+    assert "malformed answer: NoneType" in rows["node-3"]["reason"]
+    assert "without archive" in rows["node-4"]["reason"]
+    assert report.exit_code == 1
+
+
+def test_save_never_follows_planted_links_and_keeps_files_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ascendtune.app.fleet import FleetOptions, from_gathered
+
+    answers = _answers(tmp_path, monkeypatch)[:2]
+    save = tmp_path / "saved"
+    save.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    for a in answers:  # every name the save will use, planted as a link to the victim
+        (save / f"{a.hostname}-{a.node_id[:8]}.tar.gz").symlink_to(victim)
+    got = ray_fleet.Gathered("127.0.0.1:6379", "2.x", answers, 1.0, True)
+    from_gathered(got, FleetOptions(view="topo", save=str(save)))
+    assert victim.read_text() == "keep me\n"
+    files = sorted(save.iterdir())
+    assert len(files) == 2 and not any(f.is_symlink() for f in files)
+    assert {f.stat().st_mode & 0o777 for f in files} == {0o600}
+    fresh = tmp_path / "new" / "saved"
+    from_gathered(got, FleetOptions(view="topo", save=str(fresh)))
+    assert fresh.stat().st_mode & 0o777 == 0o700
+    assert {f.stat().st_mode & 0o777 for f in fresh.iterdir()} == {0o600}
+    link = tmp_path / "link"
+    link.symlink_to(save)
+    with pytest.raises(UsageError, match="symbolic link"):
+        from_gathered(got, FleetOptions(view="topo", save=str(link)))
+
+
+def test_ray_output_during_a_gather_goes_to_stderr() -> None:
+    """What Ray prints while it runs (its `(raylet)` lines via sys.stdout, its core on fd 1)
+    never reaches stdout, which carries only the document."""
+    code = (
+        "import os, sys\n"
+        "from ascendtune.host.ray_fleet import stdout_to_stderr\n"
+        "with stdout_to_stderr():\n"
+        "    print('(raylet) A worker died')\n"
+        "    os.write(1, b'(raylet) from the core\\n')\n"
+        "print('{\"doc\": 1}')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{"doc": 1}\n'
+    assert "(raylet) A worker died" in done.stderr and "from the core" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["a" * 70_000 + ":6379", "a" * 70 + ".example:6379", "head:99999", "head:0"],
+    ids=["huge", "long-label", "port-too-big", "port-0"],
+)
+def test_a_malformed_ray_address_is_a_usage_error(address: str, cli: Cli) -> None:
+    res = cli("fleet", "topo", "--ray-address", address, "--timeout", "2")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "internal error" not in res.stderr
+    assert len(res.stderr) < 400
+
+
+def test_an_unreadable_snapshot_is_one_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ascendtune.host import roots
+
+    a, b, c, _ = fleet_of_four(tmp_path / "f")
+    real = roots.open_root
+
+    def refusing(path: str | None) -> object:
+        if path == str(c):
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(roots, "open_root", refusing)
+    doc = schemas.checked("fleet", api.fleet_compare(str(a), str(b), str(c)))
+    rows = {n["node"]: n for n in doc["nodes"]}
+    assert rows["node-c"]["status"] == "failed"
+    assert rows["node-c"]["reason"] == "unreadable: Permission denied"
+    assert rows["node-a"]["status"] == rows["node-b"]["status"] == "ok"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -659,3 +660,147 @@ def test_mode_line_naming_the_npu_matches_its_plan() -> None:
     )
     r = parse_text(text)
     assert [(w.rank, w.plan.npu if w.plan else None) for w in r.workers] == [(0, 6), (1, 4)]
+
+
+# -- findings stay linear ----------------------------------------------------------------------
+
+
+def _crowded_log(n: int) -> str:
+    """n workers, each on its own NPU: half share one pool (CPUs 0-9), the rest overlap their
+    neighbour by 2 CPUs (a chain)."""
+    head = "INFO 09-23 10:11:21 [cpu_binding.py:545] [vllm-ascend] - "
+    out = []
+    for i in range(n):
+        base = 0 if i < n // 2 else 8 * i
+        cpus = " ".join(str(c) for c in range(base, base + 8))
+        p = f"(Worker_TP{i} pid={1000 + i}) {head}"
+        out.append(f"{p}[cpu_bind_mode] mode=topo_affinity rank={i} visible_npus=[{i}]")
+        out.append(f"{p}NPU{i}: main=[{cpus}]  acl=[{base + 8}]  release=[[{base + 9}]]")
+    return "\n".join(out) + "\n"
+
+
+def test_cpus_shared_by_many_ranks_are_one_finding() -> None:
+    r = parse_text(_crowded_log(64))
+    shared = [f for f in r.findings if f.code == "shared_cpus"]
+    crowd = [f for f in shared if len(f.ranks) == 32]
+    assert len(crowd) == 1, [f.message for f in shared[:5]]
+    assert "share CPUs 0-9 (32 workers)" in crowd[0].message
+    assert "and 24 more" in crowd[0].message and crowd[0].ranks == tuple(range(32))
+    # the chain: each neighbour pair shares 2 CPUs
+    pairs = [f for f in shared if len(f.ranks) == 2]
+    assert len(pairs) == 31 and all("and" in f.message for f in pairs)
+
+
+def test_a_thousand_workers_give_a_document_of_linear_size(cli: Cli, tmp_path: Path) -> None:
+    sizes = {}
+    for n in (64, 1024):
+        path = tmp_path / f"w{n}.log"
+        path.write_text(_crowded_log(n))
+        res = cli("log", str(path), "--json")
+        assert res.exit_code == 0, res.output
+        sizes[n] = len(res.stdout)
+        assert len(schemas.loads("log", res.stdout)["ranks"]) == n
+    assert sizes[1024] / sizes[64] < 16 * 1.25, sizes
+
+
+# -- runs: a log appended across restarts ------------------------------------------------------
+
+
+def test_restarts_with_reused_pids_report_the_last_run() -> None:
+    """Three starts in one file (the second's clock behind the first's), the same PIDs each
+    time: rank 0 failed twice and bound the third time, so it is bound now."""
+    r = load("restarts_pid_reuse.log")
+    assert [(w.rank, w.pid, w.binding, w.migrate_nodes) for w in r.workers] == [
+        (0, 61, "bound", (6,)),
+        (1, 62, "bound", (7,)),
+    ]
+    assert [(x.run, x.first_line, x.last_line, x.failed_ranks) for x in r.runs] == [
+        (1, 1, 11, (0,)),
+        (2, 12, 20, (0,)),
+        (3, 21, 32, ()),
+    ]
+    assert "server start" in r.runs[2].started
+    assert codes(r) == ["earlier_runs", "irq_not_logged"] and not r.failed
+    assert (
+        "3 server runs" in r.findings[0].message and "run 1 (lines 1-11)" in r.findings[0].message
+    )
+
+
+def test_a_pid_that_binds_again_starts_a_run() -> None:
+    r = load("restarts_workers_only.log")
+    (w,) = r.workers
+    assert (w.rank, w.binding, w.migrate_nodes, w.line) == (0, "bound", (6,), 4)
+    assert [x.counts["failed"] for x in r.runs] == [1, 0]
+    assert r.runs[1].started == "PID 61 began binding again"
+
+
+def test_time_stamps_going_back_start_a_run() -> None:
+    """No banner and new PIDs, but the clock goes back an hour: another run, judged alone.
+    Records out of order by seconds (processes interleaving) stay one run."""
+    head = "[cpu_binding.py:545] [vllm-ascend] -"
+    text = (
+        f"(Worker_TP0 pid=70) INFO 11-02 09:00:05 {head} [cpu_bind_mode] mode=topo_affinity rank=0\n"
+        f"(Worker_TP0 pid=70) WARNING 11-02 09:00:06 {head} Bind cpus failed in rank0: "
+        "Can not get running npu info.\n"
+        f"(Worker_TP0 pid=90) INFO 11-02 08:00:05 {head} [cpu_bind_mode] mode=topo_affinity rank=0\n"
+        f"(Worker_TP0 pid=90) INFO 11-02 08:00:03 {head} NPU0: main=[2 3 4]  acl=[5]  release=[[6]]\n"
+    )
+    r = parse_text(text)
+    assert [(w.pid, w.binding) for w in r.workers] == [(90, "bound")]
+    assert len(r.runs) == 2 and "time stamps go back" in r.runs[1].started
+    # a year's turn is no step back
+    wrap = text.replace("11-02 09:00", "12-31 23:59").replace("11-02 08:00", "01-01 00:00")
+    assert len(parse_text(wrap).runs) == 1
+
+
+def test_runs_in_the_document(cli: Cli) -> None:
+    res = cli("log", str(FIX / "restarts_pid_reuse.log"), "--json")
+    assert res.exit_code == 0, res.output  # rank 0 is bound in the current run
+    doc = schemas.loads("log", res.stdout)
+    assert doc["summary"] == {"bound": 2, "failed": 0, "skipped": 0, "not seen": 0}
+    assert [x["summary"]["failed"] for x in doc["runs"]] == [1, 1, 0]
+    assert [x["failed_ranks"] for x in doc["runs"]] == [[0], [0], []]
+    assert [r["migrate_numa"] for r in doc["ranks"]] == [[6], [7]]
+    one = schemas.loads("log", cli("log", str(FIX / "a2_tp4_bound.log"), "--json").stdout)
+    assert [(x["run"], x["first_line"], x["last_line"]) for x in one["runs"]] == [(1, 1, 30)]
+
+
+def test_logged_config_with_odd_keys_and_values(cli: Cli, tmp_path: Path) -> None:
+    """A non-string key and a float past the double range in the logged dict: checked, and the
+    document parses with a strict parser."""
+    path = tmp_path / "server.log"
+    path.write_text(
+        "INFO 01-01 00:00:00 [utils.py:1] non-default args: {'model': '/m', 'x': -1e309, "
+        "'additional_config': {1: 2, 'enable_cpu_binding': True, 'n': {3: -1e309}}}\n"
+    )
+    res = cli("log", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = schemas.loads("log", res.stdout)
+    json.loads(res.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in the document"))
+    assert doc["additional_config"]["1"] == 2 and doc["check_config"] is not None
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in FIX.glob("*.log") if not p.name.startswith("restarts_"))
+)
+def test_a_log_appended_to_itself_reports_its_last_run_alike(name: str) -> None:
+    """Every fixture written three times over (a server restarted twice, same PIDs, same clock):
+    three runs, and the last is reported exactly as the fixture alone."""
+    data = (FIX / name).read_bytes()
+    one, three = load(name), parse_log(split_lines([data + data + data]))
+    assert len(three.runs) == 3 * len(one.runs)
+    assert [replace(w, line=0) for w in three.workers] == [replace(w, line=0) for w in one.workers]
+    assert [f.code for f in three.findings if f.code != "earlier_runs"] == codes(one)
+
+
+def test_a_failed_run_then_a_bound_one(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(
+        (FIX / "fail_too_few_cpus.log").read_bytes() + (FIX / "a2_tp4_bound.log").read_bytes()
+    )
+    res = cli("log", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = schemas.loads("log", res.stdout)
+    assert doc["summary"]["bound"] == 4 and [x["failed_ranks"] for x in doc["runs"]] == [[0, 1], []]
+    res = cli("log", str(path))
+    assert "earlier_runs" in res.stdout and "run 2 of 2 (lines 6-35)" in res.stdout

@@ -65,6 +65,37 @@ class _NoAscendtune:
 sys.meta_path.insert(0, _NoAscendtune())
 """
 
+# a node whose capture task answers garbage (HOSTILE=garbage) or whose worker dies mid-task
+# (HOSTILE=die): the task function is replaced on that node when its module is imported
+HOSTILE = """
+import importlib.abc, os, sys
+
+class _Hostile(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "ascendtune.host.ray_fleet":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        real_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            real_exec(module)
+            def capture_here():
+                if os.environ.get("HOSTILE") == "die":
+                    os._exit(1)
+                return "garbage"
+            module.capture_here = capture_here
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, _Hostile())
+"""
+
 
 class Fleet:
     def __init__(self, cluster: Any, hosts: Path) -> None:
@@ -267,3 +298,49 @@ def test_a_port_that_is_no_gcs_fails_within_the_deadline() -> None:
         lines[0].startswith("ascendtune: error: ")
         and "no Ray cluster joined within 5 s" in lines[0]
     )
+
+
+def test_hostile_nodes_are_rows_and_json_still_parses(fleet: Fleet, tmp_path: Path) -> None:
+    """A node whose task answers a string and one whose worker dies: each is one failed row, the
+    other nodes' answers are kept, and Ray's `(raylet)` lines never reach stdout."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HOSTILE)
+    garbage = fleet.add(fleet.hosts / "node-a", PYTHONPATH=str(site), HOSTILE="garbage")
+    dying = fleet.add(fleet.hosts / "node-a", PYTHONPATH=str(site), HOSTILE="die")
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ascendtune",
+                "fleet",
+                "topo",
+                "--ray-address",
+                fleet.address,
+                "--json",
+                "--timeout",
+                "60",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+    finally:
+        fleet.cluster.remove_node(garbage)
+        fleet.cluster.remove_node(dying)
+    assert done.returncode == 1, done.stderr
+    doc = schemas.loads("fleet", done.stdout)  # stdout is the document alone
+    assert "(raylet)" not in done.stdout
+    by_id = {n["node_id"]: n for n in doc["nodes"]}
+    bad = by_id[garbage.node_id]
+    assert bad["status"] == "failed" and "malformed answer: str" in bad["reason"], bad
+    dead = by_id[dying.node_id]
+    assert dead["status"] in ("failed", "no answer") and dead["reason"], dead
+    kept = {
+        n["node"]: n["status"]
+        for n in doc["nodes"]
+        if n["node_id"] not in (garbage.node_id, dying.node_id)
+    }
+    assert {"node-a", "node-b", "node-c"} <= set(kept) and "failed" not in kept.values()

@@ -22,7 +22,20 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
     def ranks(ws: Iterable[WorkerLog]) -> tuple[int, ...]:
         return tuple(sorted({w.rank for w in ws if w.rank is not None}))
 
-    if not p.binding_seen:
+    if p.past:
+        out.append(_earlier_runs(p))
+    if not p.binding_seen and p.any_binding_seen:
+        out.append(
+            Finding(
+                "no_binding_lines",
+                "warning",
+                f"the last run (from line {p.run_first}) holds no CPU-binding line; earlier "
+                "runs did",
+                "the server restarted and has not reached binding (after warm-up), or its "
+                "workers died first; see `runs` for what earlier runs did",
+            )
+        )
+    elif not p.binding_seen:
         out.append(
             Finding(
                 "no_binding_lines",
@@ -156,7 +169,7 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
             Finding(
                 "truncated",
                 "warning",
-                f"stopped after {model.MAX_LINES} lines; later lines were not read",
+                f"{p.stop_reason or 'reading stopped early'}; later lines were not read",
                 "cut the log to the server start-up (binding happens after warm-up)",
             )
         )
@@ -180,6 +193,22 @@ def log_findings(p: LogParser, workers: tuple[WorkerLog, ...]) -> list[Finding]:
     return out
 
 
+def _earlier_runs(p: LogParser) -> Finding:
+    """The log holds several server runs: this report is of the last; what the others did."""
+    said = []
+    for r in p.past[-4:]:
+        counts = ", ".join(f"{n} {b}" for b, n in r.counts.items() if n) or "no worker"
+        said.append(f"run {r.run} (lines {r.first_line}-{r.last_line}): {counts}")
+    more = f" ({len(p.past) - 4} more before)" if len(p.past) > 4 else ""
+    return Finding(
+        "earlier_runs",
+        "info",
+        f"the log holds {len(p.past) + 1} server runs; this report is of the last (from line "
+        f"{p.run_first}: {p.run_started}); earlier{more}: " + "; ".join(said),
+        "a log appended across restarts: each run is judged alone (`runs` in --json)",
+    )
+
+
 def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
     """Workers of one log bound to the same NPU's pool or to shared CPUs (vLLM ≥ 0.24 with DP
     before vLLM-Ascend PR #15517: every DP engine indexes the unnarrowed NPU list by local rank)."""
@@ -191,7 +220,9 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
         same_npu.setdefault(w.plan.npu, []).append(w)
     for npu, ws in sorted(same_npu.items()):
         if len(ws) > 1:
-            who = ", ".join(worker_name(w) for w in ws)
+            who = ", ".join(worker_name(w) for w in ws[:_NAMED])
+            if len(ws) > _NAMED:
+                who += f" and {len(ws) - _NAMED} more"
             out.append(
                 Finding(
                     "same_npu_pool",
@@ -204,25 +235,40 @@ def _overlaps(workers: tuple[WorkerLog, ...]) -> list[Finding]:
                     ranks=tuple(sorted({w.rank for w in ws if w.rank is not None})),
                 )
             )
-    seen_pairs = {id(w) for ws in same_npu.values() if len(ws) > 1 for w in ws}
-    for i, a in enumerate(planned):
-        for b in planned[i + 1 :]:
-            if id(a) in seen_pairs and id(b) in seen_pairs:
-                continue
-            assert a.plan is not None and b.plan is not None
-            shared = a.plan.cpus & b.plan.cpus
-            if shared:
-                out.append(
-                    Finding(
-                        "shared_cpus",
-                        "warning",
-                        f"{worker_name(a)} and {worker_name(b)} share CPUs {format_cpulist(shared)}",
-                        "pools of one job should not overlap; `ascendtune plan --policy compare` "
-                        "shows disjoint alternatives",
-                        ranks=tuple(sorted({r for r in (a.rank, b.rank) if r is not None})),
-                    )
-                )
+    reported = {id(w) for ws in same_npu.values() if len(ws) > 1 for w in ws}
+    # one finding per set of workers sharing CPUs (not per pair): a CPU shared by k ranks is
+    # one entry, so the findings grow with the pools logged, never with the pairs of workers
+    users: dict[int, list[int]] = {}
+    for i, w in enumerate(planned):
+        assert w.plan is not None
+        for c in w.plan.cpus:
+            users.setdefault(c, []).append(i)
+    sharing: dict[tuple[int, ...], set[int]] = {}
+    for c, idx in users.items():
+        if len(idx) > 1 and not all(id(planned[i]) in reported for i in idx):
+            sharing.setdefault(tuple(idx), set()).add(c)
+    for members, cpus in sorted(sharing.items(), key=lambda kv: (min(kv[1]), kv[0])):
+        ws = [planned[i] for i in members]
+        names = ", ".join(worker_name(w) for w in ws[:_NAMED])
+        if len(ws) > _NAMED:
+            names += f" and {len(ws) - _NAMED} more"
+        elif len(ws) == 2:
+            names = " and ".join(worker_name(w) for w in ws)
+        out.append(
+            Finding(
+                "shared_cpus",
+                "warning",
+                f"{names} share CPUs {format_cpulist(cpus)}"
+                + (f" ({len(ws)} workers)" if len(ws) > 2 else ""),
+                "pools of one job should not overlap; `ascendtune plan --policy compare` "
+                "shows disjoint alternatives",
+                ranks=tuple(sorted({w.rank for w in ws if w.rank is not None})),
+            )
+        )
     return out
+
+
+_NAMED = 8  # workers named in one finding; the ranks field lists them all
 
 
 def worker_name(w: WorkerLog) -> str:

@@ -91,6 +91,32 @@ class WorkerLog:
 
 
 @dataclass(frozen=True)
+class RunSummary:
+    """One server run of a log appended across restarts: where it starts, why a new run was
+    seen there, and what binding did for its workers."""
+
+    run: int  # 1, 2, ... in the order of the file
+    first_line: int
+    last_line: int
+    started: str  # why a run begins here: "the log's first line", "a server start banner", ...
+    counts: Mapping[Binding, int]
+    failed_ranks: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "first_line": self.first_line,
+            "last_line": self.last_line,
+            "started": self.started,
+            "summary": {b: self.counts.get(b, 0) for b in BINDINGS},
+            "failed_ranks": list(self.failed_ranks),
+        }
+
+
+BINDINGS: tuple[Binding, ...] = ("bound", "failed", "skipped", "not seen")
+
+
+@dataclass(frozen=True)
 class LogReport:
     workers: tuple[WorkerLog, ...]
     args: Mapping[str, Any] | None  # vLLM's `non-default args: {...}`
@@ -101,6 +127,8 @@ class LogReport:
     lines_cut: int  # longer than MAX_LINE_BYTES, or ending mid-record
     binding_seen: bool  # any CPU-binding line at all
     truncated: bool = False  # stopped after MAX_LINES
+    # every server run the log holds, the last one (whose workers `workers` are) last
+    runs: tuple[RunSummary, ...] = ()
 
     @property
     def ranks(self) -> tuple[WorkerLog, ...]:

@@ -11,16 +11,19 @@ from ascendtune.core.vllm_log import model
 from ascendtune.core.vllm_log.causes import UNKNOWN_CAUSE, cause_of
 from ascendtune.core.vllm_log.findings import log_findings
 from ascendtune.core.vllm_log.model import (
+    BINDINGS,
     MAX_IRQS,
     Binding,
     IrqBinding,
     LoggedPlan,
     LogReport,
+    RunSummary,
     WorkerLog,
 )
 from ascendtune.core.vllm_log.patterns import (
     _ASCEND_VERSION,
     _ASSIGNED,
+    _BANNER,
     _FAILED,
     _FAILED_START,
     _IDX,
@@ -57,7 +60,11 @@ from ascendtune.core.vllm_log.patterns import (
     _ints,
     safe_literal,
 )
-from ascendtune.core.vllm_log.records import Record, records, split_lines
+from ascendtune.core.vllm_log.records import Record, records, split_lines, stamp_seconds
+
+# time stamps that go back by more than this start a new run (records of one run interleave
+# out of order by seconds, never by minutes)
+RUN_CLOCK_BACK_S = 600
 
 
 @dataclass
@@ -134,6 +141,7 @@ class LogParser:
         self.lines = 0
         self.cut = 0
         self.truncated = False
+        self.stop_reason: str | None = None
         self.workers: dict[object, _Worker] = {}
         self.order: list[object] = []
         self.current: dict[object, object] = {}  # source (pid or None) -> key of its open worker
@@ -147,6 +155,66 @@ class LogParser:
         self.irqbalance_stopped = False
         self.dropped_workers = 0
         self.cut_failures = 0
+        # runs: a log appended across server restarts holds several; workers are the last's
+        self.run = 1
+        self.run_first = 1
+        self.run_started = "the log's first line"
+        self.past: list[RunSummary] = []
+        self.any_binding_seen = False
+        self.clock: tuple[int | None, int, int] | None = None  # the latest time stamp of the run
+        self.clock_text = ""
+        self.stale: set[str] = set()  # values an earlier run set, which this run's replace
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def _summary(self, last_line: int) -> RunSummary:
+        counts = {b: 0 for b in BINDINGS}
+        for w in self.workers.values():
+            counts[w.binding] += 1
+        failed = sorted(
+            {w.rank for w in self.workers.values() if w.binding == "failed" and w.rank is not None}
+        )
+        return RunSummary(
+            self.run,
+            self.run_first,
+            max(self.run_first, last_line),
+            self.run_started,
+            counts,
+            tuple(failed),
+        )
+
+    def _new_run(self, why: str) -> None:
+        """A new server run begins at this line, if the current one has seen any worker (a
+        banner's second line, or a banner before any worker, belongs to the same start)."""
+        if not self.workers:
+            return
+        self.past.append(self._summary(self.lines - 1))
+        self.run += 1
+        self.run_first = self.lines
+        self.run_started = why
+        self.workers, self.order, self.current = {}, [], {}
+        self.binding_seen = False
+        self.fallback_ranks = set()
+        self.irqbalance_stopped = False
+        self.stale = {"vllm", "vllm_ascend", "args"}
+
+    def _clock_at(self, stamp: str) -> None:
+        t = stamp_seconds(stamp)
+        if t is None:
+            return
+        prev = self.clock
+        self.clock = t if prev is None or _later(t, prev) else prev
+        if prev is None:
+            self.clock_text = stamp
+            return
+        year_wrap = t[0] is None and prev[1] == 12 and t[1] == 1
+        back = (prev[0] or 0, prev[1], prev[2] - RUN_CLOCK_BACK_S) > (t[0] or 0, t[1], t[2])
+        if back and not year_wrap:
+            before = self.clock_text
+            self.clock, self.clock_text = t, stamp
+            self._new_run(f"time stamps go back (from {before} to {stamp})")
+        elif self.clock == t:
+            self.clock_text = stamp
 
     # -- workers --------------------------------------------------------------------------
 
@@ -233,13 +301,18 @@ class LogParser:
                 return w
         return self._current(rec)
 
+    def stop(self, reason: str) -> None:
+        """Reading ended before the log did (a line, byte or time limit): the report says so."""
+        self.truncated = True
+        self.stop_reason = reason
+
     # -- lines ----------------------------------------------------------------------------
 
     def feed(self, line: bytes) -> None:
         if self.truncated:
             return
         if self.lines >= model.MAX_LINES:
-            self.truncated = True
+            self.stop(f"stopped after {model.MAX_LINES} lines")
             return
         self.lines += 1
         recs = records(line)
@@ -250,6 +323,14 @@ class LogParser:
 
     def _message(self, rec: Record) -> None:
         msg = rec.message
+        if rec.stamp is not None:
+            self._clock_at(rec.stamp)
+        if _BANNER.search(msg):
+            self._new_run(f"a server start banner ({msg[:80]})")
+        if rec.pid is not None and "world size" in msg and _ASSIGNED.search(msg):
+            seen = self.workers.get(("pid", rec.pid))
+            if seen is not None and seen.global_rank is not None:
+                self._new_run(f"PID {rec.pid} started again")
         if _is_worker_name(rec.process) and rec.pid is not None:
             w = self._by_pid(rec)  # a worker that never logs binding shows as "not seen"
             m = _ASSIGNED.search(msg) if w is not None and "world size" in msg else None
@@ -259,7 +340,7 @@ class LogParser:
                     w.dp_rank = int(m.group(2))
         maybe = "NPU" in msg or "cpu" in msg.lower() or "irq" in msg or "migrat" in msg
         if maybe and self._binding(rec, msg):
-            self.binding_seen = True
+            self.binding_seen = self.any_binding_seen = True
             return
         if "version" in msg or "vLLM" in msg:
             self._version(msg)
@@ -269,6 +350,10 @@ class LogParser:
     def _binding(self, rec: Record, msg: str) -> bool:
         m = _MODE.search(msg)
         if m:
+            if rec.pid is not None:
+                seen = self.workers.get(("pid", rec.pid))
+                if seen is not None and seen.mode is not None:
+                    self._new_run(f"PID {rec.pid} began binding again")
             w = self._for_rank(rec, int(m.group(2)), opening=True)
             if w is not None:
                 vis = _MODE_VISIBLE.search(msg, m.end())
@@ -329,7 +414,9 @@ class LogParser:
         if m:
             w = self._current(rec)
             if w is not None:
-                w.migrate.extend(_ints(m.group(2))[:8])
+                for node in _ints(m.group(2))[:8]:
+                    if node not in w.migrate:
+                        w.migrate.append(node)
             return True
         m = _FAILED.search(msg) or None
         if m is not None or _FAILED_START.search(msg):
@@ -427,11 +514,13 @@ class LogParser:
 
     def _version(self, msg: str) -> None:
         m = _VLLM_VERSION.search(msg)
-        if m and "vllm" not in self.versions:
+        if m and ("vllm" not in self.versions or "vllm" in self.stale):
             self.versions["vllm"] = next(g for g in m.groups() if g)
+            self.stale.discard("vllm")
         m = _ASCEND_VERSION.search(msg)
-        if m and "vllm_ascend" not in self.versions:
+        if m and ("vllm_ascend" not in self.versions or "vllm_ascend" in self.stale):
             self.versions["vllm_ascend"] = next(g for g in m.groups() if g)
+            self.stale.discard("vllm_ascend")
 
     def _args(self, msg: str, cut: bool) -> None:
         m = _NON_DEFAULT.search(msg)
@@ -442,11 +531,12 @@ class LogParser:
                 self.args = {str(k): v for k, v in value.items()}
                 self.additional = _config_value(self.args.get("additional_config"))
                 self.args_unparsed = False
+                self.stale.discard("args")
             elif self.args is None:
                 self.args_unparsed = True
             return
         m = _NAMESPACE.search(msg)
-        if m and self.additional is None:
+        if m and (self.additional is None or "args" in self.stale):
             body = m.group(1)
             at = body.find("additional_config=")
             if at >= 0:
@@ -472,7 +562,12 @@ class LogParser:
             lines_cut=self.cut,
             binding_seen=self.binding_seen,
             truncated=self.truncated,
+            runs=(*self.past, self._summary(self.lines)),
         )
+
+
+def _later(a: tuple[int | None, int, int], b: tuple[int | None, int, int]) -> bool:
+    return (a[0] or 0, a[1], a[2]) > (b[0] or 0, b[1], b[2])
 
 
 def parse_log(lines: Iterable[bytes]) -> LogReport:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -73,6 +74,8 @@ _ASCEND_VERSION = re.compile(
     r"vllm[-_]ascend(?:'s)? version(?: is)?:? v?(\d+\.\d+[\w.+\-]*)|vllm[-_]ascend[= ]=?v?(\d+\.\d+\.\d+[\w.+\-]*)",
     re.IGNORECASE,
 )
+# what a server prints once per start, before any worker: a new run of an appended log
+_BANNER = re.compile(r"vLLM API server version |non-default args: ")
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*)$")
 _NAMESPACE = re.compile(r"\bargs: Namespace\((.*)$")
 
@@ -168,7 +171,8 @@ def _balanced(text: str) -> str | None:
 def _config_value(value: Any) -> Mapping[str, Any] | None:
     """additional_config as vLLM holds it: a dict, or the JSON string given on the command line."""
     if isinstance(value, dict):
-        return value
+        out: dict[str, Any] = _str_keys(value)
+        return out
     if isinstance(value, str) and len(value) <= MAX_LITERAL_CHARS:
         try:
             doc = json.loads(value)
@@ -176,3 +180,15 @@ def _config_value(value: Any) -> Mapping[str, Any] | None:
             return None
         return doc if isinstance(doc, dict) else None
     return None
+
+
+def _str_keys(value: Any) -> Any:
+    """A logged dict as a config: keys are text (a repr may hold `{1: 2}`; JSON cannot), and a
+    float past the double range (`-1e309` is -inf) or NaN, which no JSON holds, is None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _str_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_str_keys(v) for v in value]
+    return value

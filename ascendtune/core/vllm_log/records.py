@@ -17,9 +17,10 @@ _PREFIX = (
 )
 _LEVEL = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _STAMP = r"(?:\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
+_TIME = re.compile(r"(?:(\d{4})-)?(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 # `[file.py:123]` (vLLM ≥ 0.8), `file.py:123]` (older), `[file.py:123 pid]` seen too
 _WHERE = r"(?:\[[^\]\s]+:\d+\]|[^\s\[\]]+:\d+\])"
-_HEAD = re.compile(rf"(?:{_PREFIX})?{_LEVEL} {_STAMP} {_WHERE} ?")
+_HEAD = re.compile(rf"(?:{_PREFIX})?{_LEVEL} (?P<stamp>{_STAMP}) {_WHERE} ?")
 _LEVEL_STAMP = re.compile(rf"{_LEVEL} {_STAMP} ")
 _PREFIX_TAIL = re.compile(_PREFIX + r"$")
 CUT_MARK = b"\x00cut"
@@ -35,6 +36,17 @@ class Record:
     process: str | None = None
     level: str | None = None
     cut: bool = False
+    stamp: str | None = None  # the record's time as printed (`09-23 10:11:00`, no year in vLLM's)
+
+
+def stamp_seconds(stamp: str) -> tuple[int | None, int, int] | None:
+    """(year or None, month, seconds since the month's start) of a record's time stamp."""
+    m = _TIME.match(stamp)
+    if not m:
+        return None
+    year = int(m.group(1)) if m.group(1) else None
+    day, hh, mm, ss = (int(m.group(i)) for i in (3, 4, 5, 6))
+    return year, int(m.group(2)), ((day * 24 + hh) * 60 + mm) * 60 + ss
 
 
 def split_lines(chunks: Iterable[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
@@ -104,11 +116,13 @@ def _record(text: str) -> Record:
         pid = int(m.group("pid")) if m.group("pid") else None
         proc = m.group("proc")
         level = m.group("level")
+        stamp = m.group("stamp")
     else:
         p = _ONLY_PREFIX.match(text)
         msg = text[p.end() :] if p else text
         pid = int(p.group("pid")) if p else None
         proc = p.group("proc") if p else None
         level = None
+        stamp = None
     msg = _ASCEND_TAG.sub("", msg.strip())
-    return Record(msg, pid, proc, level)
+    return Record(msg, pid, proc, level, stamp=stamp)
