@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from timing import run_timed  # noqa: E402
+from verdict import verdict  # noqa: E402
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
 from ascendtune.host.affinity import bind_process  # noqa: E402
@@ -186,6 +187,7 @@ def main() -> int:
         print("needs CPUs 0 and 1", file=sys.stderr)
         return 3
     med = statistics.median
+    ok = True
     with tempfile.TemporaryDirectory() as tmp:
         src, floor = Path(tmp, "floor.c"), str(Path(tmp, "floor"))
         src.write_text(FLOOR_C)
@@ -212,6 +214,15 @@ def main() -> int:
                 pairs.append(
                     ("whole process", "ascendtune bind (process)", "taskset -a -p -c 1 (process)")
                 )
+            a, b = samples["bind_process (in-process)"], samples["C floor (list + loop)"]
+            ok &= verdict(
+                f"`bind --pid` of {n} threads, in process",
+                "a C loop of sched_setaffinity (list + loop)",
+                [x / y for x, y in zip(a.ms, b.ms, strict=True)],
+                2.0,
+                every_run=True,
+                detail=f"threads missed {sum(a.missed)} over {args.reps} runs",
+            )
             for label, ours, base in pairs:
                 a, b = samples[ours], samples[base]
                 print(
@@ -220,7 +231,7 @@ def main() -> int:
                     f"{sum(a.missed)} against {sum(b.missed)} (most in one run {max(a.missed)} "
                     f"against {max(b.missed)})"
                 )
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

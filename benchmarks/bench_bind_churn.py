@@ -26,6 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from verdict import absolute  # noqa: E402
+
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
 from ascendtune.host.affinity import bind_process  # noqa: E402
 from tests.support.children import CHILD, assert_ready, popen_child  # noqa: E402
@@ -160,7 +162,10 @@ def main() -> int:
         f"threads left on the old mask, total over all runs: taskset {sum(ts.left)}, "
         f"ascendtune {sum(at.left)} (200 ms later: {sum(ts.left_later)} vs {sum(at.left_later)})"
     )
-    return 0
+    met = absolute(
+        "`bind` of a churning process: threads left on the old mask", at.left, 0, "threads"
+    )
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""Benchmark: plan 16 NPUs on a 1024-CPU, 16-node host (built in memory by the synthetic-host
-kit) under every policy.
+"""Benchmark: the planner on growing hosts (256, 1,024 and 4,096 CPUs, 16 NUMA nodes, 16 NPUs,
+built in memory by the synthetic-host kit) under every policy.
 
 Run `python benchmarks/bench_plan.py [--runs N]`. Prints the median time per plan in ms and as
-a ratio to baselines measured in the same process (building the Host; sorting 1024 ints), so
-figures from different machines compare. Exits 1 if a policy's median exceeds 50 ms.
+a ratio to a baseline measured in the same process (building the Host of the same size), so
+figures from different machines compare. Target: planning grows no faster than the host: the
+time per CPU at 4,096 CPUs is at most 1.5x the time per CPU at 256 (a verdict line per policy).
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from ascendtune.core.model import Host, Soc
-from ascendtune.core.planner import PlanRequest, make_plan
-from ascendtune.synth.expect import expected_host
-from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, adjacent
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+from verdict import verdict  # noqa: E402
+
+from ascendtune.core.model import Host, Soc  # noqa: E402
+from ascendtune.core.planner import PlanRequest, make_plan  # noqa: E402
+from ascendtune.synth.expect import expected_host  # noqa: E402
+from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, adjacent  # noqa: E402
 
 CPUS, NODES, NPUS, SMT = 1024, 16, 16, 2
-LIMIT_MS = 50.0
+SIZES = (256, 1024, 4096)
+GROWTH_LIMIT = 1.5
 
 
 def host_spec(cpus: int = CPUS, nodes: int = NODES, npus: int = NPUS, smt: int = SMT) -> HostSpec:
@@ -58,47 +64,50 @@ def median_ms(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=200, help="timed runs per case (default 200)")
-    args = ap.parse_args()
-    spec = host_spec()
-    host = build_host(spec)
-    data = list(range(CPUS))[::-1]
-    baselines = {
-        "build the Host": median_ms(lambda: build_host(spec), args.runs),
-        "sorted(1024 ints) x100": median_ms(lambda: [sorted(data) for _ in range(100)], args.runs),
-    }
-    cases = {
+def cases(cpus: int) -> dict[str, PlanRequest]:
+    # on 950 an NPU on node 0 cannot bind (node 0 goes to uvb_poll_window_thread): the cpuset
+    # leaves node 0 out, so NPUs 1-15 run
+    return {
         "vllm-ascend (A2, topo_affinity)": PlanRequest("vllm-ascend", soc=Soc.A2),
         "vllm-ascend (A3, global_slice)": PlanRequest("vllm-ascend", soc=Soc.A3),
-        # on 950 an NPU on node 0 cannot bind (node 0 goes to uvb_poll_window_thread): the
-        # cpuset leaves node 0 out, so NPUs 1-15 run
         "vllm-ascend (950, clusters)": PlanRequest(
-            "vllm-ascend", tuple(range(1, NPUS)), soc=Soc.A5, reserve=frozenset(range(64))
+            "vllm-ascend",
+            tuple(range(1, NPUS)),
+            soc=Soc.A5,
+            reserve=frozenset(range(cpus // NODES)),
         ),
         "numa-local": PlanRequest("numa-local"),
         "numa-slice": PlanRequest("numa-slice"),
     }
-    print(
-        f"host: {CPUS} CPUs, {NODES} NUMA nodes, SMT {SMT}, {NPUS} NPUs; "
-        f"median of {args.runs} runs; Python {sys.version.split()[0]}"
-    )
-    base_ms = baselines["build the Host"]
-    for name, ms in baselines.items():
-        print(f"  baseline  {name:34} {ms:8.3f} ms")
-    slow = []
-    for name, req in cases.items():
-        plan = make_plan(host, req)
-        assert len(plan.ranks) == len(req.visible or range(NPUS))
-        ms = median_ms(lambda req=req: make_plan(host, req), args.runs)  # type: ignore[misc]
-        print(f"  plan      {name:34} {ms:8.3f} ms  = {ms / base_ms:5.2f} x build the Host")
-        if ms > LIMIT_MS:
-            slow.append(name)
-    if slow:
-        print(f"slower than {LIMIT_MS:.0f} ms: {', '.join(slow)}")
-        return 1
-    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=100, help="timed runs per case (default 100)")
+    args = ap.parse_args()
+    print(f"{NODES} NUMA nodes, SMT {SMT}, {NPUS} NPUs; median of {args.runs} runs")
+    per_cpu: dict[str, dict[int, float]] = {}
+    for cpus in SIZES:
+        spec = host_spec(cpus=cpus)
+        host = build_host(spec)
+        base_ms = median_ms(lambda spec=spec: build_host(spec), max(5, args.runs // 10))
+        print(f"host {cpus} CPUs: baseline build the Host {base_ms:8.3f} ms")
+        for name, req in cases(cpus).items():
+            plan = make_plan(host, req)
+            assert len(plan.ranks) == len(req.visible or range(NPUS))
+            ms = median_ms(lambda req=req, host=host: make_plan(host, req), args.runs)  # type: ignore[misc]
+            print(f"  plan {name:34} {ms:8.3f} ms = {ms / base_ms:5.2f} x build the Host")
+            per_cpu.setdefault(name, {})[cpus] = ms / cpus
+    met = True
+    small, big = SIZES[0], SIZES[-1]
+    for name, by_size in per_cpu.items():
+        met &= verdict(
+            f"plan {name}, time per CPU at {big} CPUs",
+            f"the same at {small} CPUs",
+            [by_size[big] / by_size[small]],
+            GROWTH_LIMIT,
+        )
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

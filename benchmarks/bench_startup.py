@@ -1,9 +1,11 @@
-"""Start-up cost: median wall time of `ascendtune --help`, `topo --demo` and `topo --demo --json`
-against a hello-world Typer app with one command, measured interleaved in the same run (the
-machine is shared: every round runs every case once, so load hits all of them alike).
+"""Start-up cost: `ascendtune --help`, `topo --demo` (human and JSON), `plan --demo` and
+`doctor --demo` against a hello-world Typer app with one command, measured interleaved in the
+same run (the machine is shared: every round runs every case once, so load hits all of them
+alike). Each round gives one ratio per case; the verdict takes the median of those ratios, on
+wall time (what a user waits for) and on CPU time (user + system, the steadier figure).
 
-Targets (issue 17): `topo --demo --json` within 1.5x the hello-world app, `--help` within 1.2x,
-human `topo --demo` within 2x.
+Targets (issue 28): `topo --demo --json` 1.25x, `--help` 1.1x, human `topo --demo` 1.6x,
+`plan --demo` 1.8x, `doctor --demo` 1.9x, on wall and CPU time both.
 
 Run: python benchmarks/bench_startup.py [--runs N] [--compare TREE]
 """
@@ -19,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from timing import run_measured
+from verdict import verdict
 
 HELLO = '''import typer
 
@@ -37,9 +40,11 @@ if __name__ == "__main__":
 
 AT = [sys.executable, "-m", "ascendtune"]
 TARGETS = {
-    "ascendtune topo --demo --json": 1.5,
-    "ascendtune --help": 1.2,
-    "ascendtune topo --demo": 2.0,
+    "ascendtune topo --demo --json": 1.25,
+    "ascendtune --help": 1.1,
+    "ascendtune topo --demo": 1.6,
+    "ascendtune plan --demo": 1.8,
+    "ascendtune doctor --demo": 1.9,
 }
 
 
@@ -48,6 +53,7 @@ ASCENDTUNE = {
     "ascendtune topo --demo": ["topo", "--demo", "atlas-800i-a2"],
     "ascendtune topo --demo --json": ["topo", "--demo", "atlas-800i-a2", "--json"],
     "ascendtune plan --demo": ["plan", "--demo", "atlas-800i-a2"],
+    "ascendtune doctor --demo": ["doctor", "--demo", "atlas-800i-a2"],
 }
 
 
@@ -77,8 +83,8 @@ def once(argv: list[str], env: dict[str, str], path: str | None) -> tuple[float,
     return run_measured(argv, env=env, cwd=env["BENCH_CWD"], timeout=60)
 
 
-def measure(runs: int, compare: str | None) -> dict[str, tuple[float, float]]:
-    """name -> (median wall seconds, median CPU seconds)."""
+def measure(runs: int, compare: str | None) -> dict[str, list[tuple[float, float]]]:
+    """name -> [(wall seconds, CPU seconds)] per round, rounds interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
         # as installed: bytecode cached (in a private prefix, so the tree stays clean)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -99,10 +105,7 @@ def measure(runs: int, compare: str | None) -> dict[str, tuple[float, float]]:
         finally:
             child.kill()
             child.wait()
-    return {
-        name: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
-        for name, t in times.items()
-    }
+    return times
 
 
 def main() -> None:
@@ -114,20 +117,24 @@ def main() -> None:
         help="another source tree (e.g. `git archive main | tar -x -C /tmp/base`) timed alongside",
     )
     args = ap.parse_args()
-    results = measure(args.runs, args.compare)
-    base, base_cpu = results["hello-world Typer (baseline)"]
-    # wall: what a user waits for; CPU (user + system): the steadier figure when the machine
-    # is shared. A target is met when the wall ratio meets it.
-    print(f"{'case':44} {'wall ms':>8} {'x hello':>8} {'CPU ms':>7} {'x hello':>8} {'target':>7}")
-    for name, (t, cpu) in results.items():
-        target = TARGETS.get(name.split(" [")[0])
-        mark = (
-            ""
-            if target is None
-            else f"{target:5.1f}x " + ("ok" if t / base <= target else "MISSED")
-        )
-        print(
-            f"{name:44} {t * 1000:8.1f} {t / base:8.2f} {cpu * 1000:7.1f} {cpu / base_cpu:8.2f} {mark:>7}"
+    rounds = measure(args.runs, args.compare)
+    base_rounds = rounds["hello-world Typer (baseline)"]
+    base = statistics.median(w for w, _ in base_rounds)
+    base_cpu = statistics.median(c for _, c in base_rounds)
+    print(f"{'case':44} {'wall ms':>8} {'x hello':>8} {'CPU ms':>7} {'x hello':>8}")
+    for name, got in rounds.items():
+        t = statistics.median(w for w, _ in got)
+        cpu = statistics.median(c for _, c in got)
+        print(f"{name:44} {t * 1000:8.1f} {t / base:8.2f} {cpu * 1000:7.1f} {cpu / base_cpu:8.2f}")
+    print()
+    for name, target in TARGETS.items():
+        got = rounds[name]
+        verdict(
+            f"start-up `{name}`",
+            "hello-world Typer",
+            [w / bw for (w, _), (bw, _) in zip(got, base_rounds, strict=True)],
+            target,
+            cpu_ratios=[c / bc for (_, c), (_, bc) in zip(got, base_rounds, strict=True)],
         )
 
 
