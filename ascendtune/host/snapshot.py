@@ -345,28 +345,12 @@ def _write_archive(p: Path, cap: Capture, *, gzip: bool) -> None:
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         # buffered: gzip hands over each compressed block as it goes, one write(2) apiece
-        sink = io.BufferedWriter(_FdSink(fd), 1 << 20)
+        sink = io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), 1 << 20)
         _tar_into(sink, cap, gzip=gzip)
         sink.flush()
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-class _FdSink(io.RawIOBase):
-    """Writes straight to a descriptor with os.write (closing is the owner's business)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(b)
-        while view:
-            view = view[os.write(self.fd, view) :]
-        return len(b)
 
 
 def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:

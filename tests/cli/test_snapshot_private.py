@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import stat
 from pathlib import Path
@@ -159,10 +160,22 @@ def test_a_failed_read_back_or_write_leaves_nothing(
             snapshot.write(cap, str(tmp_path / name))
     monkeypatch.undo()
 
+    class Full(io.RawIOBase):  # the archive's file: every write finds the disk full
+        def __init__(self, fd: int, mode: str, closefd: bool = True) -> None:
+            super().__init__()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: object) -> int:
+            raise OSError(28, "No space left on device")
+
     def full(fd: int, data: object) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(snapshot.os, "write", full)
-    with pytest.raises(InvalidInput, match="No space left"):
-        snapshot.write(cap, str(tmp_path / "b.tar.gz"))
+    monkeypatch.setattr(snapshot.io, "FileIO", Full)
+    monkeypatch.setattr(snapshot.os, "write", full)  # a folder's files
+    for name in ("b.tar.gz", "b"):
+        with pytest.raises(InvalidInput, match="No space left"):
+            snapshot.write(cap, str(tmp_path / name))
     assert list(tmp_path.iterdir()) == []

@@ -804,3 +804,23 @@ def test_a_failed_run_then_a_bound_one(cli: Cli, tmp_path: Path) -> None:
     assert doc["summary"]["bound"] == 4 and [x["failed_ranks"] for x in doc["runs"]] == [[0, 1], []]
     res = cli("log", str(path))
     assert "earlier_runs" in res.stdout and "run 2 of 2 (lines 6-35)" in res.stdout
+
+
+def test_numbers_no_real_log_prints_skip_their_line_not_the_log() -> None:
+    # the campaign's input: thousands of digits in the pid, rank, NPU, date and NUMA fields
+    # made int() refuse (an internal error); such a line is skipped, the good lines still count
+    big = "9" * 5000
+    text = "\n".join(
+        [
+            f"(Worker_TP0 pid={big}) INFO 09-23 10:11:03 [parallel_state.py:1400] rank {big} "
+            f"in world size {big} is assigned as DP rank 0, PP rank 0, TP rank {big}",
+            f"(Worker_TP0 pid=5301) INFO 09-{big} 10:11:21 [cpu_binding.py:545] [vllm-ascend] - "
+            f"[cpu_bind_mode] mode=topo_affinity rank={big} visible_npus=[{big}, 1]",
+            f"(Worker_TP0 pid=5301) INFO 09-23 10:11:25 [cpu_binding.py:667] [vllm-ascend] - "
+            f"[migrate] NPU:{big} -> NUMA [{big}]",
+            "(Worker_TP1 pid=5302) INFO 09-23 10:11:25 [cpu_binding.py:641] [vllm-ascend] - "
+            "NPU1: main=[2 3 4]  acl=[5]  release=[[6]]",
+        ]
+    )
+    report = parse_text(text)
+    assert [w.pid for w in report.workers if w.plan is not None] == [5302]

@@ -190,7 +190,7 @@ def test_closed_stdin_is_invalid_input() -> None:
         preexec_fn=lambda: os.close(0),
     )
     assert done.returncode == 5, done.stderr
-    assert "stdin is closed" in done.stderr and "internal error" not in done.stderr
+    assert "input is closed" in done.stderr and "internal error" not in done.stderr
 
 
 @pytest.mark.parametrize("size", [1, 7, 8, 9, 100, logfile.CHUNK - 1, logfile.CHUNK + 1])

@@ -54,10 +54,12 @@ from ascendtune.core.vllm_log.patterns import (
     _TOPO_FALLBACK,
     _UNKNOWN_ARCH,
     _VLLM_VERSION,
+    Junk,
     _balanced,
     _config_value,
     _cpus,
     _ints,
+    num,
     safe_literal,
 )
 from ascendtune.core.vllm_log.records import Record, records, split_lines, stamp_seconds
@@ -126,7 +128,7 @@ def _name_ranks(proc: str | None, prank: int | None) -> tuple[int | None, int | 
         return prank, None
     if not proc:
         return None, None
-    idx = {k: int(v) for k, v in _IDX.findall(proc)}
+    idx = {k: num(v) for k, v in _IDX.findall(proc)}
     return idx.get("TP"), idx.get("DP")
 
 
@@ -225,7 +227,7 @@ class LogParser:
         w = _Worker(key=key, line=self.lines, pid=rec.pid, process=rec.process)
         prank = None
         if rec.process and " rank=" in rec.process:
-            prank = int(rec.process.rsplit("=", 1)[1])
+            prank = num(rec.process.rsplit("=", 1)[1])
         w.rank, w.dp_rank = _name_ranks(rec.process, prank)
         self.workers[key] = w
         self.order.append(key)
@@ -315,11 +317,14 @@ class LogParser:
             self.stop(f"stopped after {model.MAX_LINES} lines")
             return
         self.lines += 1
-        recs = records(line)
-        if recs and recs[-1].cut:
-            self.cut += 1
-        for rec in recs:
-            self._message(rec)
+        try:
+            recs = records(line)
+            if recs and recs[-1].cut:
+                self.cut += 1
+            for rec in recs:
+                self._message(rec)
+        except Junk:
+            pass  # a number no real log prints (thousands of digits): not a line of a server
 
     def _message(self, rec: Record) -> None:
         msg = rec.message
@@ -335,9 +340,9 @@ class LogParser:
             w = self._by_pid(rec)  # a worker that never logs binding shows as "not seen"
             m = _ASSIGNED.search(msg) if w is not None and "world size" in msg else None
             if w is not None and m:
-                w.global_rank = int(m.group(1))
+                w.global_rank = num(m.group(1))
                 if w.dp_rank is None:
-                    w.dp_rank = int(m.group(2))
+                    w.dp_rank = num(m.group(2))
         maybe = "NPU" in msg or "cpu" in msg.lower() or "irq" in msg or "migrat" in msg
         if maybe and self._binding(rec, msg):
             self.binding_seen = self.any_binding_seen = True
@@ -354,12 +359,12 @@ class LogParser:
                 seen = self.workers.get(("pid", rec.pid))
                 if seen is not None and seen.mode is not None:
                     self._new_run(f"PID {rec.pid} began binding again")
-            w = self._for_rank(rec, int(m.group(2)), opening=True)
+            w = self._for_rank(rec, num(m.group(2)), opening=True)
             if w is not None:
                 vis = _MODE_VISIBLE.search(msg, m.end())
                 hint = _MODE_NPU.search(msg, m.end())
                 w.mode, w.visible = m.group(1), _ints(vis.group(1)) if vis else ()
-                w.npu_hint = int(hint.group(1)) if hint else None
+                w.npu_hint = num(hint.group(1)) if hint else None
                 self.current[rec.pid] = w.key
             return True
         if _PLAN_HEAD.search(msg):
@@ -370,7 +375,7 @@ class LogParser:
             return True
         m = _PLAN.search(msg)
         if m:
-            npu = int(m.group(1))
+            npu = num(m.group(1))
             w = self._for_npu(rec, npu)
             if w is not None:
                 w.plan = LoggedPlan(
@@ -383,16 +388,16 @@ class LogParser:
             return True
         m = _PLAN_950.search(msg)
         if m:
-            w = self._for_npu(rec, int(m.group(1)))
+            w = self._for_npu(rec, num(m.group(1)))
             if w is not None:
-                w.plan = LoggedPlan(int(m.group(1)), _cpus(m.group(2)))
+                w.plan = LoggedPlan(num(m.group(1)), _cpus(m.group(2)))
                 w.mode = w.mode or "a5_clusters"
                 if w.binding == "not seen":
                     w.binding = "bound"
             return True
         m = _PLAN_START.search(msg)
         if m:  # a plan line cut short: the worker printed a plan, its CPUs are lost
-            w = self._for_npu(rec, int(m.group(1)))
+            w = self._for_npu(rec, num(m.group(1)))
             if w is not None:
                 w.cut_plan = True
                 if w.binding == "not seen":
@@ -400,12 +405,12 @@ class LogParser:
             return True
         m = _IRQ.search(msg)
         if m:
-            npu = int(m.group(1))
+            npu = num(m.group(1))
             w = self._for_irq(rec, npu)
             if w is not None and len(w.irqs) < MAX_IRQS:
                 g = m.groups()
                 w.irqs.append(
-                    IrqBinding(npu, g[1].strip(), int(g[2]), int(g[3]), int(g[4]), int(g[5]))
+                    IrqBinding(npu, g[1].strip(), num(g[2]), num(g[3]), num(g[4]), num(g[5]))
                 )
             return True
         if _IRQ_START.search(msg):
@@ -423,11 +428,11 @@ class LogParser:
             if m is None:
                 sm = _FAILED_START.search(msg)
                 assert sm is not None
-                rank = int(sm.group(1)) if sm.group(1) else None
+                rank = num(sm.group(1)) if sm.group(1) else None
                 reason = msg[sm.end() :].lstrip(": ").strip() or "(the line is cut short)"
                 self.cut_failures += 1
             else:
-                rank, reason = int(m.group(1)), m.group(2).strip()
+                rank, reason = num(m.group(1)), m.group(2).strip()
             w = self._for_rank(rec, rank, opening=False)
             if w is not None:
                 w.binding, w.reason = "failed", reason[:2000]
@@ -481,13 +486,13 @@ class LogParser:
             return True
         m = _LEGACY_PLAN.search(msg)
         if m:
-            w = self._for_rank(rec, int(m.group(1)), opening=True)
+            w = self._for_rank(rec, num(m.group(1)), opening=True)
             if w is not None:
                 w.mode = "legacy_numa_shard"
                 w.visible = _ints(m.group(4))
                 w.plan_expected = True
                 self.current[rec.pid] = w.key
-                w.plan = LoggedPlan(int(m.group(2)), frozenset())
+                w.plan = LoggedPlan(num(m.group(2)), frozenset())
             return True
         m = _LEGACY_BOUND.search(msg)
         if m:
@@ -500,7 +505,7 @@ class LogParser:
             return True
         m = _LEGACY_FAILED.search(msg)
         if m:
-            w = self._for_rank(rec, int(m.group(2)), opening=False)
+            w = self._for_rank(rec, num(m.group(2)), opening=False)
             if w is not None:
                 w.binding, w.reason = "failed", m.group(1).strip()[:2000]
             return True
@@ -508,7 +513,7 @@ class LogParser:
 
     def _step(self, rec: Record, text: str) -> None:
         m = _STEP_NPU.search(rec.message)
-        w = self._for_irq(rec, int(m.group(1) or m.group(2))) if m else self._current(rec)
+        w = self._for_irq(rec, num(m.group(1) or m.group(2))) if m else self._current(rec)
         if w is not None and text not in w.skipped and len(w.skipped) < 16:
             w.skipped.append(text)
 

@@ -18,6 +18,21 @@ from ascendtune.core.vllm_log.model import (
     MAX_LITERAL_NODES,
 )
 
+MAX_DIGITS = 18  # no pid, rank, NPU, CPU, IRQ or date field of a real log is longer
+
+
+class Junk(ValueError):
+    """A line whose number fields cannot be a real log's (a 5,000-digit rank): it is skipped."""
+
+
+def num(digits: str) -> int:
+    """A logged number; Junk when it is longer than any real field (int() of a 5,000-digit
+    string is refused by Python itself, and would be meaningless anyway)."""
+    if len(digits) > MAX_DIGITS:
+        raise Junk(f"a {len(digits)}-digit number")
+    return int(digits)
+
+
 _NUMS = r"[\d,\s]*"
 # lenient past `rank=`: lines after the binding fix (PR #15517) may name the NPU too
 _MODE = re.compile(r"\[cpu_bind_mode\] mode=(\w+) rank=(\d+)")
@@ -88,7 +103,7 @@ _IDX = re.compile(r"(?:^|_)(DP|TP|PP|EP|PCP|DCP)(\d+)")
 def _ints(text: str) -> tuple[int, ...]:
     out: list[int] = []
     for tok in re.split(r"[,\s]+", text.strip()):
-        if (tok.isascii() and tok.isdigit()) and int(tok) < MAX_CPU:
+        if tok.isascii() and tok.isdigit() and len(tok) <= MAX_DIGITS and int(tok) < MAX_CPU:
             out.append(int(tok))
     return tuple(out)
 

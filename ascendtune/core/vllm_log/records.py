@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from ascendtune.core.vllm_log.model import MAX_LINE_BYTES
+from ascendtune.core.vllm_log.patterns import num
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -44,9 +45,9 @@ def stamp_seconds(stamp: str) -> tuple[int | None, int, int] | None:
     m = _TIME.match(stamp)
     if not m:
         return None
-    year = int(m.group(1)) if m.group(1) else None
-    day, hh, mm, ss = (int(m.group(i)) for i in (3, 4, 5, 6))
-    return year, int(m.group(2)), ((day * 24 + hh) * 60 + mm) * 60 + ss
+    year = num(m.group(1)) if m.group(1) else None
+    day, hh, mm, ss = (num(m.group(i)) for i in (3, 4, 5, 6))
+    return year, num(m.group(2)), ((day * 24 + hh) * 60 + mm) * 60 + ss
 
 
 def split_lines(chunks: Iterable[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
@@ -113,14 +114,14 @@ def _record(text: str) -> Record:
     m = _HEAD.match(text)
     if m:
         msg = text[m.end() :]
-        pid = int(m.group("pid")) if m.group("pid") else None
+        pid = num(m.group("pid")) if m.group("pid") else None
         proc = m.group("proc")
         level = m.group("level")
         stamp = m.group("stamp")
     else:
         p = _ONLY_PREFIX.match(text)
         msg = text[p.end() :] if p else text
-        pid = int(p.group("pid")) if p else None
+        pid = num(p.group("pid")) if p else None
         proc = p.group("proc") if p else None
         level = None
         stamp = None
