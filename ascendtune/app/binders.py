@@ -222,9 +222,12 @@ def check_of(chain: Chain) -> Check:
     detail = "; ".join(f.message for f in chain.findings) or None
     fix = None
     if warn:
-        fix = "; ".join(s.switch for s in chain.switches[chain.owner]) or next(
+        words = "; ".join(s.switch for s in chain.switches[chain.owner]) or next(
             f.hint for f in chain.findings if f.severity == "warning"
         )
+        # a change to how the server is launched, not a command for the running worker: a
+        # comment, so that what doctor prints for pasting stays harmless as pasted
+        fix = "# in the server's launch: " + " ".join(words.split())
     return Check(
         f"binders:{chain.worker.pid}",
         "warn" if warn else "ok",

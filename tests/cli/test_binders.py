@@ -75,7 +75,9 @@ def test_doctor_demo_section_binders(cli: Cli) -> None:
         ("vllm-ascend", "binds"),
     ]
     assert bound["status"] == "warn"
-    assert bound["fix"] == "unset CPU_AFFINITY_CONF (or CPU_AFFINITY_CONF=0)"
+    assert (
+        bound["fix"] == "# in the server's launch: unset CPU_AFFINITY_CONF (or CPU_AFFINITY_CONF=0)"
+    )
     assert "binders-silent-skip" in [f["code"] for f in bound["data"]["findings"]]
     assert bound["data"]["predicted"]["main"] == bound["data"]["observed"]["main"] == "2-9"
     # the unbound worker: vLLM-Ascend should have bound it, the masks say it did not

@@ -32,7 +32,8 @@ pytestmark = [
 MIB = 1 << 20
 # a worker whose memory the test places: MEMORY_MIB touched, then a little CPU every 100 ms
 MEMORY_CHILD = r"""
-import sys, time
+import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, b"VLLM::Worker_TP", 0, 0, 0)  # named as a worker, as vLLM names it
 mem = bytearray(int(sys.argv[1]) * (1 << 20))
 for i in range(0, len(mem), 4096):
     mem[i] = 1
