@@ -188,6 +188,14 @@ def main() -> None:
     """The console script: `--demo` may stand alone, `--debug` may stand anywhere, usage
     errors are one line too, a closed pipe (`| head`) ends quietly with status 0, a full
     stdout is one line and 74, and SIGTERM/SIGHUP stop as Ctrl-C does (cli/streams.py)."""
+    try:
+        _main()
+    except KeyboardInterrupt:  # Ctrl-C before the handlers below were in place (start-up)
+        sys.stderr.write("ascendtune: interrupted\n")
+        sys.exit(130)
+
+
+def _main() -> None:
     from ascendtune.cli.streams import Stopped, guard_streams, stop_on_signals
     from ascendtune.core.errors import AscendtuneError
 

@@ -218,3 +218,19 @@ def test_columns_0_on_a_terminal_still_prints() -> None:
         then=None,
     )
     assert b"NUMA" in got or b"numa" in got, got[:300]
+
+
+def test_ctrl_c_during_start_up_is_one_line_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the campaign's find: SIGINT while main() was still importing its stream guards
+    from ascendtune.cli import app as cli_app
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_app, "_main", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        cli_app.main()
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "ascendtune: interrupted\n"
