@@ -96,9 +96,11 @@ def main() -> int:
         results.touch()
         for name in names:
             full, quick, _needs = BENCHES[name]
+            before = len(results.read_text().splitlines())
             code = run(name, quick if args.quick else full, results)
-            if code not in (0, 1):
-                broken.append(f"bench_{name}.py exit {code}")
+            # a benchmark that stopped before judging anything failed to run, whatever its code
+            if code not in (0, 1) or len(results.read_text().splitlines()) == before:
+                broken.append(f"bench_{name}.py exit {code}, no verdict")
         rows = [json.loads(line) for line in results.read_text().splitlines() if line]
     print("\n" + "=" * min(shutil.get_terminal_size().columns, 100))
     print(table(rows, args.markdown))
