@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
-from timing import run_measured  # noqa: E402
+from timing import peak_mib, run_measured  # noqa: E402
 from verdict import absolute, verdict  # noqa: E402
 
 from ascendtune.host.demos import DEMOS  # noqa: E402
@@ -31,11 +30,6 @@ TARFILE_LOOP = (
     "        for m in tar:\n"
     "            if m.isfile():\n"
     "                tar.extractfile(m).read()\n"
-)
-LAUNCHER = (
-    "import resource, subprocess, sys\n"
-    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
 )
 
 
@@ -87,17 +81,7 @@ def main() -> int:
                 f"({lc:.2f} s CPU)",
                 flush=True,
             )
-        peaks = []
-        for _ in range(2):
-            out = subprocess.run(
-                [sys.executable, "-c", LAUNCHER, *ours],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                check=True,
-            )
-            peaks.append(float(out.stdout.strip()))
+        peaks = [peak_mib(ours, env, check=False) for _ in range(2)]
         met = verdict(
             f"`fleet compare` of {len(paths)} snapshots",
             "a tarfile loop opening the same archives",

@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
-from timing import run_measured  # noqa: E402
+from timing import peak_mib, run_measured  # noqa: E402
 from verdict import absolute, verdict  # noqa: E402
 
 RANKS = 16
 RSS_LIMIT_MIB = 100.0
-
-LAUNCHER = (
-    "import resource, subprocess, sys\n"
-    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
-)
 
 
 def start_block(run: int, day: int) -> list[str]:
@@ -123,18 +116,6 @@ def grep_s(path: Path) -> tuple[float, float]:
     )
 
 
-def peak_mib(argv: list[str], env: dict[str, str]) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=True,
-    )
-    return float(out.stdout.strip())
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -169,7 +150,7 @@ def main() -> int:
                     f"grep -c {gw:.2f} s wall {gc:.2f} s CPU",
                     flush=True,
                 )
-            peaks[mib] = [peak_mib([*at, str(path)], env) for _ in range(2)]
+            peaks[mib] = [peak_mib([*at, str(path)], env, check=False) for _ in range(2)]
             print(f"{mib} MiB: peak RSS {max(peaks[mib]):.1f} MiB", flush=True)
         big, small = max(sizes), min(sizes)
         met = verdict(f"`log --json` of a {big} MiB log", "grep -c cpu_binding", wall[big], 5.0)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from timing import run_timed  # noqa: E402
+from timing import peak_mib, run_timed  # noqa: E402
 from verdict import absolute, verdict  # noqa: E402
 
 from ascendtune.core.cpulist import format_cpulist  # noqa: E402
@@ -83,26 +82,6 @@ def env_for(tmp: str) -> dict[str, str]:
 
 def run_s(argv: list[str], env: dict[str, str]) -> float:
     return run_timed(argv, env=env)
-
-
-LAUNCHER = (
-    "import resource, subprocess, sys\n"
-    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
-)
-
-
-def peak_mib(argv: list[str], env: dict[str, str]) -> float:
-    """The child's own peak RSS (a launcher, so the figure is not this process's high water)."""
-    out = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return float(out.stdout.strip())
 
 
 def in_process_s(path: str) -> float:

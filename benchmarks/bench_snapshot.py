@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
-from timing import run_measured  # noqa: E402
+from timing import peak_mib, run_measured  # noqa: E402
 from verdict import absolute, verdict  # noqa: E402
 
 from ascendtune.core.cpulist import format_cpulist  # noqa: E402
@@ -39,11 +39,6 @@ from ascendtune.synth.spec import (  # noqa: E402
 from ascendtune.synth.standard import demo_nodes, demo_self, npu_pci  # noqa: E402
 
 RSS_LIMIT_MIB = 200.0
-LAUNCHER = (
-    "import resource, subprocess, sys\n"
-    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
-)
 
 
 def host(
@@ -105,18 +100,6 @@ HOSTS = {
     "2,000 PCI devices": lambda: host(192, nodes=8, extra_pci=2000),
     "a 5,000-thread worker": lambda: host(192, nodes=8, threads=5000),
 }
-
-
-def peak_mib(argv: list[str], env: dict[str, str]) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    return float(out.stdout.strip())
 
 
 def main() -> int:

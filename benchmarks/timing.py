@@ -56,3 +56,30 @@ def run_timed(
 ) -> float:
     """Seconds from start to exit of argv (see run_measured)."""
     return run_measured(argv, env=env, cwd=cwd, timeout=timeout, check=check)[0]
+
+
+_PEAK = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "if sys.argv[1] == 'check' and done.returncode != 0:\n"
+    "    sys.exit(f'exit {done.returncode}')\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+)
+
+
+def peak_mib(
+    argv: list[str], env: dict[str, str], *, check: bool = True, timeout: float = 1800.0
+) -> float:
+    """The peak RSS in MiB of argv's own process (measured from a launcher, so the figure is
+    not this process's high water); with check, a non-zero exit of argv fails."""
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, "check" if check else "any", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return float(out.stdout.strip())

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ascendtune.app.options import HostSource, PlanOptions
-from ascendtune.core.bindplan import BindReport, BindTarget, target_from_cpus, target_from_plan
+from ascendtune.core.bindplan import (
+    BindReport,
+    BindTarget,
+    dry_run_report,
+    target_from_cpus,
+    target_from_plan,
+)
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import (
     InvalidInput,
@@ -221,7 +227,7 @@ def bind_pid(
 def captured_dry_run(pid: int, target: BindTarget, root: Root, *, use_roles: bool) -> PidOutcome:
     """`bind --pid P --dry-run` with --demo/--sysroot: plan against process P as the captured
     host shows it (its threads' names and masks), never this machine's /proc."""
-    from ascendtune.core.bindplan import ThreadRow, check_cpus_usable
+    from ascendtune.core.bindplan import check_cpus_usable
     from ascendtune.core.cpulist import parse_cpulist
     from ascendtune.core.errors import ParseError
     from ascendtune.host.affinity import ProcessIdentity
@@ -247,29 +253,11 @@ def captured_dry_run(pid: int, target: BindTarget, root: Root, *, use_roles: boo
         check_cpus_usable(
             target, online=online, allowed=allowed, whom=f"process {pid} of {root.describe()}"
         )
-    use = use_roles and target.has_roles
-    rows: list[ThreadRow] = []
-    placed: dict[str, list[int]] = {}
-    for t in sorted(threads, key=lambda t: (t.tid != pid, t.tid)):
-        role, want = target.thread_target(t.name, use_roles=use)
-        rows.append(ThreadRow(t.tid, t.name, role, t.cpus, want))
-        if role in ("acl", "release"):
-            placed.setdefault(role, []).append(t.tid)
-    bound = sum(1 for r in rows if not r.changes)
-    report = BindReport(
-        pid=pid,
-        target=target,
-        use_roles=use,
-        threads_total=len(rows),
-        threads_bound=bound,
-        threads_failed=(),
-        passes=0,
-        verified=bound == len(rows),
-        roles_placed={r: tuple(t) for r, t in placed.items()},
-        dry_run=True,
-        rows=tuple(rows),
+    ordered = sorted(threads, key=lambda t: (t.tid != pid, t.tid))  # the main thread first
+    report = dry_run_report(
+        pid, target, ((t.tid, t.name, t.cpus) for t in ordered), use_roles=use_roles
     )
-    comm = (root.read_text(f"proc/{pid}/comm") or "").strip() or rows[0].name
+    comm = (root.read_text(f"proc/{pid}/comm") or "").strip() or report.rows[0].name
     cmd = [a for a in (root.read_text(f"proc/{pid}/cmdline") or "").split("\0") if a]
     ident = ProcessIdentity(name=comm, user=None, cmdline=tuple(cmd), status="captured")
     return PidOutcome(report, ident, allowed)

@@ -4,7 +4,7 @@ and the report of a binding. Pure logic; the host layer (ascendtune.host.affinit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -287,3 +287,32 @@ class BindReport:
                 for r in self.rows
             ]
         return doc
+
+
+def dry_run_report(
+    pid: int, target: BindTarget, threads: Iterable[tuple[int, str, CpuSet]], *, use_roles: bool
+) -> BindReport:
+    """The dry run of a bind: every thread (tid, name, current mask), in the order given, with
+    the mask it would get; nothing changed. The live survey and a captured process share it."""
+    use = use_roles and target.has_roles
+    rows: list[ThreadRow] = []
+    placed: dict[str, list[int]] = {}
+    for tid, name, cur in threads:
+        role, want = target.thread_target(name, use_roles=use)
+        rows.append(ThreadRow(tid, name, role, cur, want))
+        if role in ("acl", "release"):
+            placed.setdefault(role, []).append(tid)
+    bound = sum(1 for r in rows if not r.changes)
+    return BindReport(
+        pid=pid,
+        target=target,
+        use_roles=use,
+        threads_total=len(rows),
+        threads_bound=bound,
+        threads_failed=(),
+        passes=0,
+        verified=bound == len(rows),
+        roles_placed={r: tuple(t) for r, t in placed.items()},
+        dry_run=True,
+        rows=tuple(rows),
+    )

@@ -3,7 +3,9 @@ and every thread's mask for `bind --workers` and `bind --show`."""
 
 from __future__ import annotations
 
-from ascendtune.core.bindplan import BindReport, BindTarget, ThreadRow
+from collections.abc import Iterator
+
+from ascendtune.core.bindplan import BindReport, BindTarget, dry_run_report
 from ascendtune.core.cpulist import CpuSet
 from ascendtune.host.affinity.masks import Tasks, main_first
 from ascendtune.host.affinity.process import require_process
@@ -15,32 +17,15 @@ def survey_process(
     """The dry run: every thread with its current mask and the one it would get; no change."""
     tasks = tasks or Tasks()
     require_process(pid, tasks)
-    use = use_roles and target.has_roles
-    rows: list[ThreadRow] = []
-    placed: dict[str, list[int]] = {}
-    for tid in main_first(pid, tasks.list_tids(pid) or []):
-        name = tasks.name(pid, tid)
-        cur = tasks.get(tid)
-        if name is None or cur is None:
-            continue
-        role, want = target.thread_target(name, use_roles=use)
-        rows.append(ThreadRow(tid, name, role, cur, want))
-        if role in ("acl", "release"):
-            placed.setdefault(role, []).append(tid)
-    bound = sum(1 for r in rows if not r.changes)
-    return BindReport(
-        pid=pid,
-        target=target,
-        use_roles=use,
-        threads_total=len(rows),
-        threads_bound=bound,
-        threads_failed=(),
-        passes=0,
-        verified=bound == len(rows),
-        roles_placed={r: tuple(t) for r, t in placed.items()},
-        dry_run=True,
-        rows=tuple(rows),
-    )
+
+    def threads() -> Iterator[tuple[int, str, CpuSet]]:
+        for tid in main_first(pid, tasks.list_tids(pid) or []):
+            name = tasks.name(pid, tid)
+            cur = tasks.get(tid)
+            if name is not None and cur is not None:
+                yield tid, name, cur
+
+    return dry_run_report(pid, target, threads(), use_roles=use_roles)
 
 
 def thread_masks(pid: int, tasks: Tasks | None = None) -> dict[int, CpuSet]:
