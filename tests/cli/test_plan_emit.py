@@ -87,6 +87,21 @@ def test_every_line_is_a_comment_or_a_whole_command(
         bash_n(line + "\n")
 
 
+def run_bash(script: str) -> subprocess.CompletedProcess[str]:
+    """script under `bash -e`, in a clean environment: the suite's own ASCENDTUNE_* settings
+    (CI's tier switches) stay out of what the emitted lines define."""
+    assert BASH is not None
+    clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+    return subprocess.run(
+        [BASH, "-e", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=clean,
+        timeout=60,
+    )
+
+
 def test_cpu_affinity_conf_is_one_export_on_ascend() -> None:
     lines = emit("--demo", "atlas-800i-a2", "--emit", "cpu-affinity-conf")
     bash_n("\n".join(lines))
@@ -160,16 +175,7 @@ def test_env_lines_are_exports() -> None:
     assert commands and all(c.startswith("export ") for c in commands), lines
     assert BASH is not None
     script = "\n".join([*lines, 'env | grep -E "^(ASCEND|ASCENDTUNE)" | sort'])
-    # a clean environment: the suite's own ASCENDTUNE_* settings (CI's tier switches) stay out
-    clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
-    done = subprocess.run(
-        [BASH, "-e", "-c", script],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=clean,
-        timeout=60,
-    )
+    done = run_bash(script)
     assert done.returncode == 0, done.stderr
     # a child of the shell sees every rank's values (not only the last rank's)
     assert done.stdout.splitlines() == [
@@ -200,16 +206,7 @@ def test_functions_without_cmdline_run_in_a_launch_script(
     lines = emit("--sysroot", root, "--policy", "exclusive", "--emit", kind)
     script = "\n".join([*lines, f"rank1 {shell_join([sys.executable, '-c', PROBE])}"])
     assert BASH is not None
-    # a clean environment: the suite's own ASCENDTUNE_* settings (CI's tier switches) stay out
-    clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
-    done = subprocess.run(
-        [BASH, "-e", "-c", script],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=clean,
-        timeout=60,
-    )
+    done = run_bash(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str([mine[1]])
 
@@ -239,16 +236,7 @@ def test_docker_arrays_hold_the_cpuset_flags(here: tuple[str, list[int]]) -> Non
     lines = emit("--sysroot", root, "--policy", "exclusive", "--emit", "docker")
     assert BASH is not None
     script = "\n".join([*lines, 'printf "%s\\n" "${rank1_docker[@]}"'])
-    # a clean environment: the suite's own ASCENDTUNE_* settings (CI's tier switches) stay out
-    clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
-    done = subprocess.run(
-        [BASH, "-e", "-c", script],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=clean,
-        timeout=60,
-    )
+    done = run_bash(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"--cpuset-cpus={mine[1]}", "--cpuset-mems=0"]
 
