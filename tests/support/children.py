@@ -59,15 +59,20 @@ def spawner():
 for _ in range(spec.get("spawners", 0)):
     threading.Thread(target=spawner, daemon=True).start()
 
+fighting = threading.Barrier(spec.get("fighters", 0) + 1)
+
 def fighter(mask):
     # a thread that puts itself back on its own mask in a loop, as a library might
     libc.prctl(15, b"fighter", 0, 0, 0)
+    os.sched_setaffinity(0, mask)
+    fighting.wait()  # named and on its mask before "ready"
     while True:
         os.sched_setaffinity(0, mask)
         time.sleep(0.001)
 
 for _ in range(spec.get("fighters", 0)):
     threading.Thread(target=fighter, args=(spec["fight"],), daemon=True).start()
+fighting.wait()
 print("ready", flush=True)
 sys.stdin.read()
 os._exit(0)
