@@ -10,9 +10,8 @@ import io
 import json
 import os
 import re
-import secrets
-import tarfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -280,7 +279,7 @@ def write(cap: Capture, dest: str, *, force: bool = False) -> Path:
         if not force:
             _refuse_existing(path, dest)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
         if is_archive(dest):
             _write_archive(tmp, cap, gzip=not dest.endswith(".tar"))
         else:
@@ -364,7 +363,7 @@ def _put_in_place(tmp: Path, path: Path, force: bool) -> None:
             os.unlink(tmp)
         return
     if path.is_dir() and not path.is_symlink():
-        old = path.parent / f".{path.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        old = path.parent / f".{path.name}.old-{os.getpid()}-{os.urandom(4).hex()}"
         os.rename(path, old)
         try:
             os.rename(tmp, path)
@@ -411,11 +410,11 @@ def _write_archive(p: Path, cap: Capture, *, gzip: bool) -> None:
 def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
     """The capture as a tar stream (gzip-compressed with gzip) into out.
 
-    The bytes are those tarfile writes in PAX format (a plain ustar header per member, a PAX
-    header only for a long or non-ASCII name) and gzip.GzipFile(mtime=0) at level 6, the
-    default of gzip and `tar czf` (9 costs about twice the time for a few % of size): headers
-    are built here, not through a TarInfo per member, which cost more than the reading and the
-    compression of tens of thousands of small sysfs files together.
+    The tar is what tarfile writes in PAX format (a plain ustar header per member, a PAX header
+    only for a long or non-ASCII name; sorted, mtime 0, root-owned), so every reader of the
+    older archives reads these: the headers are built here rather than through a TarInfo per
+    member, which cost more than reading and compressing tens of thousands of small sysfs files
+    together. The gzip is GzipFile's framing (mtime 0) at level GZIP_LEVEL.
     """
     sink = _GzipSink(out) if gzip else out
     pending: list[bytes] = []  # handed on in pieces of about _FLUSH_AT bytes
@@ -453,6 +452,11 @@ def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
         sink.close()  # the gzip trailer; `out` stays open
 
 
+# zlib's fast deflate (levels 1-3) takes a third of the time of gzip's default 6 on a large
+# host's tar (an 8,192-CPU host: 0.06 s instead of 0.19 s) for a larger archive (469 KiB
+# instead of 314 KiB; a 5,000-thread worker 185 KiB instead of 137 KiB); 3 is the smallest
+# of the fast levels at the same speed
+GZIP_LEVEL = 3
 _BLOCK = 512
 _RECORD = 20 * _BLOCK
 _ZEROS = bytes(_BLOCK)
@@ -483,7 +487,11 @@ def _header(name: str, kind: bytes, size: int, link: str) -> bytes:
                 _OWNER,
             )
         )
-        return b"%s%06o\0 %s" % (block[:148], sum(block), block[156:])
+        # the checksum is the sum of the bytes (its own field as spaces): adler32's low half
+        # is 1 + that sum mod 65521, and an ASCII block sums to at most 512 * 127 = 65,024
+        return b"%s%06o\0 %s" % (block[:148], (zlib.adler32(block) & 0xFFFF) - 1, block[156:])
+    import tarfile
+
     info = tarfile.TarInfo(name)
     info.mtime = 0
     info.uid = info.gid = 0
@@ -498,16 +506,16 @@ def _header(name: str, kind: bytes, size: int, link: str) -> bytes:
 
 
 class _GzipSink:
-    """What gzip.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=6) writes (no file
-    name in the header), without its per-write bookkeeping."""
+    """What gzip.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) writes
+    (no file name in the header), without its bookkeeping on every write."""
 
     def __init__(self, out: IO[bytes]) -> None:
-        import zlib
-
         self.out = out
-        # magic, deflate, no flags, mtime 0, no extra flags (level 6), OS unknown (255)
+        # magic, deflate, no flags, mtime 0, no extra flags (neither level 1 nor 9), OS unknown
         out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
-        self.deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+        self.deflate = zlib.compressobj(
+            GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0
+        )
         self.crc32 = zlib.crc32
         self.crc = 0
         self.size = 0

@@ -1,6 +1,6 @@
 """A snapshot archive is written without a TarInfo per member: its bytes are still those tarfile
-(PAX format) and gzip.GzipFile write, so every reader of the old archives reads the new ones;
-and the capture reads each file of the host once."""
+(PAX format) and gzip.GzipFile (at the snapshot's level) write, so every reader of the older
+archives reads the new ones; and the capture reads each file of the host once."""
 
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ from tests.support.builder import SysrootBuilder
 
 
 def tarfile_bytes(cap: snap.Capture, *, compress: bool) -> bytes:
-    """The archive as tarfile and gzip.GzipFile write it (the writer before issue 28)."""
+    """The archive as tarfile and gzip.GzipFile write it (the writer before issue 28, which
+    compressed at level 6)."""
     raw = io.BytesIO()
-    sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) if compress else raw
+    level = snap.GZIP_LEVEL
+    sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=level) if compress else raw
     with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for rel in sorted(set(cap.files) | set(cap.links)):
             info = tarfile.TarInfo(rel)
