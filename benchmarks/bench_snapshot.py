@@ -6,7 +6,8 @@ replay at 4,096 CPUs (`plan --sysroot X.tar.gz`) against folder replay of the sa
 Targets (issue 28): snapshot at most 2x tar at every size, and works at every size; its peak RSS
 under 200 MiB; archive replay at most 1.3x folder replay.
 
-Run: python benchmarks/bench_snapshot.py [--runs N]
+Run: python benchmarks/bench_snapshot.py [--runs N] [--only TEXT] (--only: the hosts whose name
+holds TEXT, e.g. --only 8,192)
 """
 
 from __future__ import annotations
@@ -105,7 +106,11 @@ HOSTS = {
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default="", help="only the hosts whose name holds this text")
     args = ap.parse_args()
+    hosts = {name: make for name, make in HOSTS.items() if args.only in name}
+    if not hosts:
+        ap.error(f"--only {args.only}: no such host (hosts: {', '.join(HOSTS)})")
     repo = Path(__file__).resolve().parents[1]
     at = [sys.executable, "-m", "ascendtune"]
     met = True
@@ -114,7 +119,7 @@ def main() -> int:
         env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
         env["PYTHONPATH"] = str(repo)
         out = Path(tmp, "out.tar.gz")
-        for name, make in HOSTS.items():
+        for name, make in hosts.items():
             tree = render(make())
             src = tree.write(Path(tmp, "src"))
             snap = [*at, "snapshot", str(out), "--force", "--sysroot", str(src)]

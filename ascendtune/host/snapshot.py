@@ -10,9 +10,8 @@ import io
 import json
 import os
 import re
-import secrets
-import tarfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -23,7 +22,7 @@ from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 from ascendtune.core.model import Host, Soc
 from ascendtune.core.redact import redact_cmdline, redact_env, redact_environ, redact_text
 from ascendtune.host import pci, reader
-from ascendtune.host.roots import MemRoot, Root, command_file, error_file
+from ascendtune.host.roots import CommandOutput, MemRoot, Root, command_file, error_file
 
 TOOLS = (
     *(t for p in vendors.profiles() for t in p.tools),
@@ -92,8 +91,63 @@ def host_paths(root: Root) -> list[str]:
     return paths
 
 
+class _Recorder(Root):
+    """root, with every text and listing it answers kept: the capture takes the files that
+    host_paths and doctor_paths have already read (a 5,000-thread worker's 10,000 task files
+    were read three times), and the snapshot holds one view of each file, as read once."""
+
+    def __init__(self, inner: Root) -> None:
+        self.inner = inner
+        self.label = inner.label
+        self.live = inner.live
+        self.texts: dict[str, str | None] = {}
+        self.lists: dict[str, list[str] | None] = {}
+
+    def read_text(self, rel: str) -> str | None:
+        texts = self.texts
+        if rel in texts:
+            return texts[rel]
+        text = texts[rel] = self.inner.read_text(rel)
+        return text
+
+    def listdir(self, rel: str) -> list[str] | None:
+        if rel not in self.lists:
+            self.lists[rel] = self.inner.listdir(rel)
+        got = self.lists[rel]
+        return None if got is None else list(got)
+
+    def readlink(self, rel: str) -> str | None:
+        return self.inner.readlink(rel)
+
+    def readlinks(self, rel: str) -> list[str] | None:
+        return self.inner.readlinks(rel)
+
+    def read_children(
+        self, folder: str, names: list[str], file: str | None, links: str
+    ) -> list[tuple[str | None, list[str] | None]]:
+        # the root's own pass (a sysroot reads each entry from its descriptor), kept
+        rows = self.inner.read_children(folder, names, file, links)
+        if file is not None:
+            base = folder.strip("/")
+            for name, (text, _) in zip(names, rows, strict=True):
+                self.texts.setdefault(f"{base}/{name}/{file}", text)
+        return rows
+
+    def renew_tool_budget(self) -> None:
+        self.inner.renew_tool_budget()
+
+    def command(self, argv: list[str], fallbacks: tuple[str, ...] = ()) -> CommandOutput | None:
+        return self.inner.command(argv, fallbacks)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
 def capture(root: Root) -> Capture:
     cap = Capture()
+    host_root = root  # the kubelet's socket is looked for in the folder itself
+    # every file is read from the host once: host_paths, doctor_paths and the capture share it
+    root = _Recorder(root)
     from ascendtune.host.identity import IDENTITY_PATHS
 
     for rel in (*host_paths(root), *IDENTITY_PATHS):
@@ -152,7 +206,7 @@ def capture(root: Root) -> Capture:
                     cap.files[env_rel] = redact_environ(env)
     from ascendtune.host.k8s.files import capture as kubelet_capture
 
-    for rel, text in kubelet_capture(root).items():  # a Kubernetes node: what the kubelet gave
+    for rel, text in kubelet_capture(host_root).items():  # a Kubernetes node: what the kubelet gave
         cap.files.setdefault(rel, text)
     meta = _meta(root)
     from ascendtune.host.identity import MACHINE_ID, machine_id_digest
@@ -225,7 +279,7 @@ def write(cap: Capture, dest: str, *, force: bool = False) -> Path:
         if not force:
             _refuse_existing(path, dest)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
         if is_archive(dest):
             _write_archive(tmp, cap, gzip=not dest.endswith(".tar"))
         else:
@@ -309,7 +363,7 @@ def _put_in_place(tmp: Path, path: Path, force: bool) -> None:
             os.unlink(tmp)
         return
     if path.is_dir() and not path.is_symlink():
-        old = path.parent / f".{path.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        old = path.parent / f".{path.name}.old-{os.getpid()}-{os.urandom(4).hex()}"
         os.rename(path, old)
         try:
             os.rename(tmp, path)
@@ -354,26 +408,125 @@ def _write_archive(p: Path, cap: Capture, *, gzip: bool) -> None:
 
 
 def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
-    import gzip as gz
+    """The capture as a tar stream (gzip-compressed with gzip) into out.
 
-    # level 6, gzip's and `tar czf`'s default: 9 costs about twice the time for a few % of size
-    sink: IO[bytes] = (
-        gz.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=6) if gzip else out  # type: ignore[assignment]
-    )
-    with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for rel in sorted(set(cap.files) | set(cap.links)):
-            info = tarfile.TarInfo(rel)
-            info.mtime = 0
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            if rel in cap.links:
-                info.type = tarfile.SYMTYPE
-                info.linkname = cap.links[rel]
-                tar.addfile(info)
-            else:
-                data = cap.files[rel].encode()
-                info.size = len(data)
-                info.mode = 0o600
-                tar.addfile(info, io.BytesIO(data))
-    if gzip:
+    The tar is what tarfile writes in PAX format (a plain ustar header per member, a PAX header
+    only for a long or non-ASCII name; sorted, mtime 0, root-owned), so every reader of the
+    older archives reads these: the headers are built here rather than through a TarInfo per
+    member, which cost more than reading and compressing tens of thousands of small sysfs files
+    together. The gzip is GzipFile's framing (mtime 0) at level GZIP_LEVEL.
+    """
+    sink = _GzipSink(out) if gzip else out
+    pending: list[bytes] = []  # handed on in pieces of about _FLUSH_AT bytes
+    size = 0
+    written = 0
+    links = cap.links
+    files = cap.files
+    for rel in sorted(files.keys() | links.keys()):
+        target = links.get(rel)
+        if target is not None:
+            head = _header(rel, b"2", 0, target)
+            pending.append(head)
+            size += len(head)
+        else:
+            data = files[rel].encode()
+            n = len(data)
+            head = _header(rel, b"0", n, "")
+            pending.append(head)
+            pending.append(data)
+            pad = -n % _BLOCK
+            if pad:
+                pending.append(_ZEROS[:pad])
+            size += len(head) + n + pad
+        if size >= _FLUSH_AT:
+            sink.write(b"".join(pending))
+            written += size
+            pending.clear()
+            size = 0
+    # the end: two zero blocks, then zeros up to a whole record of 20 blocks (tar -b20)
+    end = 2 * _BLOCK
+    end += -(written + size + end) % _RECORD
+    pending.append(bytes(end))
+    sink.write(b"".join(pending))
+    if isinstance(sink, _GzipSink):
         sink.close()  # the gzip trailer; `out` stays open
+
+
+# zlib's fast deflate (levels 1-3) takes a third of the time of gzip's default 6 on a large
+# host's tar (an 8,192-CPU host: 0.06 s instead of 0.19 s) for a larger archive (469 KiB
+# instead of 314 KiB; a 5,000-thread worker 185 KiB instead of 137 KiB); 3 is the smallest
+# of the fast levels at the same speed
+GZIP_LEVEL = 3
+_BLOCK = 512
+_RECORD = 20 * _BLOCK
+_ZEROS = bytes(_BLOCK)
+_FLUSH_AT = 1 << 20
+# the fields every member shares, as tarfile writes them for mtime 0, root:root (uid/gid 0)
+_IDS = b"0000000\0" * 2  # uid, gid
+_MTIME = b"00000000000\0"
+_SUM_SPACES = b" " * 8
+_OWNER = b"ustar\x0000" + b"root".ljust(32, b"\0") * 2 + bytes(16 + 155 + 12)  # no device, prefix
+_MODES = {b"0": b"0000600\0", b"2": b"0000644\0"}  # a file 0600; a link as TarInfo makes it
+
+
+def _header(name: str, kind: bytes, size: int, link: str) -> bytes:
+    """The header block(s) tarfile's PAX format writes for this member: one ustar block for
+    an ASCII name and link target of at most 100 characters, else tarfile's own (a PAX header
+    first)."""
+    if len(name) <= 100 and len(link) <= 100 and name.isascii() and link.isascii():
+        block = b"".join(
+            (
+                name.encode().ljust(100, b"\0"),
+                _MODES[kind],
+                _IDS,
+                b"%011o\0" % size,
+                _MTIME,
+                _SUM_SPACES,
+                kind,
+                link.encode().ljust(100, b"\0"),
+                _OWNER,
+            )
+        )
+        # the checksum is the sum of the bytes (its own field as spaces): adler32's low half
+        # is 1 + that sum mod 65521, and an ASCII block sums to at most 512 * 127 = 65,024
+        return b"%s%06o\0 %s" % (block[:148], (zlib.adler32(block) & 0xFFFF) - 1, block[156:])
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.type = kind
+    info.size = size
+    if kind == b"2":
+        info.linkname = link
+    else:
+        info.mode = 0o600
+    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+
+
+class _GzipSink:
+    """What gzip.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) writes
+    (no file name in the header), without its bookkeeping on every write."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        # magic, deflate, no flags, mtime 0, no extra flags (neither level 1 nor 9), OS unknown
+        out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
+        self.deflate = zlib.compressobj(
+            GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0
+        )
+        self.crc32 = zlib.crc32
+        self.crc = 0
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.crc = self.crc32(data, self.crc)
+        self.size += len(data)
+        self.out.write(self.deflate.compress(data))
+
+    def close(self) -> None:
+        self.out.write(self.deflate.flush())
+        self.out.write(
+            self.crc.to_bytes(4, "little") + (self.size & 0xFFFFFFFF).to_bytes(4, "little")
+        )
