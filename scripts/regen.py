@@ -8,6 +8,7 @@ What is generated, in this order (the goldens and the README's sample outputs ar
 the demo archives made first, so one run settles everything):
 
     ascendtune/demos/*.tar.gz    the demo hosts (scripts/make_demos.py)
+    ascendtune/demos/*.json      their indexes, what `--demo` loads (scripts/make_demos.py)
     completions/ascendtune.*     bash, zsh and fish completion (scripts/gen_completions.py)
     schemas/*.schema.json        JSON Schemas of the documents (scripts/gen_schemas.py)
     tests/golden/*.txt           rendered demo output at 80 and 200 columns (scripts/gen_golden.py)
@@ -33,7 +34,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from types import SimpleNamespace
 from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,6 +66,16 @@ class Part(NamedTuple):
 def _demos(_tmp: Path) -> Files:
     return {
         f"ascendtune/demos/{name}.tar.gz": make_demos.build(name) for name in make_demos.BUILDERS
+    }
+
+
+def _demo_indexes(tmp: Path) -> Files:
+    # from the archives the part above just made
+    return {
+        f"ascendtune/demos/{name}.json": make_demos.index(
+            (tmp / "ascendtune" / "demos" / f"{name}.tar.gz").read_bytes()
+        )
+        for name in make_demos.BUILDERS
     }
 
 
@@ -160,6 +170,7 @@ def _readme(_tmp: Path) -> Files:
 
 PARTS = (
     Part("demo hosts", "ascendtune/demos", "*.tar.gz", _demos, _same_archive),
+    Part("demo indexes", "ascendtune/demos", "*.json", _demo_indexes),
     Part("completions", "completions", "ascendtune.*", _completions),
     Part("schemas", "schemas", "*.schema.json", _schemas),
     Part("goldens", "tests/golden", "*.txt", _golden),
@@ -172,16 +183,16 @@ PARTS = (
 
 @contextmanager
 def demos_from(folder: Path) -> Iterator[None]:
-    """`--demo NAME` reads NAME.tar.gz from `folder` (the demos just made) instead of the
-    package's own, so a --check run renders the goldens from what the demo part would write."""
+    """`--demo NAME` reads NAME.json from `folder` (the demos just made) instead of the
+    package's own, so a --check run renders the goldens from what the demo parts would write."""
     from ascendtune.host import demos
 
-    saved = demos.resources
-    demos.resources = SimpleNamespace(files=lambda _package: folder)  # type: ignore[assignment]
+    saved = demos.DEMO_DIR
+    demos.DEMO_DIR = str(folder)
     try:
         yield
     finally:
-        demos.resources = saved
+        demos.DEMO_DIR = saved
 
 
 def regenerate(

@@ -17,7 +17,6 @@ from typer.core import TyperGroup
 
 from ascendtune import __version__
 from ascendtune.cli.commands import COMMANDS
-from ascendtune.cli.common import State, demo_flag_default
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -127,6 +126,10 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
+    # imported here, not at the top: root `--help` (which runs no callback) needs nothing of
+    # cli.common, whose import brings json with it (docs/startup.md)
+    from ascendtune.cli.common import State
+
     State.debug = debug
 
 
@@ -202,7 +205,12 @@ def _main() -> None:
     guard_streams()
     stop_on_signals()
     click_style_completion()
-    args = debug_anywhere(demo_flag_default(sys.argv[1:]))
+    args = sys.argv[1:]
+    if "--demo" in args:  # cli.common only when there is a --demo to complete (see _root)
+        from ascendtune.cli.common import demo_flag_default
+
+        args = demo_flag_default(args)
+    args = debug_anywhere(args)
     try:
         code = _run(args)
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not at shutdown

@@ -18,6 +18,15 @@ def test_help_imports_nothing_heavy() -> None:
     assert not {m for m in mods if m.split(".")[0] in HEAVY[:5]}, "heavy module imported by --help"
 
 
+def test_help_does_no_work_of_ours() -> None:
+    """Root --help is Typer's own work on the command table: none of the commands' shared
+    module (cli.common, which brings json) nor the host, app or core layers."""
+    mods = modules_after(["--help"])
+    ours = {m for m in mods if m.startswith("ascendtune.")}
+    assert "ascendtune.cli.common" not in ours
+    assert not {m for m in ours if m.split(".")[1] in ("host", "app")}, ours
+
+
 def test_fleet_help_and_compare_need_no_ray(tmp_path: Path) -> None:
     assert "ray" not in {m.split(".")[0] for m in modules_after(["fleet", "--help"])}
     from tests.support.fleethosts import demo_copy

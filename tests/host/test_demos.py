@@ -117,6 +117,21 @@ def test_index_matches_generator() -> None:
     assert demos.list_demos() == list(demos.DEMOS.items())
     assert demos.list_demos()[0][0] == demos.DEFAULT_DEMO
     assert sorted(p.name for p in DEMO_DIR.glob("*.tar.gz")) == sorted(f"{n}.tar.gz" for n in ALL)
+    assert sorted(p.name for p in DEMO_DIR.glob("*.json")) == sorted(f"{n}.json" for n in ALL)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_demo_is_its_archive(name: str) -> None:
+    """`--demo` loads the index beside the archive (host/demos.py): the same files, links,
+    folders and order as a replay of the archive itself (`--sysroot NAME.tar.gz`)."""
+    from ascendtune.host.roots import open_root as open_sysroot
+
+    index = open_root(name)
+    archive = open_sysroot(str(DEMO_DIR / f"{name}.tar.gz"))
+    assert isinstance(archive, MemRoot)
+    assert list(index.files.items()) == list(archive.files.items())
+    assert list(index.links.items()) == list(archive.links.items())
+    assert index.dirs == archive.dirs
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -11,7 +11,6 @@ from typing import NamedTuple
 
 from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.k8s import state
-from ascendtune.core.k8s.annotations import parse_annotations
 from ascendtune.core.k8s.config import CONFIG_FILE, KubeletConfig, parse_kubelet_config
 from ascendtune.host.roots import Root
 
@@ -220,6 +219,10 @@ def capture(root: Root) -> dict[str, str]:
 def pod_annotations(root: Root) -> tuple[dict[str, dict[str, str]], tuple[str, ...]]:
     """UID -> annotations, from each pod's downward-API volumes (a file of `key="value"`
     lines; the kubelet keeps the volume's files on the node)."""
+    # imported here: it brings core.redact's patterns, which `topo` on a host that is no
+    # Kubernetes node never uses (docs/startup.md)
+    from ascendtune.core.k8s import annotations
+
     out: dict[str, dict[str, str]] = {}
     files: list[str] = []
     for uid in (root.listdir(PODS_DIR) or [])[:MAX_PODS]:
@@ -235,7 +238,7 @@ def pod_annotations(root: Root) -> tuple[dict[str, dict[str, str]], tuple[str, .
                     continue
                 if text is None:
                     continue
-                found = parse_annotations(text)
+                found = annotations.parse_annotations(text)
                 if any(k.startswith("huawei.com/") for k in found) or name == "annotations":
                     out.setdefault(uid, {}).update(found)
                     files.append(rel)
