@@ -96,6 +96,7 @@ def test_binds_200_threads_to_cpu_1(spawn: Spawn) -> None:
 
 def test_churning_process_every_thread_on_target_each_run(spawn: Spawn) -> None:
     pid = spawn(spawners=8)
+    seen: set[int] = set()
     for run in range(10):
         cpus = frozenset({run % 2})
         code, doc, _out, err = bind("--cpus", str(run % 2), "--pid", str(pid), "--json")
@@ -104,7 +105,10 @@ def test_churning_process_every_thread_on_target_each_run(spawn: Spawn) -> None:
         assert doc is not None and doc["verified"] is True and doc["threads_failed"] == []
         off = {tid: m for tid, m in after.items() if m != cpus}
         assert not off, f"run {run}: threads off target after bind returned: {off}"
-        assert len(after) > 8  # the churn was running
+        seen |= after.keys()
+    # the churn was running: threads came and went between the runs (not a count at one instant,
+    # which a loaded machine can catch between a spawner's exit and its replacement's start)
+    assert len(seen) > 9 + 10
 
 
 def test_role_threads_land_on_role_cpus(spawn: Spawn, tmp_path: Path) -> None:
