@@ -79,7 +79,7 @@ def measure(s: fake.Server, runs: int, floor: str, hello: str, plan: Path, tmp: 
     }
     for d, w in sorted(s.workers.items()):
         argv["c"] += [str(w.pid), str(min(fake.expected(d, "VLLM::Worker_TP")))]
-    threads = sum(len(fake.tids(w.pid)) for w in s.workers.values())
+    per = min(len(fake.tids(w.pid)) for w in s.workers.values())  # the spawners' add a few
     for name in ("ours", "hello"):  # warm: bytecode cache, page cache
         s.reset_masks()
         run_measured(argv[name], env=env, check=False)
@@ -109,8 +109,7 @@ def measure(s: fake.Server, runs: int, floor: str, hello: str, plan: Path, tmp: 
             flush=True,
         )
     met = verdict(
-        f"`bind --workers`, {len(s.workers)} workers x {threads // len(s.workers)} threads "
-        f"(half creating threads)",
+        f"`bind --workers`, {len(s.workers)} workers x {per} threads (half creating threads)",
         "a C loop of sched_setaffinity + a hello-world Typer start-up",
         walls or [float("inf")],
         2.0,
