@@ -34,6 +34,7 @@ BENCHES: dict[str, tuple[list[str], list[str], str]] = {
     "doctor": ([], ["--runs", "3", "--procs", "2000"], ""),
     "bind": ([], ["--reps", "5", "--threads", "100"], "cc and taskset"),
     "bind_churn": ([], ["--reps", "5"], "taskset"),
+    "bind_workers": ([], ["--runs", "3", "--threads", "100"], "cc"),
     "watch": ([], ["--runs", "1"], "pidstat (sysstat)"),
 }
 

@@ -61,26 +61,31 @@ static long long now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* floor PID CPU [PID CPU ...]: every thread of each PID onto its CPU */
 int main(int argc, char **argv) {
     char path[64];
     static int tids[1 << 20];
-    int n = 0, failed = 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(atoi(argv[2]), &set);
-    snprintf(path, sizeof path, "/proc/%s/task", argv[1]);
-    long long t0 = now_ns();
-    DIR *d = opendir(path);
-    if (!d) return 3;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') tids[n++] = atoi(e->d_name);
-    closedir(d);
-    long long t1 = now_ns();
-    for (int i = 0; i < n; i++)
-        if (sched_setaffinity(tids[i], sizeof set, &set) != 0) failed++;
-    long long t2 = now_ns();
-    printf("%lld %lld %d %d\n", t2 - t0, t2 - t1, n, failed);
+    long long loop = 0, t0 = now_ns();
+    int total = 0, failed = 0;
+    for (int a = 1; a + 1 < argc; a += 2) {
+        int n = 0;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(atoi(argv[a + 1]), &set);
+        snprintf(path, sizeof path, "/proc/%s/task", argv[a]);
+        DIR *d = opendir(path);
+        if (!d) return 3;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.' && n < (1 << 20)) tids[n++] = atoi(e->d_name);
+        closedir(d);
+        long long s1 = now_ns();
+        for (int i = 0; i < n; i++)
+            if (sched_setaffinity(tids[i], sizeof set, &set) != 0) failed++;
+        loop += now_ns() - s1;
+        total += n;
+    }
+    printf("%lld %lld %d %d\n", now_ns() - t0, loop, total, failed);
     return 0;
 }
 """

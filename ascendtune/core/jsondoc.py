@@ -57,7 +57,11 @@ def dumps(doc: Mapping[str, Any], *, compact: bool = False) -> str:
     """The one encoder of `--json` documents: schema_version first, strict JSON (no NaN, no
     Infinity: those become strings, see finite), keys that are not strings written as text.
     Indented by 2, or one line with compact (a stream of documents, one per line)."""
-    body = finite(versioned(doc))
+    body = versioned(doc)
+    try:  # the common case: nothing to replace (allow_nan=False refuses any NaN or Infinity)
+        return _encode(body, compact)
+    except (TypeError, ValueError):
+        body = finite(body)
     try:
         return _encode(body, compact)
     except (TypeError, ValueError):  # a key JSON cannot write (a tuple, NaN): as text

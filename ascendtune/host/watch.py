@@ -7,6 +7,7 @@ tests). A thread or process that exits mid-read is skipped and counted, never an
 
 from __future__ import annotations
 
+import locale
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -14,9 +15,6 @@ from collections.abc import Callable, Iterable
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.errors import MissingError, ParseError
 from ascendtune.core.parsers.procfs import (
-    parse_numa_maps,
-    parse_sched_migrations,
-    parse_stat,
     parse_status,
 )
 from ascendtune.core.watch import HostSample, ProcessSample, ThreadSample
@@ -25,12 +23,96 @@ PROC = "/proc"
 SYS = "/sys"
 
 
+_GONE = (b"Z", b"X", b"x")  # a thread that exited, waiting to be reaped: it runs nowhere
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path, errors="replace") as f:
             return f.read()
     except (OSError, ValueError):  # gone (ENOENT, ESRCH), or not ours to read (EACCES)
         return None
+
+
+_CHUNK = 8192  # more than a stat, sched or status file holds
+
+
+def _read_bytes(path: str, *, records: bool = False) -> bytes | None:
+    """The whole file; None when it is gone or not ours to read. The kernel prints a stat,
+    sched or status file whole in one read, so there a short read is the end; a file of
+    records (numa_maps: one line per mapping) comes a page at a time and is read to EOF."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        data = os.read(fd, _CHUNK)
+        if records or len(data) == _CHUNK:
+            parts = [data]
+            while part := os.read(fd, _CHUNK):
+                parts.append(part)
+            data = b"".join(parts)
+        return data
+    except OSError:  # ESRCH: the thread exited between open and read
+        return None
+    finally:
+        os.close(fd)
+
+
+def _stat(raw: bytes, encoding: str) -> tuple[str, bytes, int, int | None] | None:
+    """(name, state, utime + stime, processor) of a stat line, as core.parsers.procfs.parse_stat
+    reads it (comm runs to the LAST ')'), without its object; None where parse_stat fails."""
+    open_at = raw.find(b"(")
+    close_at = raw.rfind(b")")
+    if open_at < 0 or close_at < open_at:
+        return None
+    rest = raw[close_at + 1 :].split()
+    try:
+        state = rest[0]
+        ticks = int(rest[11]) + int(rest[12])  # fields 14 and 15
+        processor = int(rest[36]) if len(rest) > 36 else None  # field 39
+    except (IndexError, ValueError):
+        return None
+    name = raw[open_at + 1 : close_at].decode(encoding, "replace")
+    if "\r" in name:  # what reading it as text made of it (universal newlines)
+        name = name.replace("\r\n", "\n").replace("\r", "\n")
+    return name, state, ticks, processor
+
+
+def _sched_number(raw: bytes, key: bytes) -> int | None:
+    """The number of the first `key : N` line of a sched file (None when no line says it), as
+    core.parsers.procfs.parse_sched_migrations reads se.nr_migrations."""
+    start = 0
+    while (at := raw.find(key, start)) >= 0:
+        end = raw.find(b"\n", at)
+        end = len(raw) if end < 0 else end
+        if at == 0 or raw[at - 1] == 0x0A:  # at the start of a line
+            head, sep, value = raw[at + len(key) : end].partition(b":")
+            value = value.strip()
+            if sep and not head.strip() and value.isdigit():
+                return int(value)
+        start = end
+    return None
+
+
+def _numa_bytes(raw: bytes, page_size: int) -> dict[int, int]:
+    """Bytes per NUMA node of a numa_maps file, as core.parsers.procfs.parse_numa_maps reads
+    it (N<node>=<pages> times the line's kernelpagesize_kB, else page_size), in bytes: a
+    worker's numa_maps runs to thousands of lines, read every sample."""
+    out: dict[int, int] = {}
+    for line in raw.split(b"\n"):
+        page = page_size
+        pages: list[tuple[int, int]] = []
+        for w in line.split()[2:]:
+            if w[:1] == b"N":
+                digits, sep, count = w[1:].partition(b"=")
+                if sep and digits.isdigit() and count.isdigit():
+                    pages.append((int(digits), int(count)))
+            elif w[:18] == b"kernelpagesize_kB=" and w[18:].isdigit():
+                page = int(w[18:]) * 1024
+        for node, n in pages:
+            out[node] = out.get(node, 0) + n * page
+    return dict(sorted(out.items()))
 
 
 class ProcSampler:
@@ -50,6 +132,7 @@ class ProcSampler:
         self.clock = clock
         self.clock_ticks = clock_ticks or _sysconf("SC_CLK_TCK", 100)
         self.page_size = page_size or _sysconf("SC_PAGE_SIZE", 4096)
+        self._encoding = locale.getpreferredencoding(False)  # what open() decodes text with
 
     # ---- the host ------------------------------------------------------------------------
 
@@ -112,32 +195,34 @@ class ProcSampler:
             return None
 
     def thread(self, pid: int, tid: int, *, detail: bool = True) -> ThreadSample | None:
-        base = f"{self.proc}/{pid}/task/{tid}"
-        text = _read(f"{base}/stat")
-        if text is None:
+        # One thread costs one read of stat and, with detail, one of sched: the kernel's sched
+        # prints the context switches status prints (both are p->nvcsw and p->nivcsw), so
+        # status is read only where sched does not say them (a kernel without SCHED_DEBUG).
+        # Bytes and os.read: no text layer, no per-file buffer; only the name is decoded.
+        base = f"{self.proc}/{pid}/task/{tid}/"
+        raw = _read_bytes(base + "stat")
+        if raw is None:
             return None
-        try:
-            st = parse_stat(text, source=f"{base}/stat")
-        except ParseError:
-            return None  # cut short as the thread exited
-        if st.state in ("Z", "X", "x"):
-            return None  # exited, waiting to be reaped: it runs nowhere
+        st = _stat(raw, self._encoding)
+        if st is None or st[1] in _GONE:
+            return None  # cut short as the thread exited, or exited and waiting to be reaped
+        name, _, ticks, processor = st
         if not detail:
-            return ThreadSample(
-                tid=tid, name=st.comm, processor=st.processor, cpu_ticks=st.cpu_ticks
-            )
-        sched = _read(f"{base}/sched")
-        status = _read(f"{base}/status")
-        fields = parse_status(status) if status is not None else None
-        return ThreadSample(
-            tid=tid,
-            name=st.comm,
-            processor=st.processor,
-            cpu_ticks=st.cpu_ticks,
-            nr_migrations=parse_sched_migrations(sched) if sched is not None else None,
-            ctx_voluntary=fields.ctx_voluntary if fields else None,
-            ctx_involuntary=fields.ctx_involuntary if fields else None,
-        )
+            return ThreadSample(tid, name, processor, ticks)
+        sched = _read_bytes(base + "sched")
+        migrations = vol = invol = None
+        if sched is not None:
+            migrations = _sched_number(sched, b"se.nr_migrations")
+            vol = _sched_number(sched, b"nr_voluntary_switches")
+            invol = _sched_number(sched, b"nr_involuntary_switches")
+        if vol is None or invol is None:
+            status = _read(base + "status")
+            if status is not None:
+                fields = parse_status(status)
+                vol, invol = fields.ctx_voluntary, fields.ctx_involuntary
+            else:
+                vol = invol = None
+        return ThreadSample(tid, name, processor, ticks, migrations, vol, invol)
 
     def process(self, pid: int, *, detail: bool = True) -> ProcessSample | None:
         """Every thread of pid, its memory per node and mask; None once the process is gone."""
@@ -156,15 +241,13 @@ class ProcSampler:
         if not threads and self.tgid(pid) is None:
             return None
         name = comm.rstrip("\n") if comm is not None else (threads[0].name if threads else "?")
+        if not detail:  # a neighbour: its start time tells nothing (only a worker's PID is kept)
+            return ProcessSample(pid=pid, name=name, threads=tuple(threads), vanished=vanished)
         started = _start_time(_read(f"{self.proc}/{pid}/stat"))
-        if not detail:
-            return ProcessSample(
-                pid=pid, name=name, threads=tuple(threads), vanished=vanished, started=started
-            )
         memory: dict[int, int] | None = None
-        maps = _read(f"{self.proc}/{pid}/numa_maps")
+        maps = _read_bytes(f"{self.proc}/{pid}/numa_maps", records=True)
         if maps is not None:
-            memory = parse_numa_maps(maps, page_size_bytes=self.page_size)
+            memory = _numa_bytes(maps, self.page_size)
         allowed: CpuSet | None = None
         status = _read(f"{self.proc}/{pid}/status")
         if status is not None:

@@ -33,8 +33,9 @@ from ascendtune.host.affinity.masks import (
 from ascendtune.host.affinity.process import dying_stopped, refuse_zombie, require_process
 
 DEFAULT_MAX_PASSES = 16
-# the pause before the final re-read when masks were written: long enough for a thread (or a
-# tool) that resets masks in a loop to show itself, short next to a bind's start-up
+# the window a written thread is watched for before the final re-read: long enough for a thread
+# (or a tool) that resets masks in a loop to show itself, short next to a bind's start-up. It
+# runs from the last write, and the passes and re-reads since count (see _final_read).
 VERIFY_SETTLE_S = 0.01
 FIGHT_ROUNDS = 2  # a thread found off by the final re-read is written this many times more
 RESET_TEXT = "something keeps resetting this mask"
@@ -52,6 +53,7 @@ class _Run:
     failures: dict[int, ThreadFailure]
     initial: Sequence[int]  # the first listing (a set only if a rollback needs one)
     fatal: bool = False
+    last_write: float = 0.0  # time.monotonic() at the end of the last pass or round that wrote
 
 
 @dataclass
@@ -147,6 +149,8 @@ def bind_process(
                 names, tids = again, tids_of(again)
                 listings.append(tids)
         writes = _pass(pid, tids, target, use, tasks, run, sweep, keep_partial)
+        if writes:
+            run.last_write = time.monotonic()
         if run.fatal:
             break
         if writes == 0 and not (tail is not None and sweep.gone):
@@ -177,6 +181,7 @@ def bind_process(
                 _settle(tid, role, want, tasks, run, sweep, {}, keep_partial)
                 if run.fatal:
                     break
+            run.last_write = time.monotonic()
             if run.fatal:
                 break
             final = _final_read(pid, target, use, tasks, run)
@@ -503,9 +508,18 @@ class _Survey:
 
 
 def _final_read(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
-    """Every thread re-read, a moment (VERIFY_SETTLE_S) after masks were written."""
+    """Every thread re-read, once VERIFY_SETTLE_S has passed since the last write.
+
+    A thread that resets its own mask (or a tool in a loop) shows itself only once it has run
+    again: no read can tell it sooner, so the window stays. But it is a window, not a pause
+    added to every bind: it runs from the last write, and what the bind did since (a pass that
+    wrote nothing, the listings) is time the thread had, so only the rest is slept. A write
+    only goes back to pass 1's time when later passes wrote nothing (then the last write is the
+    last thread written, and every other thread had longer)."""
     if run.previous and VERIFY_SETTLE_S > 0:
-        time.sleep(VERIFY_SETTLE_S)
+        left = VERIFY_SETTLE_S - (time.monotonic() - run.last_write)
+        if left > 0:
+            time.sleep(left)
     return _survey(pid, target, use, tasks, run)
 
 

@@ -10,6 +10,7 @@ libc cannot be loaded.
 from __future__ import annotations
 
 import errno
+import locale
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -46,6 +47,7 @@ class Tasks:
         # os.sched_setaffinity walks the set per call: 0.55 against 0.8 us for a 2-CPU target,
         # even at 16 CPUs, slower from 32 on (0.78 against 0.7 us, 2.2 against 0.7 at 256)
         self._os_set_max = 16
+        self._encoding = locale.getpreferredencoding(False)  # what open() decodes names with
 
     def tgid(self, pid: int) -> int | None:
         """The thread group (process) `pid` belongs to; None when there is no such task."""
@@ -79,11 +81,15 @@ class Tasks:
 
     def name(self, pid: int, tid: int) -> str | None:
         """The thread's name (comm), None when it has exited."""
+        # one os.read, no text layer: a bind by roles reads every thread's name each pass
         try:
-            with open(f"{self.proc}/{pid}/task/{tid}/comm", errors="replace") as f:
-                return f.read().rstrip("\n")
+            raw = read_proc(f"{self.proc}/{pid}/task/{tid}/comm", 4096)
         except OSError:
             return None
+        name = raw.decode(self._encoding, "replace")
+        if "\r" in name:  # what reading it as text made of it (universal newlines)
+            name = name.replace("\r\n", "\n").replace("\r", "\n")
+        return name.rstrip("\n")
 
     def get(self, tid: int) -> CpuSet | None:
         """The thread's mask, None when it has exited."""
