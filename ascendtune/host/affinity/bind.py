@@ -104,6 +104,29 @@ def bind_process(
     changed so far goes back to its previous mask, unless keep_partial (then the other threads
     are still bound and each failure is reported).
     """
+    return finish_bind(
+        begin_bind(
+            pid,
+            target,
+            use_roles=use_roles,
+            keep_partial=keep_partial,
+            max_passes=max_passes,
+            tasks=tasks,
+        )
+    )
+
+
+def begin_bind(
+    pid: int,
+    target: BindTarget,
+    *,
+    use_roles: bool = True,
+    keep_partial: bool = False,
+    max_passes: int = DEFAULT_MAX_PASSES,
+    tasks: Tasks | None = None,
+) -> PendingBind:
+    """bind_process up to its final re-read: every pass, nothing verified yet (finish_bind
+    does the rest)."""
     tasks = tasks or Tasks()
     kind = type(tasks)
     names: list[str] | None = None
@@ -156,6 +179,45 @@ def bind_process(
         if writes == 0 and not (tail is not None and sweep.gone):
             converged = True
             break
+    return PendingBind(
+        pid, target, use, keep_partial, tasks, run, sweep, listings, tids, tail, passes, converged
+    )
+
+
+@dataclass
+class PendingBind:
+    """A bind whose passes are done and whose final re-read is still to come (begin_bind).
+
+    finish_bind re-reads every thread once VERIFY_SETTLE_S has passed since this bind's last
+    write: binding many processes (`bind --workers`) runs every process's passes first and then
+    finishes each, so the window is waited once, after the last write of all, and every thread
+    written has had at least the window by its re-read."""
+
+    pid: int
+    target: BindTarget
+    use: bool
+    keep_partial: bool
+    tasks: Tasks
+    run: _Run
+    sweep: _Sweep
+    listings: list[list[int]]
+    tids: Sequence[int]
+    tail: _Tail | None
+    passes: int
+    converged: bool
+
+    @property
+    def fatal(self) -> bool:
+        """A write was refused (EPERM/EINVAL): finish it at once, so what it moved goes back."""
+        return self.run.fatal
+
+
+def finish_bind(p: PendingBind) -> BindReport:
+    """The final re-read of a bind begun by begin_bind, its fight rounds, rollback and report
+    (see bind_process)."""
+    pid, target, use, keep_partial, tasks = p.pid, p.target, p.use, p.keep_partial, p.tasks
+    run, sweep, tids, tail = p.run, p.sweep, p.tids, p.tail
+    passes, converged, listings = p.passes, p.converged, p.listings
     rolled_back: tuple[int, ...] = ()
     restore_failed: tuple[ThreadFailure, ...] = ()
     rounds = 0
