@@ -356,13 +356,12 @@ class Begun:
 
     w: WorkerFacts
     target: BindTarget
-    before: CpuSet
+    before: CpuSet  # every mask the passes found
     pending: Any  # host.affinity.PendingBind
     self_bind: bool | None
     seconds: float  # spent binding so far
     hold: contextlib.ExitStack
     tasks: Tasks | None
-    cpus: list[CpuSet] | None  # each thread's mask before (None: w's threads')
 
 
 def bind_worker(
@@ -415,10 +414,13 @@ def begin_worker(
             dry_run=dry_run,
             self_bind=selfb,
         )
-    now = None if dry_run else _masks_now(w, tasks)
+
+    def now() -> list[CpuSet] | None:
+        return None if dry_run else _masks_now(w, tasks)
+
     refused = not_a_worker(root, w, targets.vendor)
     if refused is not None:
-        return unbound(w, refused, dry_run=dry_run, self_bind=selfb, cpus=now)
+        return unbound(w, refused, dry_run=dry_run, self_bind=selfb, cpus=now())
     if len(w.devices) != 1:
         held = ",".join(map(str, w.devices)) or "?"
         return unbound(
@@ -426,7 +428,7 @@ def begin_worker(
             f"holds {word}s {held}: one rank per device, bind it with --pid",
             dry_run=dry_run,
             self_bind=selfb,
-            cpus=now,
+            cpus=now(),
         )
     target = targets.by_device.get(w.devices[0])
     if target is None:
@@ -435,11 +437,11 @@ def begin_worker(
             f"the plan has no rank on {word} {w.devices[0]}",
             dry_run=dry_run,
             self_bind=selfb,
-            cpus=now,
+            cpus=now(),
         )
     use = use_roles and target.has_roles
-    before = _union(now if now is not None else [t.cpus for t in w.threads])
     if dry_run:
+        before = _union([t.cpus for t in w.threads])
         after = _union([target.thread_target(t.name, use_roles=use)[1] for t in w.threads])
         bound = _planned(w.threads, target, use)
         return WorkerOutcome(
@@ -481,9 +483,9 @@ def begin_worker(
         )
     except AscendtuneError as e:
         hold.close()
-        return _failed(w, target, selfb, e, time.perf_counter() - t0, now)
+        return _failed(w, target, selfb, e, time.perf_counter() - t0, now())
     dt = time.perf_counter() - t0
-    begun = Begun(w, target, before, pending, selfb, dt, hold, tasks, now)
+    begun = Begun(w, target, pending.before(), pending, selfb, dt, hold, tasks)
     # a write refused: what it moved goes back now, not after the other workers' passes
     return finish_worker(begun) if pending.fatal else begun
 
@@ -515,9 +517,10 @@ def finish_worker(b: Begun) -> WorkerOutcome:
         try:
             report = aff.finish_bind(b.pending)
         except AscendtuneError as e:
-            return _failed(w, target, selfb, e, b.seconds + time.perf_counter() - t0, b.cpus)
+            dt = b.seconds + time.perf_counter() - t0
+            return _failed(w, target, selfb, e, dt, _masks_now(w, b.tasks))
     dt = b.seconds + time.perf_counter() - t0
-    after = _union(list(aff.thread_masks(w.pid, b.tasks).values()))
+    after = b.pending.after or frozenset()  # what the final re-read found
     error = None
     if report.threads_failed or not report.verified:
         first = report.threads_failed[0].error if report.threads_failed else "not verified"

@@ -208,10 +208,20 @@ class PendingBind:
     passes: int
     converged: bool
 
+    after: CpuSet | None = None  # every mask the final re-read found, merged (finish_bind)
+
     @property
     def fatal(self) -> bool:
         """A write was refused (EPERM/EINVAL): finish it at once, so what it moved goes back."""
         return self.run.fatal
+
+    def before(self) -> CpuSet:
+        """Every mask the passes found, merged: each written thread's previous mask, the target
+        of each found on it (no thread is read again for it)."""
+        previous = self.run.previous
+        seen = set(previous.values())
+        seen.update(w for t, (_r, w) in self.sweep.known.items() if t not in previous)
+        return frozenset().union(*seen)
 
 
 def finish_bind(p: PendingBind) -> BindReport:
@@ -230,7 +240,9 @@ def finish_bind(p: PendingBind) -> BindReport:
     elif converged and not run.previous and tail is None:
         # pass 1 read every thread, found each on target and wrote nothing: it is the re-read
         total, bound, placed = _tally(tids, use, sweep, run)
-        final = _Survey(total, bound, placed, [], set(tids) - sweep.gone)
+        present = set(tids) - sweep.gone
+        on = {got[1] for t in present if (got := sweep.known.get(t)) is not None}
+        final = _Survey(total, bound, placed, [], present, on)
     else:
         # `verified` is the final re-read of every thread (SPEC section 3), a moment after the
         # last write so that a process (or another tool) that resets masks shows itself
@@ -270,6 +282,7 @@ def finish_bind(p: PendingBind) -> BindReport:
             # it cannot finish: what it moved goes back (--keep-partial keeps it)
             rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
             final = _survey(pid, target, use, tasks, run)
+    p.after = frozenset().union(*final.masks)
     total, bound, placed = final.total, final.bound, final.placed
     exited = len(set().union(*listings) - final.present)
     # liveness is judged AFTER the final listing: a process killed before this point is never
@@ -566,6 +579,7 @@ class _Survey:
     placed: dict[str, tuple[int, ...]]
     off: list[tuple[int, CpuSet, str, CpuSet]]  # (tid, mask read, role, target mask)
     present: set[int]
+    masks: set[CpuSet]  # every distinct mask read
 
 
 def _final_read(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
@@ -591,6 +605,7 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
     placed: dict[str, list[int]] = {}
     off: list[tuple[int, CpuSet, str, CpuSet]] = []
     present: set[int] = set()
+    on: set[CpuSet] = set()  # the targets the threads found on them have
     for tid in main_first(pid, tids):
         name = tasks.name(pid, tid) if use else None
         if use and name is None:
@@ -603,11 +618,13 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
         total += 1
         if cur == want:
             bound += 1
+            on.add(want)
             if role in ("acl", "release"):
                 placed.setdefault(role, []).append(tid)
         else:
             off.append((tid, cur, role, want))
-    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present)
+    masks = on.union(o[1] for o in off)
+    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
 
 
 def _rollback(
