@@ -163,7 +163,8 @@ class Server:
         (self.tmp / "npu" / "info.txt").write_text(text)
 
     def tool(self, mode: str | None) -> None:
-        """Make the fake npu-smi's `info` hang or print garbage (None: answer again)."""
+        """Make the fake npu-smi's `info` hang, print garbage, or answer once and then print
+        garbage ("garbage-later") (None: answer again)."""
         path = self.tmp / "npu" / "mode"
         if mode is None:
             path.unlink(missing_ok=True)
@@ -211,8 +212,12 @@ def comm(pid: int, tid: int) -> str | None:
 FAKE_NPU_SMI = """#!/bin/sh
 d=$(dirname "$0")/../npu
 # npu/mode, when present, makes `npu-smi info` fail: "hang" (sleeps past any budget) or
-# "garbage" (a table line that does not parse)
+# "garbage" (a table line that does not parse); "garbage-later": the first `info` answers, every
+# later one is garbage (a tool that breaks mid-run, whatever the machine's load)
 mode=$(cat "$d/mode" 2>/dev/null)
+if [ "$*" = "info" ] && [ "$mode" = "garbage-later" ]; then
+  if [ -e "$d/answered" ]; then mode=garbage; else : >"$d/answered"; fi
+fi
 if [ "$*" = "info" ] && [ "$mode" = "hang" ]; then exec sleep 60; fi
 if [ "$*" = "info" ] && [ "$mode" = "garbage" ]; then echo "| NPU  garbage \xff | ??"; exit 0; fi
 case "$*" in
