@@ -171,6 +171,7 @@ class LogParser:
         self.clock: tuple[int | None, int, int] | None = None  # the latest time stamp of the run
         self.clock_text = ""
         self.stale: set[str] = set()  # values an earlier run set, which this run's replace
+        self.seconds: dict[str, tuple[int | None, int, int]] = {}  # stamp_seconds, remembered
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -206,9 +207,14 @@ class LogParser:
         self.stale = {"vllm", "vllm_ascend", "args"}
 
     def _clock_at(self, stamp: str) -> None:
-        t = stamp_seconds(stamp)
+        t = self.seconds.get(stamp)
         if t is None:
-            return
+            t = stamp_seconds(stamp)
+            if t is None:
+                return
+            if len(self.seconds) >= 4096:  # a log's stamps repeat within a second, not for long
+                self.seconds.clear()
+            self.seconds[stamp] = t
         prev = self.clock
         self.clock = t if prev is None or _later(t, prev) else prev
         if prev is None:
