@@ -203,12 +203,73 @@ def _int(v: object, what: str) -> int:
     return v
 
 
+def conforms(value: object, t: Any) -> bool:
+    """Whether value has the shape of type t as documents.py declares documents (a TypedDict,
+    its Annotated keys, `Like(...)` shapes, cpulists): a node's answer is printed inside this
+    document only when it is the `bind --workers --json` document its schema says."""
+    import re
+    import types
+    import typing
+
+    from ascendtune.app import documents as d
+
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is typing.Annotated:
+        meta = t.__metadata__
+        like = next((m.shape for m in meta if isinstance(m, d.Like)), None)
+        if d.CPULIST in meta and isinstance(value, str):
+            if not re.fullmatch(r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?", value):
+                return False
+        base = t.__origin__
+        if like is None:
+            return conforms(value, base)
+        if value is None:
+            return type(None) in typing.get_args(base)
+        if isinstance(value, list):
+            return typing.get_origin(base) is list and all(conforms(v, like) for v in value)
+        return conforms(value, like)
+    if t is Any:
+        return True
+    if t is type(None):
+        return value is None
+    if t is bool:
+        return isinstance(value, bool)
+    if t is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t is str:
+        return isinstance(value, str)
+    if origin is typing.Literal:
+        return value in args
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is list:
+        return isinstance(value, list) and all(conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and conforms(v, args[1]) for k, v in value.items()
+        )
+    if typing.is_typeddict(t):
+        if not isinstance(value, dict):
+            return False
+        hints = typing.get_type_hints(t, include_extras=True)
+        if set(value) - set(hints) or t.__required_keys__ - set(value):
+            return False
+        return all(conforms(v, hints[k]) for k, v in value.items())
+    return False
+
+
 def _facts(bind: object, apply: bool) -> tuple[int, int, int, list[str], bool]:
     """(workers, threads bound, threads total, each failing worker's 'PID n: why', every
     worker verified) of a node's `bind --workers --json` document; ValueError when it is not
     one, or not the kind asked (a dry run's answer to --apply)."""
+    from ascendtune.app.documents import BindWorkersDocument
+
     if not isinstance(bind, dict) or not isinstance(bind.get("workers"), list):
         raise ValueError("no workers list")
+    if not conforms(bind, BindWorkersDocument):
+        raise ValueError("not a bind --workers document")
     if bind.get("dry_run") is not (not apply):
         raise ValueError(
             "a dry run's answer to --apply" if apply else "a bind's answer to a dry run"
