@@ -415,6 +415,10 @@ def test_fleet_bind_plans_then_binds_every_live_node_verified_from_the_kernel(
         off = {**one.off_target(), **two.off_target()}  # read from the kernel here
         assert set(off) == {w.pid for s in (one, two) for w in s.workers.values()}
         assert sum(off.values()) == 0, off
+        took = {ids[r["node_id"]]: r["seconds"] for r in doc["nodes"]}
+        print(
+            f"\nfleet bind: dry run {dry.ray['seconds']} s, --apply {doc['ray']['seconds']} s, {took}"
+        )
         # every node, the replaying ones too: they refuse --apply, the live ones stay verified
         every = fb.run(fb.FleetBindOptions(ray_address=fleet.address, apply=True, plan_file=plan))
         doc = schemas.checked("fleet-bind", versioned(fb.document(every)))
