@@ -138,6 +138,8 @@ def bind_here(request: dict[str, Any]) -> dict[str, Any]:
     except NoWorkers as e:
         env["status"] = NOTHING
         env["reason"] = e.message
+        if "pids" in env:
+            env["reason"] += f"; only PIDs {','.join(map(str, env['pids']))} taken ({PIDS_ENV})"
     except AscendtuneError as e:
         env["status"] = FAILED
         env["reason"] = e.message + (f" ({e.hint})" if e.hint else "")
@@ -217,9 +219,9 @@ def conforms(value: object, t: Any) -> bool:
     if origin is typing.Annotated:
         meta = t.__metadata__
         like = next((m.shape for m in meta if isinstance(m, d.Like)), None)
-        if d.CPULIST in meta and isinstance(value, str):
-            if not re.fullmatch(r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?", value):
-                return False
+        cpulist = r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?"
+        if d.CPULIST in meta and isinstance(value, str) and not re.fullmatch(cpulist, value):
+            return False
         base = t.__origin__
         if like is None:
             return conforms(value, base)
