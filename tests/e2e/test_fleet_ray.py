@@ -173,7 +173,7 @@ def test_hung_node_and_node_removed_mid_run_come_back_as_rows(fleet: Fleet) -> N
     got: list[FleetReport] = []
     t = threading.Thread(
         target=lambda: got.append(
-            gather(FleetOptions(view="topo", ray_address=fleet.address, timeout=10))
+            gather(FleetOptions(view="topo", ray_address=fleet.address, timeout=WAIT))
         )
     )
     for pid in frozen:
@@ -183,23 +183,28 @@ def test_hung_node_and_node_removed_mid_run_come_back_as_rows(fleet: Fleet) -> N
         t.start()
         time.sleep(2)  # the gather has listed the nodes and pinned its tasks
         fleet.cluster.remove_node(gone)  # the node dies under its pending task
-        t.join(90)
+        t.join(WAIT + 90)
     finally:
         for pid in _raylets(hung):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
+        fleet.cluster.remove_node(hung)  # whatever happened: the next tests must not meet it
     assert got, "the gather returned"
     by = rows(got[0])
-    assert time.monotonic() - t0 < 60
+    assert time.monotonic() - t0 < WAIT + 60
     answered = {n for n, r in by.items() if r["status"] in ("ok", "differs")}
     assert answered == {"node-a", "node-b", "node-c"}
     silent = [r for r in by.values() if r["status"] in ("no answer", "failed")]
     assert len(silent) <= 2 and any(r["status"] == "no answer" for r in silent), by
     reasons = sorted(r["reason"] for r in silent)
-    assert "no answer in 10 s" in reasons, reasons
+    assert f"no answer in {WAIT} s" in reasons, reasons
     assert got[0].exit_code == 1
     print("reasons:", reasons)
-    fleet.cluster.remove_node(hung)
+
+
+# each node's deadline in the hung-node test: long enough for a healthy node's first task on a
+# loaded 2-core machine (Ray starts a worker and ships the package: about 14 s seen under load)
+WAIT = 40
 
 
 def test_node_without_ascendtune_answers_through_shipping(fleet: Fleet, tmp_path: Path) -> None:
