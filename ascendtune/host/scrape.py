@@ -29,9 +29,21 @@ def fetch_metrics(host: str, port: int, timeout: float, path: str = "/metrics") 
         resp = conn.getresponse()
         if resp.status != 200:
             return done(None, f"HTTP {resp.status} {resp.reason}".strip())
-        body = resp.read(MAX_BYTES + 1)
-        if len(body) > MAX_BYTES:
-            return done(None, f"answer larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        # piece by piece under one deadline for the whole answer: the socket's timeout is per
+        # read, and an endpoint that drips a byte at a time would otherwise never be done
+        pieces: list[bytes] = []
+        got = 0
+        while True:
+            if time.monotonic() - t0 > timeout:
+                return done(None, f"answer not complete in {timeout:g} s")
+            piece = resp.read1(65536)
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+            if got > MAX_BYTES:
+                return done(None, f"answer larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        body = b"".join(pieces)
         try:
             return done(body.decode("utf-8"), None)
         except UnicodeDecodeError:

@@ -77,3 +77,13 @@ def test_an_endpoint_that_is_no_agent_is_down_with_why(
         row = fa.row_of(node("a"), ep.port, 0.5)
         assert time.monotonic() - t0 < 2.5
     assert not row.up and row.reason is not None and reason in row.reason, row
+
+
+def test_an_endpoint_that_drips_its_answer_is_down_within_the_deadline() -> None:
+    """The socket's timeout is per read: a byte every 0.1 s never trips it, the deadline does."""
+    with metrics_endpoint() as ep:
+        ep.body, ep.drip = b"ascendtune_build_info 1\n" * 20, 0.1
+        t0 = time.monotonic()
+        row = fa.row_of(node("a"), ep.port, 0.5)
+        assert time.monotonic() - t0 < 2.0
+    assert not row.up and row.reason == "answer not complete in 0.5 s", row

@@ -17,6 +17,7 @@ class Endpoint:
     body: bytes = b""
     status: int = 200
     delay: float = 0.0  # seconds before answering (a hung agent)
+    drip: float = 0.0  # seconds between the body's bytes (an endpoint that never finishes)
     hits: int = 0
 
 
@@ -34,7 +35,12 @@ def metrics_endpoint() -> Iterator[Endpoint]:
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(ep.body)))
                 self.end_headers()
-                self.wfile.write(ep.body)
+                if not ep.drip:
+                    self.wfile.write(ep.body)
+                for i in range(len(ep.body) if ep.drip else 0):
+                    self.wfile.write(ep.body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(ep.drip)
             except OSError:  # the client gave up first (the hung endpoint's test)
                 pass
 
