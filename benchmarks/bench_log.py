@@ -3,8 +3,10 @@
 the binding lines), against `grep -c cpu_binding FILE` on the same file in the same run (its
 output to a pipe: GNU grep stops at the first match when writing to /dev/null).
 
-Targets (issue 28): at most 5x grep's wall time at 1 GiB; peak RSS under 100 MiB, and flat from
-100 MiB to 1 GiB (the 1 GiB peak at most 1.2x the 100 MiB one).
+Targets (issue 28): at most 5x grep's wall and CPU time at 1 GiB; peak RSS under 100 MiB, and
+flat from 100 MiB to 1 GiB (the 1 GiB peak at most 1.2x the 100 MiB one). `log` decodes only the
+lines holding a marker or a time stamp (ascendtune/core/vllm_log/scan.py): here the binding lines
+and the one line in ten that is a stamped throughput report.
 
 Run: python benchmarks/bench_log.py [--runs N] [--sizes-mib 100,1024]
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 from timing import peak_mib, run_measured  # noqa: E402
-from verdict import absolute, verdict  # noqa: E402
+from verdict import absolute, spread, verdict  # noqa: E402
 
 RANKS = 16
 RSS_LIMIT_MIB = 100.0
@@ -153,7 +155,17 @@ def main() -> int:
             peaks[mib] = [peak_mib([*at, str(path)], env, check=False) for _ in range(2)]
             print(f"{mib} MiB: peak RSS {max(peaks[mib]):.1f} MiB", flush=True)
         big, small = max(sizes), min(sizes)
-        met = verdict(f"`log --json` of a {big} MiB log", "grep -c cpu_binding", wall[big], 5.0)
+        for mib in sizes:
+            print(
+                f"{mib} MiB: wall {spread(wall[mib])}x, CPU {spread(cpu[mib])}x grep's", flush=True
+            )
+        met = verdict(
+            f"`log --json` of a {big} MiB log",
+            "grep -c cpu_binding",
+            wall[big],
+            5.0,
+            cpu_ratios=cpu[big],
+        )
         met &= absolute(f"`log` peak RSS at {big} MiB", peaks[big], RSS_LIMIT_MIB, "MiB")
         if big != small:
             met &= verdict(

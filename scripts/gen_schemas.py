@@ -58,6 +58,8 @@ TITLES = {
     "plan-compare": "ascendtune plan --policy compare --json",
     "bind-workers": "ascendtune bind --workers --json",
     "bind-show": "ascendtune bind --pid PID --show --json",
+    "fleet-bind": "ascendtune fleet bind --workers --json",
+    "fleet-agent-status": "ascendtune fleet agent-status --json",
 }
 CPULIST_PATTERN = r"^([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?$"
 

@@ -1274,6 +1274,121 @@ class FleetRayDocument(_FleetRayBody, total=False):
     saved: Annotated[str, "the folder the snapshots were saved to (`--save`)"]
 
 
+class _FleetBindNodeBody(TypedDict):
+    node: Annotated[str, "the node as the cluster names it (its hostname)"]
+    node_id: Annotated[str, "the Ray node id"]
+    address: Annotated[str, "the node's address (Ray)"]
+    host: Annotated[str | None, "the hostname the node's task saw (null: no answer)"]
+    status: Annotated[
+        Literal["verified", "planned", "nothing to bind", "refused", "failed", "no answer"],
+        "what became of the node: every worker bound and verified (`--apply`), a plan for every "
+        "worker (dry run), no worker there, `--apply` refused (the node replays a captured "
+        "host), a failure, or no answer within the deadline",
+    ]
+    reason: Annotated[str | None, "why, in words (the failing workers, the node's error, ...)"]
+    workers: Annotated[int | None, "workers found on the node (null: none reported)"]
+    threads_bound: Annotated[int | None, "their threads on target (a dry run: already)"]
+    threads_total: Annotated[int | None, "their threads"]
+    verified: Annotated[
+        bool | None,
+        "every worker verified from a final re-read of the kernel's masks (null: a dry run, or "
+        "no answer)",
+    ]
+    seconds: Annotated[float | None, "the time its answer took, seconds"]
+    bind: Annotated[
+        dict[str, Any] | None,
+        Like(BindWorkersDocument),
+        "the node's own `bind --workers --json` document (null: none)",
+    ]
+
+
+class FleetBindNode(_FleetBindNodeBody, total=False):
+    replayed: Annotated[str, "the source the node replays instead of its host (tests)"]
+    pids: Annotated[list[int], "the only processes taken as its workers (ASCENDTUNE_FLEET_PIDS)"]
+    live: Annotated[bool, "the node binds its own live host (false: it replays one)"]
+    python: Annotated[str, "the node's Python version"]
+    ascendtune: Annotated[str, "where ascendtune was imported from on the node"]
+    ray_version: Annotated[str | None, "the node's Ray version"]
+
+
+FleetBindSummary = TypedDict(
+    "FleetBindSummary",
+    {
+        "nodes": Annotated[int, "nodes asked"],
+        "verified": Annotated[int, "nodes whose every worker was bound and verified"],
+        "planned": Annotated[int, "nodes that planned every worker (dry run)"],
+        "nothing to bind": Annotated[int, "nodes where no worker runs"],
+        "refused": Annotated[int, "nodes that refused --apply (a replayed host)"],
+        "failed": Annotated[int, "nodes that failed"],
+        "no answer": Annotated[int, "nodes that did not answer in time"],
+        "workers": Annotated[int, "workers found on every node"],
+        "threads_bound": Annotated[int, "their threads on target"],
+        "threads_total": Annotated[int, "their threads"],
+    },
+)
+
+
+class FleetBindDocument(TypedDict):
+    """`ascendtune fleet bind --workers --json`: `bind --workers` on every node of a Ray cluster."""
+
+    mode: Annotated[Literal["ray"], "`ray`: run over a Ray cluster"]
+    apply: Annotated[bool, "the nodes bound (`--apply`); false: a dry run"]
+    ray: Annotated[RayInfo, "the run"]
+    nodes: Annotated[list[dict[str, Any]], Like(FleetBindNode), "one row per node"]
+    summary: Annotated[dict[str, int], Like(FleetBindSummary), "nodes per status, and totals"]
+    notes: Annotated[list[str], "facts that arose while running"]
+
+
+class FleetAgentNode(TypedDict):
+    node: Annotated[str, "the node as the cluster names it (its hostname)"]
+    node_id: Annotated[str, "the Ray node id"]
+    address: Annotated[str, "the node's address (Ray): the agent is read at ADDRESS:PORT"]
+    up: Annotated[bool, "its agent answered with an ascendtune agent's metrics"]
+    reason: Annotated[
+        str | None, "why it is down (`connection refused`, `no answer in 2 s`, `HTTP 404`, ...)"
+    ]
+    version: Annotated[str | None, "the agent's ascendtune version"]
+    mode: Annotated[str | None, "`keep` (it binds) or `observe`"]
+    plan_ok: Annotated[bool | None, "the agent has a plan for the workers"]
+    workers: Annotated[int | None, "workers it sees"]
+    threads_bound: Annotated[int | None, "their threads on the plan"]
+    threads_total: Annotated[int | None, "their threads"]
+    off_plan_share: Annotated[
+        float | None, "share of the workers' CPU time off the plan, 0 to 1 (null: none yet)"
+    ]
+    restarts: Annotated[int | None, "worker restarts it counted"]
+    last_sample_age_s: Annotated[
+        float | None, "seconds since its last sample (by this machine's clock)"
+    ]
+    doctor_failures: Annotated[list[str], "doctor's host checks that fail there"]
+    seconds: Annotated[float | None, "the time its answer took, seconds"]
+
+
+class AgentRayInfo(TypedDict):
+    address: Annotated[str, "the cluster address joined"]
+    driver_ray: Annotated[str, "the driver's Ray version"]
+
+
+class FleetAgentSummary(TypedDict):
+    nodes: Annotated[int, "nodes asked"]
+    up: Annotated[int, "nodes whose agent answered"]
+    down: Annotated[int, "nodes whose agent did not (then the exit status is 1)"]
+    workers: Annotated[int, "workers the agents see"]
+    threads_bound: Annotated[int, "their threads on the plan"]
+    threads_total: Annotated[int, "their threads"]
+
+
+class FleetAgentStatusDocument(TypedDict):
+    """`ascendtune fleet agent-status --json`: every node's agent, read from its /metrics."""
+
+    mode: Annotated[Literal["ray"], "`ray`: the nodes of a Ray cluster"]
+    ray: Annotated[AgentRayInfo, "the cluster"]
+    port: Annotated[int, "the agents' port"]
+    nodes: Annotated[list[dict[str, Any]], Like(FleetAgentNode), "one row per node"]
+    summary: Annotated[dict[str, int], Like(FleetAgentSummary), "agents up and down, and totals"]
+    notes: Annotated[list[str], "facts that arose while reading them"]
+
+
 def plain(doc: Mapping[str, object]) -> dict[str, Any]:
     """A typed document as the printers take it (`dict[str, Any]`): the same keys and values."""
     return {**doc}
@@ -1302,4 +1417,6 @@ DOCUMENTS: dict[str, Any] = {
     "bind-workers": BindWorkersDocument,
     "bind-show": BindShowDocument,
     "fleet": (FleetCompareDocument, FleetRayDocument),
+    "fleet-bind": FleetBindDocument,
+    "fleet-agent-status": FleetAgentStatusDocument,
 }

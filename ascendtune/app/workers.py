@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ascendtune.app.options import HostSource, PlanOptions
 from ascendtune.core.bindplan import BindTarget, ThreadFailure
 from ascendtune.core.cpulist import CpuSet, format_cpulist
-from ascendtune.core.errors import AscendtuneError, PlanError, UsageError
+from ascendtune.core.errors import AscendtuneError, MissingError, PlanError, UsageError
 
 if TYPE_CHECKING:
     from ascendtune.core.doctor import ThreadFacts, WorkerFacts
@@ -597,22 +597,32 @@ def require_live(root: Root, dry_run: bool) -> None:
         )
 
 
+class NoWorkers(MissingError):
+    """No accelerator worker runs here (exit 3; `fleet bind` says "nothing to bind")."""
+
+
 def bind_workers(
-    opts: WorkersOptions, *, root: Root | None = None, tasks: Tasks | None = None
+    opts: WorkersOptions,
+    *,
+    root: Root | None = None,
+    tasks: Tasks | None = None,
+    pids: frozenset[int] | None = None,
 ) -> WorkersReport:
-    """Bind every worker found to one plan; a worker that fails is rolled back and reported."""
+    """Bind every worker found to one plan; a worker that fails is rolled back and reported.
+    pids: only these processes are workers (`fleet bind`'s ASCENDTUNE_FLEET_PIDS)."""
     from ascendtune.app.hosts import open_root
-    from ascendtune.core.errors import MissingError
 
     if root is None:
         root = open_root(opts.source)
     require_live(root, opts.dry_run)
     # a bind reads each thread's mask itself: discovery reads no thread (a dry run shows them)
     host, workers = discover(root, threads=opts.dry_run)
+    if pids is not None:
+        workers = [w for w in workers if w.pid in pids]
     if not workers:
         from ascendtune.host.workers import scanned_note
 
-        raise MissingError(
+        raise NoWorkers(
             f"no accelerator worker found on {root.describe()} ({scanned_note(root, host)})",
             f"start the server first; workers are found by {_where_found()}",
         )

@@ -9,10 +9,22 @@ import typer
 
 from ascendtune.cli.commands import COMMANDS, describe
 from ascendtune.cli.common import JsonOpt, handle_errors
-from ascendtune.cli.planopts import PolicyOpt, TargetOpt, plan_options
+from ascendtune.cli.planopts import (
+    NoIrqReserveOpt,
+    PolicyOpt,
+    RanksOpt,
+    ReserveOpt,
+    SocOpt,
+    SpillOpt,
+    TargetOpt,
+    VisibleDevicesOpt,
+    plan_options,
+)
 
 if TYPE_CHECKING:
     from ascendtune.app.fleet import FleetReport
+    from ascendtune.app.fleet_agents import AgentStatusReport
+    from ascendtune.app.fleet_bind import FleetBindReport
 
 EPILOG = (
     "Exit status: 0 every node answered and no check failed; 1 a node failed a check, "
@@ -277,4 +289,254 @@ def register(app: typer.Typer) -> None:
         )
         respond(fleet.run(opts), json_out, fleet.document, render)
 
+    register_bind(fleet)
+    register_agent_status(fleet)
     app.add_typer(fleet, name="fleet")
+
+
+# ---- fleet bind --workers -----------------------------------------------------------------------
+
+BIND_EPILOG = (
+    "Exit status: 0 every node verified (--apply) or planned (dry run), or has no worker; 1 a "
+    "node failed, refused, was not verified or did not answer (its row says why); 2 usage; 3 no "
+    "cluster at the address, or Ray not installed."
+)
+_BIND_STYLE = {
+    "verified": "green",
+    "planned": "green",
+    "nothing to bind": "dim",
+    "refused": "bold red",
+    "failed": "bold red",
+    "no answer": "bold red",
+}
+
+
+def render_bind(report: FleetBindReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ascendtune.cli.common import plain, stdout_console
+
+    con = stdout_console()
+    head = "bind --workers" if report.apply else "Dry run: bind --workers --dry-run"
+    con.print(Text(f"{head} on every node of Ray cluster {report.ray['address']}"), soft_wrap=True)
+    t = Table(box=None, pad_edge=False, show_edge=False)
+    for col in ("NODE", "HOST", "WORKERS", "THREADS BOUND", "VERIFIED", "STATUS", "REASON"):
+        t.add_column(col)
+    for r in report.rows:
+        threads = "-" if r.threads_total is None else f"{r.threads_bound}/{r.threads_total}"
+        verified = "-" if r.verified is None else ("yes" if r.verified else "no")
+        t.add_row(
+            Text(plain(f"{r.node} {r.node_id[:8]}")),
+            Text(plain(r.host or r.address)),
+            "-" if r.workers is None else str(r.workers),
+            threads,
+            verified,
+            Text(r.status, style=_BIND_STYLE.get(r.status, "")),
+            Text(plain(r.reason or "")),
+        )
+    con.print(t)
+    for note in report.notes:
+        con.print(Text(plain(f"note: {note}"), style="dim"), soft_wrap=True)
+    s = report.summary()
+    bad = [
+        r.node for r in report.rows if r.status not in ("verified", "planned", "nothing to bind")
+    ]
+    done = f"{s['verified']} verified" if report.apply else f"{s['planned']} planned"
+    line = (
+        f"fleet bind: {s['nodes']} nodes: {done}, {s['nothing to bind']} nothing to bind, "
+        f"{s['failed'] + s['refused']} failed, {s['no answer']} no answer; "
+        f"{s['threads_bound']}/{s['threads_total']} threads of {s['workers']} workers on target"
+    )
+    if bad:
+        line += f"; not bound: {', '.join(bad)}"
+    if not report.apply:
+        line += ". Nothing was changed (give --apply to bind)."
+    con.print(Text(plain(line)), soft_wrap=True)
+
+
+def register_bind(fleet: typer.Typer) -> None:
+    @fleet.command("bind", epilog=BIND_EPILOG)
+    @handle_errors
+    def bind_cmd(
+        workers: Annotated[
+            bool,
+            typer.Option(
+                "--workers",
+                help="Every NPU/GPU worker of each node, each to the rank of the device it "
+                "drives (required: what `bind --workers` does, on every node).",
+            ),
+        ] = False,
+        apply: Annotated[
+            bool,
+            typer.Option(
+                "--apply", help="Bind, and verify from each node's kernel (default: a dry run)."
+            ),
+        ] = False,
+        ray_address: AddressOpt = None,
+        timeout: Annotated[
+            float,
+            typer.Option("--timeout", metavar="S", help="Seconds each node has to answer."),
+        ] = 60.0,
+        nodes: NodesOpt = None,
+        no_ship: NoShipOpt = False,
+        plan: Annotated[
+            str | None,
+            typer.Option(
+                "--plan",
+                metavar="FILE",
+                help="A plan file (`ascendtune plan --json`), read on each node at this path "
+                "(else each node computes its own).",
+                show_default=False,
+            ),
+        ] = None,
+        force: Annotated[
+            bool, typer.Option("--force", help="Apply a --plan FILE made for another host.")
+        ] = False,
+        no_roles: Annotated[
+            bool,
+            typer.Option(
+                "--no-roles",
+                help="Bind every thread to the whole pool, not acl_thread/release_thread/main "
+                "to their role CPUs.",
+            ),
+        ] = False,
+        max_passes: Annotated[
+            int,
+            typer.Option(
+                "--max-passes", min=1, metavar="N", help="Give up after this many passes."
+            ),
+        ] = 16,
+        policy: PolicyOpt = "auto",
+        visible_devices: VisibleDevicesOpt = None,
+        ranks: RanksOpt = None,
+        soc: SocOpt = None,
+        reserve: ReserveOpt = None,
+        no_irq_reserve: NoIrqReserveOpt = False,
+        spill: SpillOpt = False,
+        target: TargetOpt = "auto",
+        json_out: JsonOpt = False,
+    ) -> None:
+        """`bind --workers` on every node of a Ray cluster (one pinned task each): a dry run
+        unless --apply; one row per node. ASCENDTUNE_FLEET_PIDS on a node limits it to those
+        processes (docs/agent.md)."""
+        from ascendtune.app import fleet_bind
+        from ascendtune.cli.common import respond
+        from ascendtune.core.errors import UsageError
+
+        if not workers:
+            raise UsageError("say what to bind: --workers (every worker of each node)")
+        given = [
+            name
+            for name, on in (
+                ("--policy", policy != "auto"),
+                ("--visible-devices", visible_devices is not None),
+                ("--ranks", ranks is not None),
+                ("--soc", soc is not None),
+                ("--reserve", reserve is not None),
+                ("--no-irq-reserve", no_irq_reserve),
+                ("--spill", spill),
+            )
+            if on
+        ]
+        if plan is not None and given:
+            raise UsageError(f"{', '.join(given)} compute a plan; --plan FILE already is one")
+        if force and plan is None:
+            raise UsageError("--force applies a --plan FILE: give --plan")
+        opts = fleet_bind.FleetBindOptions(
+            ray_address=ray_address,
+            apply=apply,
+            timeout=timeout,
+            nodes=_nodes(nodes),
+            ship=not no_ship,
+            plan=plan_options(**locals()),
+            plan_file=plan,
+            force=force,
+            use_roles=not no_roles,
+            max_passes=max_passes,
+        )
+        respond(fleet_bind.run(opts), json_out, fleet_bind.document, render_bind)
+
+
+# ---- fleet agent-status ---------------------------------------------------------------------------
+
+AGENT_EPILOG = (
+    "Exit status: 0 every node's agent answered; 1 an agent is down (its row says why); 2 "
+    "usage; 3 no cluster at the address, Ray or prometheus_client not installed."
+)
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def render_agents(report: AgentStatusReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ascendtune.cli.common import plain, stdout_console
+
+    con = stdout_console()
+    con.print(
+        Text(f"ascendtune agents on port {report.port} of every node of {report.address}"),
+        soft_wrap=True,
+    )
+    t = Table(box=None, pad_edge=False, show_edge=False)
+    cols = ("NODE", "ADDRESS", "AGENT", "VERSION", "WORKERS", "THREADS BOUND", "OFF PLAN")
+    for col in (*cols, "RESTARTS", "LAST SAMPLE", "DOCTOR FAILS"):
+        t.add_column(col)
+    for r in report.rows:
+        name = f"{r.node} {r.node_id[:8]}"
+        if not r.up:
+            state = Text(plain(f"down: {r.reason}"), style="bold red")
+            t.add_row(Text(plain(name)), Text(plain(r.address)), state, *(["-"] * 7))
+            continue
+        mode = f"up ({r.mode})" if r.mode else "up"
+        if r.plan_ok is False:
+            mode += ", no plan"
+        t.add_row(
+            Text(plain(name)),
+            Text(plain(r.address)),
+            Text(plain(mode), style="green" if r.plan_ok is not False else "yellow"),
+            Text(plain(r.version or "?")),
+            str(r.workers),
+            f"{r.threads_bound}/{r.threads_total}",
+            _share(r.off_plan_share),
+            str(r.restarts),
+            "-" if r.last_sample_age_s is None else f"{r.last_sample_age_s:g} s ago",
+            Text(plain(", ".join(r.doctor_failures) or "-")),
+        )
+    con.print(t)
+    up = sum(1 for r in report.rows if r.up)
+    down = [r.node for r in report.rows if not r.up]
+    line = f"fleet agent-status: {len(report.rows)} nodes: {up} up, {len(down)} down"
+    if down:
+        line += f" ({', '.join(down)})"
+    con.print(Text(plain(line)), soft_wrap=True)
+
+
+def register_agent_status(fleet: typer.Typer) -> None:
+    @fleet.command("agent-status", epilog=AGENT_EPILOG)
+    @handle_errors
+    def agent_status_cmd(
+        ray_address: AddressOpt = None,
+        port: Annotated[
+            int,
+            typer.Option(
+                "--port", min=1, max=65535, metavar="PORT", help="The agents' /metrics port."
+            ),
+        ] = 9477,
+        timeout: Annotated[
+            float,
+            typer.Option("--timeout", metavar="S", help="Seconds each agent has to answer."),
+        ] = 2.0,
+        nodes: NodesOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """What `ascendtune agent` says on every node of a Ray cluster: its /metrics read at
+        the node's address (as Ray reports it) and PORT; needs `ascendtune[agent]`. Read-only."""
+        from ascendtune.app import fleet_agents
+        from ascendtune.cli.common import respond
+
+        opts = fleet_agents.AgentStatusOptions(ray_address, port, timeout, _nodes(nodes))
+        respond(fleet_agents.run(opts), json_out, fleet_agents.document, render_agents)

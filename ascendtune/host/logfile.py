@@ -16,7 +16,8 @@ from typing import Any, BinaryIO
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
 
-CHUNK = 64 * 1024
+CHUNK = 64 * 1024  # text is judged (binary or not) this much at a time
+BLOCK = 1024 * 1024  # read this much at a time
 IDLE_SECONDS = 5.0  # a pipe, FIFO or terminal that sends nothing for this long has ended
 MAX_SECONDS = 300.0  # the whole read
 MAX_BYTES = 8 * 1024**3  # of text, after decompression
@@ -91,6 +92,8 @@ def _looks_binary(data: bytes) -> bool:
     ctrl = len(data) - len(data.translate(None, _CTRL_NO_NUL))
     if ctrl * 50 > len(data):  # 2 %
         return True
+    if data.isascii():
+        return False  # nothing that is no UTF-8
     text = data.decode("utf-8", errors="replace")
     # a chunk may cut characters at either end: up to 3 stray bytes before, 1 cut one after
     return (text.count("\ufffd") - 4) * 10 > len(text)  # 10 %
@@ -275,27 +278,34 @@ class LogInput:
         total = nuls = 0
         seen_text = False
         while True:
-            chunk = dec.read(CHUNK)
-            if not chunk:
+            block = dec.read(BLOCK)
+            if not block:
                 break
-            stripped = chunk.replace(b"\x00", b"") if b"\x00" in chunk else chunk
-            nuls += len(chunk) - len(stripped)
-            if nuls > MAX_NUL_BYTES:
-                raise InvalidInput(
-                    f"{self.name} is not a text log (binary content: NUL bytes)", HINT
-                )
-            if _looks_binary(stripped):
-                where = f" at byte {total}" if total else ""
-                raise InvalidInput(
-                    f"{self.name} is not a text log (binary content{where}"
-                    + (f", after {self.form} decompression)" if self.form != "text" else ")"),
-                    HINT,
-                )
-            seen_text = seen_text or bool(stripped.strip())
-            total += len(chunk)
-            yield stripped
-            if total >= MAX_BYTES:
-                self.stopped = f"stopped after {MAX_BYTES >> 20} MiB of text"
+            kept: list[bytes] = []
+            for at in range(0, len(block), CHUNK):
+                chunk = block[at : at + CHUNK]
+                stripped = chunk.replace(b"\x00", b"") if b"\x00" in chunk else chunk
+                nuls += len(chunk) - len(stripped)
+                if nuls > MAX_NUL_BYTES:
+                    raise InvalidInput(
+                        f"{self.name} is not a text log (binary content: NUL bytes)", HINT
+                    )
+                if _looks_binary(stripped):
+                    where = f" at byte {total}" if total else ""
+                    raise InvalidInput(
+                        f"{self.name} is not a text log (binary content{where}"
+                        + (f", after {self.form} decompression)" if self.form != "text" else ")"),
+                        HINT,
+                    )
+                seen_text = seen_text or bool(stripped.strip())
+                total += len(chunk)
+                kept.append(stripped)
+                if total >= MAX_BYTES:
+                    self.stopped = f"stopped after {MAX_BYTES >> 20} MiB of text"
+                    break
+            whole = len(kept) * CHUNK >= len(block) and b"\x00" not in block
+            yield block if whole else b"".join(kept)
+            if self.stopped:
                 return
         if nuls and not seen_text:
             raise InvalidInput(

@@ -1,8 +1,9 @@
-"""Gather a snapshot of every node of a running Ray cluster, read-only.
+"""Run one task on every node of a running Ray cluster: a snapshot (`fleet`, read-only), or
+`bind --workers` (`fleet bind`, whose task is ascendtune.app.fleet_bind's).
 
 One task is pinned to each alive node (`NodeAffinitySchedulingStrategy(node_id, soft=False)`,
 `num_cpus=0`, no accelerator, no placement group, `max_retries=0`), so it runs beside an engine
-that holds every CPU; the task only captures its node (`host.snapshot.capture`, no third-party
+that holds every CPU; the capture task only captures its node (`host.snapshot.capture`, no third-party
 package) and returns the archive. Ray is imported here only, and only when a gather runs.
 
 Connecting: the address is resolved before Ray is imported (`auto` reads the file `ray start`
@@ -24,13 +25,16 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ascendtune.core import vendors
 from ascendtune.core.errors import AscendtuneError, MissingError, UsageError
+
+if TYPE_CHECKING:
+    from ascendtune.host.roots import Root
 
 SOURCE_ENV = "ASCENDTUNE_FLEET_SOURCE"
 CURRENT_CLUSTER = "/tmp/ray/ray_current_cluster"  # written by `ray start` (Ray's own file)
@@ -51,6 +55,7 @@ class NodeAnswer:
     hostname: str  # as Ray names the node (the capture's hostname is in the archive)
     address: str
     archive: bytes | None = None
+    doc: dict[str, Any] | None = None  # a task's JSON answer (fleet bind), when not an archive
     status: str = "ok"  # "ok", "failed", "no answer"
     reason: str | None = None
     seconds: float | None = None
@@ -142,6 +147,17 @@ def package_dir() -> str:
     return str(Path(ascendtune.__file__).resolve().parent)
 
 
+def replayed_root(src: str) -> Root:
+    """The host a node replays (ASCENDTUNE_FLEET_SOURCE): a sysroot, a .tar.gz or demo:NAME."""
+    from ascendtune.host.roots import open_root
+
+    if src.startswith("demo:"):
+        from ascendtune.host.demos import open_demo
+
+        return open_demo(src[5:])
+    return open_root(src)
+
+
 def capture_here() -> dict[str, Any]:
     """The task body, run on a node: capture it (or its test source) and return the archive."""
     t0 = time.monotonic()
@@ -149,12 +165,7 @@ def capture_here() -> dict[str, Any]:
     from ascendtune.host.roots import open_root
 
     src = os.environ.get(SOURCE_ENV) or None
-    if src is not None and src.startswith("demo:"):
-        from ascendtune.host.demos import open_demo
-
-        root = open_demo(src[5:])
-    else:
-        root = open_root(src)
+    root = replayed_root(src) if src is not None else open_root(None)
     data = snapshot.archive_bytes(snapshot.capture(root))
     info: dict[str, Any] = {
         "python": sys.version.split()[0],
@@ -302,10 +313,75 @@ def gather(
     connect_deadline: float = 30.0,
 ) -> Gathered:
     """One pinned capture task per alive node; every node comes back as an answer or a reason."""
+    return run_tasks(
+        address,
+        Task(capture_here, (), settle_answer, "ascendtune-fleet-capture", "capture"),
+        timeout=timeout,
+        nodes=nodes,
+        ship=ship,
+        probe_deadline=probe_deadline,
+        connect_deadline=connect_deadline,
+    )
+
+
+@dataclass(frozen=True)
+class Task:
+    """What runs on every node: body(*args) in a pinned Ray task; accept(answer, returned)
+    settles what it returned (a malformed return makes that node a failed row); `what` names
+    the task in a failed node's reason ("capture failed: ...")."""
+
+    body: Callable[..., Any]
+    args: tuple[Any, ...]
+    accept: Callable[[NodeAnswer, object], None]
+    name: str
+    what: str
+
+
+def run_tasks(
+    address: str,
+    task: Task,
+    *,
+    timeout: float = 60.0,
+    nodes: list[str] | None = None,
+    ship: bool = True,
+    probe_deadline: float = 5.0,
+    connect_deadline: float = 30.0,
+) -> Gathered:
+    """One task pinned to each alive node (or each node named), all under one deadline: a node
+    that fails, hangs past it or dies is its own answer, never the others'."""
     t0 = time.monotonic()
     probe(address, probe_deadline)
-    with stdout_to_stderr():
-        return _gather(address, timeout, nodes, ship, connect_deadline, t0)
+    with stdout_to_stderr(), joined(address, ship, connect_deadline) as (ray, owned):
+        got = _run(ray, address, task, timeout, nodes, owned and ship, t0)
+        if ship and not owned:
+            # Ray ships a local folder only at job level, and this job is the caller's
+            got.notes.append(
+                "ascendtune was not shipped: this process had joined Ray already (pass "
+                "runtime_env={'py_modules': [ascendtune's folder]} to its ray.init)"
+            )
+        return got
+
+
+def list_nodes(
+    address: str,
+    *,
+    nodes: list[str] | None = None,
+    probe_deadline: float = 5.0,
+    connect_deadline: float = 30.0,
+) -> tuple[str, list[NodeAnswer]]:
+    """The alive nodes of the cluster (or those named) as Ray reports them, no task run: the
+    driver's Ray version and one empty answer per node (id, hostname, address)."""
+    probe(address, probe_deadline)
+    with stdout_to_stderr(), joined(address, False, connect_deadline) as (ray, _owned):
+        chosen = select(alive_nodes(ray), nodes)
+        return ray.__version__, [
+            NodeAnswer(
+                str(n["NodeID"]),
+                str(n.get("NodeManagerHostname")),
+                str(n.get("NodeManagerAddress")),
+            )
+            for n in chosen
+        ]
 
 
 @contextlib.contextmanager
@@ -332,21 +408,15 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _gather(
-    address: str,
-    timeout: float,
-    nodes: list[str] | None,
-    ship: bool,
-    connect_deadline: float,
-    t0: float,
-) -> Gathered:
+@contextlib.contextmanager
+def joined(address: str, ship: bool, connect_deadline: float) -> Iterator[tuple[Any, bool]]:
+    """Ray joined to the cluster at address (ray, whether this call joined it: then it leaves
+    it at the end); ship: the package goes to the nodes as the job's py_modules."""
     if _driver_ip(address) and "ray" not in sys.modules:
         # Ray rewrites a loopback address to this machine's outside one unless it is told the
         # cluster is a single-machine one (Ray's own switch, read when ray is imported)
         os.environ.setdefault(LOOPBACK_ENV, "0")
     ray = _import_ray()
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     runtime_env: dict[str, Any] = {}
     if ship:
         # the package alone (pure Python): nodes without ascendtune run the driver's copy
@@ -377,14 +447,7 @@ def _gather(
             else:
                 os.environ["RAY_ADDRESS"] = saved
     try:
-        got = _run(ray, NodeAffinitySchedulingStrategy, address, timeout, nodes, owned and ship, t0)
-        if ship and not owned:
-            # Ray ships a local folder only at job level, and this job is the caller's
-            got.notes.append(
-                "ascendtune was not shipped: this process had joined Ray already (pass "
-                "runtime_env={'py_modules': [ascendtune's folder]} to its ray.init)"
-            )
-        return got
+        yield ray, owned
     finally:
         if owned:
             ray.shutdown()
@@ -392,14 +455,16 @@ def _gather(
 
 def _run(
     ray: Any,
-    affinity: Any,
     address: str,
+    job: Task,
     timeout: float,
     wanted: list[str] | None,
     ship: bool,
     t0: float,
 ) -> Gathered:
-    task = ray.remote(capture_here)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as affinity
+
+    task = ray.remote(job.body)
     chosen = select(alive_nodes(ray), wanted)
     started = time.monotonic()
     refs: dict[Any, NodeAnswer] = {}
@@ -412,8 +477,8 @@ def _run(
             num_cpus=0,
             max_retries=0,
             runtime_env={"env_vars": noset_env()},
-            name="ascendtune-fleet-capture",
-        ).remote()
+            name=job.name,
+        ).remote(*job.args)
         refs[ref] = ans
     pending = list(refs)
     deadline = started + timeout
@@ -423,14 +488,15 @@ def _run(
             break
         done, pending = ray.wait(pending, num_returns=1, timeout=left)
         for ref in done:
-            _settle(ray, ref, refs[ref], started)
+            _settle(ray, ref, refs[ref], started, job)
     if pending:
         alive = {str(n["NodeID"]) for n in alive_nodes(ray)}
         for ref in pending:
             ans = refs[ref]
             ans.status = "no answer"
             ans.reason = f"no answer in {timeout:g} s" if ans.node_id in alive else "node died"
-            # stop the stuck capture: it only reads, so killing it changes nothing
+            # stop the stuck task (a capture only reads; a bind holds its locks, which die
+            # with its process, and its workers may be left partly bound: the reason says so)
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)
     answers = list(refs.values())
@@ -442,18 +508,22 @@ def _run(
     return Gathered(address, ray.__version__, answers, time.monotonic() - t0, ship, notes)
 
 
-def _settle(ray: Any, ref: Any, ans: NodeAnswer, started: float) -> None:
+def _settle(ray: Any, ref: Any, ans: NodeAnswer, started: float, job: Task) -> None:
     ans.seconds = round(time.monotonic() - started, 3)
     try:
         got = ray.get(ref)
     except Exception as e:
         try:
-            _classify(ray, ans, e)
+            _classify(ray, ans, e, job.what)
         except Exception as again:  # Ray itself failing to say why: still this node's row
             ans.status = "failed"
             ans.reason = f"Ray error: {type(e).__name__} ({type(again).__name__} classifying it)"
         return
-    settle_answer(ans, got)
+    try:
+        job.accept(ans, got)
+    except Exception as e:  # an answer its checker chokes on: that node's row, not the run
+        ans.status = "failed"
+        ans.reason = f"malformed answer: {type(e).__name__}"
 
 
 def settle_answer(ans: NodeAnswer, got: object) -> None:
@@ -475,13 +545,13 @@ def settle_answer(ans: NodeAnswer, got: object) -> None:
     )
 
 
-def _classify(ray: Any, ans: NodeAnswer, e: BaseException) -> None:
+def _classify(ray: Any, ans: NodeAnswer, e: BaseException, what: str = "capture") -> None:
     exc = ray.exceptions
     dead = {str(n["NodeID"]) for n in ray.nodes() if not n.get("Alive")}
     if isinstance(e, exc.RayTaskError):
         cause = e.cause if getattr(e, "cause", None) is not None else e
         ans.status = "failed"
-        ans.reason = f"capture failed: {type(cause).__name__}: {_first_line(cause)}"
+        ans.reason = f"{what} failed: {type(cause).__name__}: {_first_line(cause)}"
         return
     died = (exc.NodeDiedError, exc.LocalRayletDiedError, exc.WorkerCrashedError)
     if isinstance(e, died) or ans.node_id in dead:

@@ -93,7 +93,8 @@ def _as_run_here(argv: list[str], child: int) -> tuple[list[str], bool]:
     # log reads a file, bind --plan a plan: only their comparison or plan needs a host
     if reads_host and head[0] in ("log", "bind"):
         reads_host = head[0] == "bind" and "--plan" not in head
-    if head[:2] in (["fleet", x] for x in ("snapshot", "topo", "doctor", "plan")):
+    views = ("snapshot", "topo", "doctor", "plan", "bind", "agent-status")
+    if head[:2] in (["fleet", x] for x in views):
         # never reach for a real cluster from a test: a closed loopback port stands for it
         if "--ray-address" in head:
             i = head.index("--ray-address")

@@ -201,3 +201,24 @@ def test_text_of_any_length_in_any_script_is_text(size: int, tmp_path: Path) -> 
     for data in (text[:size], text[1 : size + 1]):
         path.write_bytes(data)
         assert b"".join(LogInput(str(path)).chunks()) == data
+
+
+@pytest.mark.parametrize("form", [*sorted(FORMS), "text"])
+def test_a_big_log_in_any_form_reads_as_line_by_line(form: str, tmp_path: Path) -> None:
+    """Megabytes (several read blocks, lines across their edges) plain or compressed: the
+    prefiltered read gives the report feeding every decompressed line does."""
+    from ascendtune.app.log import read_log
+    from ascendtune.core.vllm_log import parse_log, split_lines
+
+    filler = (
+        b'(APIServer pid=5200) INFO:     10.0.3.7:40123 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    )
+    data = b"".join(
+        [filler * 9000 + (FIX / n).read_bytes() for n in ("a2_tp4_bound.log", "fail_lscpu.log")]
+        + [filler * 20000, FAILED]
+    )
+    assert len(data) > 2 * logfile.BLOCK
+    path = tmp_path / "server.log"
+    path.write_bytes(data if form == "text" else FORMS[form](data))
+    want = parse_log(split_lines([data]))
+    assert read_log(str(path)) == want and want.failed

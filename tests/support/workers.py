@@ -163,7 +163,8 @@ class Server:
         (self.tmp / "npu" / "info.txt").write_text(text)
 
     def tool(self, mode: str | None) -> None:
-        """Make the fake npu-smi's `info` hang or print garbage (None: answer again)."""
+        """Make the fake npu-smi's `info` hang, print garbage, or answer once and then print
+        garbage ("garbage-later") (None: answer again)."""
         path = self.tmp / "npu" / "mode"
         if mode is None:
             path.unlink(missing_ok=True)
@@ -211,8 +212,12 @@ def comm(pid: int, tid: int) -> str | None:
 FAKE_NPU_SMI = """#!/bin/sh
 d=$(dirname "$0")/../npu
 # npu/mode, when present, makes `npu-smi info` fail: "hang" (sleeps past any budget) or
-# "garbage" (a table line that does not parse)
+# "garbage" (a table line that does not parse); "garbage-later": the first `info` answers, every
+# later one is garbage (a tool that breaks mid-run, whatever the machine's load)
 mode=$(cat "$d/mode" 2>/dev/null)
+if [ "$*" = "info" ] && [ "$mode" = "garbage-later" ]; then
+  if [ -e "$d/answered" ]; then mode=garbage; else : >"$d/answered"; fi
+fi
 if [ "$*" = "info" ] && [ "$mode" = "hang" ]; then exec sleep 60; fi
 if [ "$*" = "info" ] && [ "$mode" = "garbage" ]; then echo "| NPU  garbage \xff | ??"; exit 0; fi
 case "$*" in
@@ -224,21 +229,29 @@ esac
 """
 
 
-def start_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    """The fake npu-smi first on PATH, no sysroot or device list from the environment; every
-    worker killed at the end."""
-    (tmp_path / "bin").mkdir()
+def fake_tool(tmp_path: Path) -> Server:
+    """The fake npu-smi in tmp_path/bin (no worker named yet), on nobody's PATH: a test puts
+    it on its own (start_server), or on a Ray node's (tests/e2e/test_fleet_ray.py)."""
+    (tmp_path / "bin").mkdir(parents=True)
     (tmp_path / "npu").mkdir()
     exe = tmp_path / "bin" / "npu-smi"
     exe.write_text(FAKE_NPU_SMI)
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "npu" / "m.txt").write_text(npu_smi_m(list(range(DEVICES))))
     (tmp_path / "npu" / "topo.txt").write_text(npu_smi_topo(dict.fromkeys(range(DEVICES), "0-1")))
+    s = Server(tmp_path)
+    s.write_table()
+    return s
+
+
+def start_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    """The fake npu-smi first on PATH, no sysroot or device list from the environment; every
+    worker killed at the end."""
+    s = fake_tool(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("ASCENDTUNE_SYSROOT", raising=False)
     monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("ASCENDTUNE_LOCK_DIR", str(tmp_path / "locks"))  # another suite's apart
-    s = Server(tmp_path)
     # the test sees only the processes it started: a real server's workers (their open
     # /dev/davinciN) or another suite's are none of its business
     from ascendtune.host import workers as host_workers
@@ -250,7 +263,6 @@ def start_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Se
         return None if pids is None else [p for p in pids if p in s.pids()]
 
     monkeypatch.setattr(host_workers, "pids_of", own)
-    s.write_table()
     yield s
     for w in list(s.workers.values()):
         w.proc.kill()

@@ -7,7 +7,8 @@ release lines v0.18.0 … v0.26.0rc, and vLLM's record prefixes and start-up lin
 package does not know is skipped, never an error.
 
 `model` (what is reported, and the bounds), `records` (lines into records), `patterns` (the
-messages), `causes` (why a binding failed), `parser`, `findings`, `compare` (with a plan).
+messages and their markers), `causes` (why a binding failed), `parser`, `scan` (a big log
+through the markers: `parse_chunks`), `findings`, `compare` (with a plan).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ascendtune.core.vllm_log.model import (
 from ascendtune.core.vllm_log.parser import LogParser, parse_log, parse_text
 from ascendtune.core.vllm_log.patterns import safe_literal
 from ascendtune.core.vllm_log.records import Record, records, split_lines
+from ascendtune.core.vllm_log.scan import parse_chunks
 
 __all__ = [
     "CAUSES",
@@ -45,6 +47,7 @@ __all__ = [
     "cause_of",
     "check_target",
     "compare_with_plan",
+    "parse_chunks",
     "parse_log",
     "parse_text",
     "plan_request",

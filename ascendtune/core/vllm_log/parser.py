@@ -62,7 +62,12 @@ from ascendtune.core.vllm_log.patterns import (
     num,
     safe_literal,
 )
-from ascendtune.core.vllm_log.records import Record, records, split_lines, stamp_seconds
+from ascendtune.core.vllm_log.records import (
+    Record,
+    plain_stamps,
+    records,
+    stamp_seconds,
+)
 
 # time stamps that go back by more than this start a new run (records of one run interleave
 # out of order by seconds, never by minutes)
@@ -166,6 +171,7 @@ class LogParser:
         self.clock: tuple[int | None, int, int] | None = None  # the latest time stamp of the run
         self.clock_text = ""
         self.stale: set[str] = set()  # values an earlier run set, which this run's replace
+        self.seconds: dict[str, tuple[int | None, int, int]] = {}  # stamp_seconds, remembered
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -201,9 +207,14 @@ class LogParser:
         self.stale = {"vllm", "vllm_ascend", "args"}
 
     def _clock_at(self, stamp: str) -> None:
-        t = stamp_seconds(stamp)
+        t = self.seconds.get(stamp)
         if t is None:
-            return
+            t = stamp_seconds(stamp)
+            if t is None:
+                return
+            if len(self.seconds) >= 4096:  # a log's stamps repeat within a second, not for long
+                self.seconds.clear()
+            self.seconds[stamp] = t
         prev = self.clock
         self.clock = t if prev is None or _later(t, prev) else prev
         if prev is None:
@@ -310,21 +321,43 @@ class LogParser:
 
     # -- lines ----------------------------------------------------------------------------
 
-    def feed(self, line: bytes) -> None:
+    def feed(self, line: bytes, *, stamp_only: bool = False) -> None:
+        """One line; `stamp_only` when it holds no marker (patterns.MARKERS), so nothing but
+        its records' time stamps can count (the same outcome, sooner)."""
         if self.truncated:
             return
         if self.lines >= model.MAX_LINES:
             self.stop(f"stopped after {model.MAX_LINES} lines")
             return
         self.lines += 1
+        if stamp_only:
+            stamps = plain_stamps(line)
+            if stamps is not None:
+                for stamp in stamps:
+                    self._clock_at(stamp)
+                return
         try:
             recs = records(line)
             if recs and recs[-1].cut:
                 self.cut += 1
             for rec in recs:
-                self._message(rec)
+                if not stamp_only:
+                    self._message(rec)
+                elif rec.stamp is not None:
+                    self._clock_at(rec.stamp)
         except Junk:
             pass  # a number no real log prints (thousands of digits): not a line of a server
+
+    def skip(self, n: int) -> None:
+        """n lines that hold nothing the parser reads (no marker, no time stamp): counted, as
+        feeding them would, up to the line limit."""
+        if self.truncated or n <= 0:
+            return
+        if self.lines + n > model.MAX_LINES:
+            self.lines = max(self.lines, model.MAX_LINES)
+            self.stop(f"stopped after {model.MAX_LINES} lines")
+            return
+        self.lines += n
 
     def _message(self, rec: Record) -> None:
         msg = rec.message
@@ -586,4 +619,7 @@ def parse_log(lines: Iterable[bytes]) -> LogReport:
 
 
 def parse_text(text: str) -> LogReport:
-    return parse_log(split_lines([text.encode("utf-8", errors="surrogateescape")]))
+    """Parse a log given as text (through the prefilter, as a file is)."""
+    from ascendtune.core.vllm_log.scan import parse_chunks
+
+    return parse_chunks([text.encode("utf-8", errors="surrogateescape")]).report()

@@ -207,3 +207,61 @@ def _str_keys(value: Any) -> Any:
     if isinstance(value, list):
         return [_str_keys(v) for v in value]
     return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The prefilter's markers: for each message pattern, strings one of which every line the parser
+# reads it from holds (its own literals, or, where parser._message gates it, the gate's). scan.py
+# decodes only lines holding a marker (or a time stamp, or bytes records() removes); the tests in
+# tests/core/test_vllm_log_scan.py prove every pattern here covered and every pattern listed.
+
+_MARKS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _MODE: ("cpu",),
+    _PLAN_HEAD: ("CPU",),
+    _PLAN: ("NPU",),
+    _PLAN_START: ("NPU",),
+    _PLAN_950: ("NPU",),
+    _IRQ: ("NPU",),
+    _IRQ_START: ("NPU",),
+    _MIGRATE: ("migrat",),
+    _FAILED: ("cpu",),
+    _FAILED_START: ("cpu",),
+    _NON_ARM: ("CPU",),
+    _UNKNOWN_ARCH: ("CPU",),
+    _SKIP_950: ("cpu",),
+    _TOPO_FALLBACK: ("NPU",),
+    _NO_MIGRATEPAGES: ("migrat",),
+    _IRQ_NOT_WRITABLE: ("irq",),
+    _IRQBALANCE: ("irq",),
+    _IRQ_SKIP: ("irq", "Can't find PCI address", "Can't find pci address"),
+    _IRQ_950: ("irq",),
+    _MIGRATE_SKIP: ("migrat",),
+    _LEGACY_PLAN: ("cpu",),
+    _LEGACY_BOUND: ("cpu",),
+    _LEGACY_FAILED: (
+        "Cpu",
+        "Can not get device info",
+        "cpu",
+        "not found in device_map_info",
+        "CPU",
+    ),
+    # read only where a gate in parser._message passes: the gate's strings
+    _VLLM_VERSION: ("version", "vLLM"),
+    _ASCEND_VERSION: ("version", "vLLM"),
+    _BANNER: ("vLLM", "args: "),
+    _NON_DEFAULT: ("args: ",),
+    _NAMESPACE: ("args: ",),
+    _ASSIGNED: ("world size",),
+}
+# read only after one of the above matched the same message (or on a worker's prefix)
+_AFTER = (_MODE_VISIBLE, _MODE_NPU, _STEP_NPU, _IDX)
+# a record whose prefix names a worker (`(Worker_TP0 pid=1)`) makes a worker of its pid
+WORKER_MARK = "Worker"
+
+
+def _fewest(strings: set[str]) -> tuple[bytes, ...]:
+    """The strings, less each that holds another (a line holding it holds the shorter one)."""
+    return tuple(sorted(s.encode() for s in strings if not any(o != s and o in s for o in strings)))
+
+
+MARKERS: tuple[bytes, ...] = _fewest({WORKER_MARK, *(m for ms in _MARKS.values() for m in ms)})

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from ascendtune.core.vllm_log.model import MAX_LINE_BYTES
-from ascendtune.core.vllm_log.patterns import num
+from ascendtune.core.vllm_log.patterns import MAX_DIGITS, num
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -16,7 +16,10 @@ _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _PREFIX = (
     r"\((?P<proc>[A-Za-z_][\w.\-]*(?: rank=(?P<prank>\d+))?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*"
 )
-_LEVEL = r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
+# the levels a record's head names (`INFO 09-23 10:11:00 [file.py:1]`); every time stamp the
+# parser reads follows one and a space
+LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL")
+_LEVEL = rf"(?P<level>{'|'.join(LEVELS)})"
 _STAMP = r"(?:\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
 _TIME = re.compile(r"(?:(\d{4})-)?(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 # `[file.py:123]` (vLLM ≥ 0.8), `file.py:123]` (older), `[file.py:123 pid]` seen too
@@ -45,9 +48,40 @@ def stamp_seconds(stamp: str) -> tuple[int | None, int, int] | None:
     m = _TIME.match(stamp)
     if not m:
         return None
-    year = num(m.group(1)) if m.group(1) else None
-    day, hh, mm, ss = (num(m.group(i)) for i in (3, 4, 5, 6))
-    return year, num(m.group(2)), ((day * 24 + hh) * 60 + mm) * 60 + ss
+    # fixed-width fields: int() of at most 4 digits, never a Junk number
+    year, month, day, hh, mm, ss = m.groups()
+    return (
+        int(year) if year else None,
+        int(month),
+        ((int(day) * 24 + int(hh)) * 60 + int(mm)) * 60 + int(ss),
+    )
+
+
+# the strings every head's level and the space after it hold: `INFO `, ...; `WARN` for WARNING too
+STAMP_MARKS: tuple[bytes, ...] = tuple(
+    (level if any(o != level and o.startswith(level) for o in LEVELS) else f"{level} ").encode()
+    for level in LEVELS
+    if not any(o != level and level.startswith(o) for o in LEVELS)
+)
+# the heads in bytes, for plain lines (ASCII, none of the bytes records() removes)
+_HEAD_BYTES = re.compile(rb"\s*" + _HEAD.pattern.encode())
+
+
+def plain_stamps(line: bytes) -> list[str] | None:
+    """The time stamps of a plain line's records, as records() gives them, without decoding it:
+    for a line of one record under a whole head; None for any other (ask records()). The line
+    must hold none of the bytes records() removes or splits at (control bytes, ESC, CR)."""
+    if not line.isascii():
+        return None
+    m = _HEAD_BYTES.match(line)
+    if m is None:
+        return None
+    pid = m.group("pid")
+    if pid is not None and len(pid) > MAX_DIGITS:
+        return None  # records() calls it Junk
+    if sum(map(line.count, STAMP_MARKS)) != 1:
+        return None  # another level word: maybe glued records
+    return [m.group("stamp").decode()]
 
 
 def split_lines(chunks: Iterable[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
