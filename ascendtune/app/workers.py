@@ -581,6 +581,11 @@ def _bind_all(
                     tasks=tasks,
                 )
             )
+        begun = [g.pending for g in got if isinstance(g, Begun)]
+        if begun:
+            from ascendtune.host.affinity import settle
+
+            settle(begun)  # the one wait: every worker's window has passed after it
         return tuple(g if isinstance(g, WorkerOutcome) else finish_worker(g) for g in got)
     finally:
         for g in got:  # released by finish_worker; here only when something raised

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         begin_bind,
         bind_process,
         finish_bind,
+        settle,
         tail_margin,
     )
     from ascendtune.host.affinity.cpus import cpuset_cpus, numa_nodes_of, online_cpus
@@ -52,6 +53,7 @@ _HOME = {
     "begin_bind": "bind",
     "bind_process": "bind",
     "finish_bind": "bind",
+    "settle": "bind",
     "tail_margin": "bind",
     "cpuset_cpus": "cpus",
     "numa_nodes_of": "cpus",
@@ -104,6 +106,7 @@ __all__ = [
     "require_process",
     "resolve_command",
     "set_own_affinity",
+    "settle",
     "survey_process",
     "tail_margin",
     "thread_masks",

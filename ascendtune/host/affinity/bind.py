@@ -191,9 +191,9 @@ class PendingBind:
     """A bind whose passes are done and whose final re-read is still to come (begin_bind).
 
     finish_bind re-reads every thread once VERIFY_SETTLE_S has passed since this bind's last
-    write: binding many processes (`bind --workers`) runs every process's passes first and then
-    finishes each, so the window is waited once, after the last write of all, and every thread
-    written has had at least the window by its re-read."""
+    write: binding many processes (`bind --workers`) runs every process's passes first, waits
+    once (settle) and then finishes each, so every thread written has had at least the window
+    by its re-read."""
 
     pid: int
     target: BindTarget
@@ -222,6 +222,16 @@ class PendingBind:
         seen = set(previous.values())
         seen.update(w for t, (_r, w) in self.sweep.known.items() if t not in previous)
         return frozenset().union(*seen)
+
+
+def settle(pending: Sequence[PendingBind]) -> None:
+    """Wait once until VERIFY_SETTLE_S has passed since the last write of every bind begun:
+    their finish_bind then re-reads at once (each one's own window has passed too)."""
+    last = max((p.run.last_write for p in pending if p.run.previous), default=None)
+    if last is not None and VERIFY_SETTLE_S > 0:
+        left = VERIFY_SETTLE_S - (time.monotonic() - last)
+        if left > 0:
+            time.sleep(left)
 
 
 def finish_bind(p: PendingBind) -> BindReport:
