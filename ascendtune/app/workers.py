@@ -318,8 +318,11 @@ def unbound(
     target: BindTarget | None = None,
     rank: int | None = None,
     self_bind: bool | None = None,
+    cpus: list[CpuSet] | None = None,
 ) -> WorkerOutcome:
-    masks = _union([t.cpus for t in w.threads])
+    """An outcome that binds nothing; cpus: each thread's mask (None: w's threads')."""
+    cpus = [t.cpus for t in w.threads] if cpus is None else cpus
+    masks = _union(cpus)
     return WorkerOutcome(
         pid=w.pid,
         name=w.comm,
@@ -328,12 +331,37 @@ def unbound(
         target=target,
         cpus_before=masks,
         cpus_after=masks,
-        threads_total=len(w.threads),
+        threads_total=len(cpus),
         threads_bound=0,
         dry_run=dry_run,
         error=error,
         self_binding=self_bind,
     )
+
+
+def _masks_now(w: WorkerFacts, tasks: Tasks | None) -> list[CpuSet] | None:
+    """Each thread's mask read from the kernel now, when discovery left w's threads unread
+    (find_workers(threads=False)): listed, no name read. None: use w's threads."""
+    if w.threads or not w.present:
+        return None
+    from ascendtune.host import affinity as aff
+
+    return list(aff.thread_masks(w.pid, tasks).values())
+
+
+@dataclass
+class Begun:
+    """A worker whose threads are written, its final re-read still to come (finish_worker);
+    it holds the worker's binder lock until then."""
+
+    w: WorkerFacts
+    target: BindTarget
+    before: CpuSet  # every mask the passes found
+    pending: Any  # host.affinity.PendingBind
+    self_bind: bool | None
+    seconds: float  # spent binding so far
+    hold: contextlib.ExitStack
+    tasks: Tasks | None
 
 
 def bind_worker(
@@ -349,6 +377,32 @@ def bind_worker(
 ) -> WorkerOutcome:
     """Bind (or, dry_run, survey) one worker; every failure becomes the outcome's error.
     lock: take the worker's binder lock for the bind (False: the caller holds it)."""
+    got = begin_worker(
+        w,
+        targets,
+        root=root,
+        dry_run=dry_run,
+        use_roles=use_roles,
+        max_passes=max_passes,
+        tasks=tasks,
+        lock=lock,
+    )
+    return got if isinstance(got, WorkerOutcome) else finish_worker(got)
+
+
+def begin_worker(
+    w: WorkerFacts,
+    targets: Targets,
+    *,
+    root: Root,
+    dry_run: bool,
+    use_roles: bool = True,
+    max_passes: int = 16,
+    tasks: Tasks | None = None,
+    lock: bool = True,
+) -> WorkerOutcome | Begun:
+    """bind_worker up to the final re-read: the outcome when there is nothing to verify (not
+    bound, a dry run, a write refused), else the worker begun, for finish_worker."""
     from ascendtune.core import vendors
 
     word = vendors.profile(w.vendor).word
@@ -360,9 +414,13 @@ def bind_worker(
             dry_run=dry_run,
             self_bind=selfb,
         )
+
+    def now() -> list[CpuSet] | None:
+        return None if dry_run else _masks_now(w, tasks)
+
     refused = not_a_worker(root, w, targets.vendor)
     if refused is not None:
-        return unbound(w, refused, dry_run=dry_run, self_bind=selfb)
+        return unbound(w, refused, dry_run=dry_run, self_bind=selfb, cpus=now())
     if len(w.devices) != 1:
         held = ",".join(map(str, w.devices)) or "?"
         return unbound(
@@ -370,15 +428,20 @@ def bind_worker(
             f"holds {word}s {held}: one rank per device, bind it with --pid",
             dry_run=dry_run,
             self_bind=selfb,
+            cpus=now(),
         )
     target = targets.by_device.get(w.devices[0])
     if target is None:
         return unbound(
-            w, f"the plan has no rank on {word} {w.devices[0]}", dry_run=dry_run, self_bind=selfb
+            w,
+            f"the plan has no rank on {word} {w.devices[0]}",
+            dry_run=dry_run,
+            self_bind=selfb,
+            cpus=now(),
         )
     use = use_roles and target.has_roles
-    before = _union([t.cpus for t in w.threads])
     if dry_run:
+        before = _union([t.cpus for t in w.threads])
         after = _union([target.thread_target(t.name, use_roles=use)[1] for t in w.threads])
         bound = _planned(w.threads, target, use)
         return WorkerOutcome(
@@ -400,6 +463,7 @@ def bind_worker(
     from ascendtune.host.affinity.lock import process_lock
 
     t0 = time.perf_counter()
+    hold = contextlib.ExitStack()
     try:
         check_cpus_usable(
             target,
@@ -407,22 +471,56 @@ def bind_worker(
             allowed=aff.cpuset_cpus(w.pid),
             whom=f"process {w.pid}",
         )
-        with process_lock(w.pid) if lock else contextlib.nullcontext(""):
-            report = aff.bind_process(
-                w.pid,
-                target,
-                use_roles=use_roles,
-                keep_partial=False,
-                max_passes=max_passes,
-                tasks=tasks,
-            )
-    except AscendtuneError as e:
-        return replace(
-            unbound(w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb),
-            bind_seconds=time.perf_counter() - t0,
+        if lock:
+            hold.enter_context(process_lock(w.pid))
+        pending = aff.begin_bind(
+            w.pid,
+            target,
+            use_roles=use_roles,
+            keep_partial=False,
+            max_passes=max_passes,
+            tasks=tasks,
         )
+    except AscendtuneError as e:
+        hold.close()
+        return _failed(w, target, selfb, e, time.perf_counter() - t0, now())
     dt = time.perf_counter() - t0
-    after = _union(list(aff.thread_masks(w.pid, tasks).values()))
+    begun = Begun(w, target, pending.before(), pending, selfb, dt, hold, tasks)
+    # a write refused: what it moved goes back now, not after the other workers' passes
+    return finish_worker(begun) if pending.fatal else begun
+
+
+def _failed(
+    w: WorkerFacts,
+    target: BindTarget,
+    selfb: bool | None,
+    e: AscendtuneError,
+    seconds: float,
+    cpus: list[CpuSet] | None,
+) -> WorkerOutcome:
+    return replace(
+        unbound(
+            w, e.message, dry_run=False, target=target, rank=target.rank, self_bind=selfb, cpus=cpus
+        ),
+        bind_seconds=seconds,
+    )
+
+
+def finish_worker(b: Begun) -> WorkerOutcome:
+    """The final re-read of a worker begun by begin_worker (after the settle window since its
+    last write), its outcome, and its binder lock released."""
+    from ascendtune.host import affinity as aff
+
+    w, target, selfb = b.w, b.target, b.self_bind
+    t0 = time.perf_counter()
+    with b.hold:
+        try:
+            report = aff.finish_bind(b.pending)
+        except AscendtuneError as e:
+            dt = b.seconds + time.perf_counter() - t0
+            return _failed(w, target, selfb, e, dt, _masks_now(w, b.tasks))
+    dt = b.seconds + time.perf_counter() - t0
+    after = b.pending.after or frozenset()  # what the final re-read found
     error = None
     if report.threads_failed or not report.verified:
         first = report.threads_failed[0].error if report.threads_failed else "not verified"
@@ -435,7 +533,7 @@ def bind_worker(
         devices=w.devices,
         rank=target.rank,
         target=target,
-        cpus_before=before,
+        cpus_before=b.before,
         cpus_after=after,
         threads_total=report.threads_total,
         threads_bound=report.threads_bound,
@@ -449,12 +547,50 @@ def bind_worker(
     )
 
 
-def discover(root: Root) -> tuple[Host, list[WorkerFacts]]:
+def discover(root: Root, *, threads: bool = True) -> tuple[Host, list[WorkerFacts]]:
+    """The host and its workers; threads=False leaves their threads unread (a bind reads the
+    masks it needs itself, host.workers.find_workers)."""
     from ascendtune.host.reader import read_host
     from ascendtune.host.workers import find_workers
 
     host = read_host(root)
-    return host, find_workers(root, host)
+    return host, find_workers(root, host, threads=threads)
+
+
+def _bind_all(
+    workers: list[WorkerFacts],
+    targets: Targets,
+    opts: WorkersOptions,
+    root: Root,
+    tasks: Tasks | None,
+) -> tuple[WorkerOutcome, ...]:
+    """Every worker's threads written first, then each re-read: the settle window before the
+    final re-read (host.affinity.bind.VERIFY_SETTLE_S) runs once, from the last write of all,
+    instead of once per worker."""
+    got: list[WorkerOutcome | Begun] = []
+    try:
+        for w in workers:
+            got.append(
+                begin_worker(
+                    w,
+                    targets,
+                    root=root,
+                    dry_run=opts.dry_run,
+                    use_roles=opts.use_roles,
+                    max_passes=opts.max_passes,
+                    tasks=tasks,
+                )
+            )
+        begun = [g.pending for g in got if isinstance(g, Begun)]
+        if begun:
+            from ascendtune.host.affinity import settle
+
+            settle(begun)  # the one wait: every worker's window has passed after it
+        return tuple(g if isinstance(g, WorkerOutcome) else finish_worker(g) for g in got)
+    finally:
+        for g in got:  # released by finish_worker; here only when something raised
+            if isinstance(g, Begun):
+                g.hold.close()
 
 
 def require_live(root: Root, dry_run: bool) -> None:
@@ -484,7 +620,8 @@ def bind_workers(
     if root is None:
         root = open_root(opts.source)
     require_live(root, opts.dry_run)
-    host, workers = discover(root)
+    # a bind reads each thread's mask itself: discovery reads no thread (a dry run shows them)
+    host, workers = discover(root, threads=opts.dry_run)
     if pids is not None:
         workers = [w for w in workers if w.pid in pids]
     if not workers:
@@ -496,18 +633,7 @@ def bind_workers(
         )
     targets = resolve_targets(opts, root, host)
     with contextlib.nullcontext() if opts.dry_run else workers_lock():
-        outcomes = tuple(
-            bind_worker(
-                w,
-                targets,
-                root=root,
-                dry_run=opts.dry_run,
-                use_roles=opts.use_roles,
-                max_passes=opts.max_passes,
-                tasks=tasks,
-            )
-            for w in workers
-        )
+        outcomes = _bind_all(workers, targets, opts, root, tasks)
     return WorkersReport(
         outcomes,
         targets.source,

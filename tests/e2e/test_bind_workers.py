@@ -90,6 +90,32 @@ def test_a_second_bind_changes_nothing_and_says_so(server: Server, tmp_path: Pat
     assert w["changed"] is False and w["threads_changed"] == 0 and w["verified"] is True
 
 
+def test_the_settle_window_is_waited_once_for_every_worker(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every worker's threads are written before any is re-read: the window before the final
+    re-read runs once, from the last write of all, not once per worker."""
+    from ascendtune.host.affinity import bind as engine
+
+    for d in range(4):
+        server.start(d, threads=6)
+    slept: list[float] = []
+    real = engine.time.sleep
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        real(s)
+
+    monkeypatch.setattr(engine.time, "sleep", sleep)
+    server.reset_masks()
+    code, doc, err = bind("--workers", "--plan", str(write_plan(tmp_path)), "--json")
+    assert code == 0, err
+    assert doc is not None and len(doc["workers"]) == 4
+    assert all(w["verified"] and w["threads_changed"] > 0 for w in doc["workers"])
+    assert sum(server.off_target().values()) == 0
+    assert len(slept) <= 1 and sum(slept) <= engine.VERIFY_SETTLE_S
+
+
 def test_a_worker_without_a_rank_is_reported_and_the_others_still_bound(
     server: Server, tmp_path: Path
 ) -> None:

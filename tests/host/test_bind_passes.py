@@ -228,28 +228,36 @@ def test_a_write_the_kernel_may_narrow_is_read_back(spawn: Spawn) -> None:
     assert all(tasks.reads[t] == 3 for t in before)
 
 
-def test_a_thread_renamed_between_passes_gets_its_new_role(spawn: Spawn) -> None:
+def test_a_thread_renamed_after_its_write_gets_its_new_role(spawn: Spawn) -> None:
+    """The confirming pass reads no thread already on target, its name neither: a thread
+    renamed into another role since is found off by the final re-read and written there."""
     pid = spawn(threads=4)
     tids = sorted(masks(pid))
     victim = tids[-1]
 
     class Renaming(Tasks):
-        seen = 0
+        def __init__(self) -> None:
+            super().__init__()
+            self.reads: Counter[int] = Counter()
 
         def name(self, pid: int, tid: int) -> str | None:
+            self.reads[tid] += 1
             if tid == victim:
-                self.seen += 1
-                return "python3" if self.seen == 1 else "acl_thread"
+                return "python3" if self.reads[tid] == 1 else "acl_thread"
             return super().name(pid, tid)
 
     target = BindTarget(
         cpus=BOTH, roles={"main": frozenset({0}), "acl": frozenset({1})}, source="test"
     )
-    report = bind_process(pid, target, tasks=Renaming())
+    tasks = Renaming()
+    report = bind_process(pid, target, tasks=tasks)
     got = masks(pid)
-    assert report.verified and report.passes == 3
+    assert report.verified and report.passes == 2
     assert got[victim] == frozenset({1})
     assert all(m == frozenset({0}) for t, m in got.items() if t != victim)
+    # every name read by pass 1, the final re-read and the re-read after the victim's second
+    # write: none by the confirming pass
+    assert all(tasks.reads[t] == 3 for t in tids)
     assert report.roles_placed == {"acl": (victim,)}
 
 

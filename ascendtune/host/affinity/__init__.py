@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 from ascendtune.core.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from ascendtune.host.affinity.bind import DEFAULT_MAX_PASSES, bind_process, tail_margin
+    from ascendtune.host.affinity.bind import (
+        DEFAULT_MAX_PASSES,
+        PendingBind,
+        begin_bind,
+        bind_process,
+        finish_bind,
+        settle,
+        tail_margin,
+    )
     from ascendtune.host.affinity.cpus import cpuset_cpus, numa_nodes_of, online_cpus
     from ascendtune.host.affinity.launch import exec_command, resolve_command, set_own_affinity
     from ascendtune.host.affinity.masks import EPERM_HINT, PROC, Tasks, errno_text
@@ -41,7 +49,11 @@ if TYPE_CHECKING:
 
 _HOME = {
     "DEFAULT_MAX_PASSES": "bind",
+    "PendingBind": "bind",
+    "begin_bind": "bind",
     "bind_process": "bind",
+    "finish_bind": "bind",
+    "settle": "bind",
     "tail_margin": "bind",
     "cpuset_cpus": "cpus",
     "numa_nodes_of": "cpus",
@@ -73,12 +85,15 @@ __all__ = [
     "EPERM_HINT",
     "PROC",
     "MigrateResult",
+    "PendingBind",
     "ProcessIdentity",
     "Tasks",
+    "begin_bind",
     "bind_process",
     "cpuset_cpus",
     "errno_text",
     "exec_command",
+    "finish_bind",
     "migrate_memory",
     "migratepages_path",
     "nodes_text",
@@ -91,6 +106,7 @@ __all__ = [
     "require_process",
     "resolve_command",
     "set_own_affinity",
+    "settle",
     "survey_process",
     "tail_margin",
     "thread_masks",

@@ -87,23 +87,48 @@ def bind_process(
     Pass 1 reads each listed thread's mask (kept for a rollback) and writes the ones off target.
     Each later pass lists the threads again and handles only what the last one left open: a
     thread not seen before (born meanwhile, possibly on an old mask inherited from a creator not
-    yet moved), a write to read back (see _Sweep), a thread renamed into another role. A pass
-    that writes nothing ends it: every thread it listed is on target, and any thread born since
-    was born of one on target. A write that succeeded is not read again where the kernel cannot
-    have changed it, and without roles the second listing is only the end of /proc/PID/task
-    (_list_tail): about one mask read and one write per thread, one full listing.
+    yet moved), a write to read back (see _Sweep); a thread on target is not read again, its
+    name neither. A pass that writes nothing ends it: every thread it listed is on target, and
+    any thread born since was born of one on target. A write that succeeded is not read again
+    where the kernel cannot have changed it, and without roles the second listing is only the
+    end of /proc/PID/task (_list_tail): about one mask read and one write per thread, one full
+    listing.
 
     Then every thread is read again (after VERIFY_SETTLE_S when masks were written): `verified`
     means that final re-read matched (SPEC section 3). A thread found off after a pass that wrote
-    nothing is written again, FIGHT_ROUNDS times at most; still off, something keeps resetting
-    its mask (the process itself, a taskset loop): reported as such. Out of passes, the threads
-    born since the last one are reported as not bound. Either way the bind did not finish, and
-    what it moved goes back unless keep_partial.
+    nothing (renamed into another role since it was written, or reset) is written again,
+    FIGHT_ROUNDS times at most; still off, something keeps resetting its mask (the process
+    itself, a taskset loop): reported as such. Out of passes, the threads born since the last
+    one are reported as not bound. Either way the bind did not finish, and what it moved goes
+    back unless keep_partial.
 
     A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
     changed so far goes back to its previous mask, unless keep_partial (then the other threads
     are still bound and each failure is reported).
     """
+    return finish_bind(
+        begin_bind(
+            pid,
+            target,
+            use_roles=use_roles,
+            keep_partial=keep_partial,
+            max_passes=max_passes,
+            tasks=tasks,
+        )
+    )
+
+
+def begin_bind(
+    pid: int,
+    target: BindTarget,
+    *,
+    use_roles: bool = True,
+    keep_partial: bool = False,
+    max_passes: int = DEFAULT_MAX_PASSES,
+    tasks: Tasks | None = None,
+) -> PendingBind:
+    """bind_process up to its final re-read: every pass, nothing verified yet (finish_bind
+    does the rest)."""
     tasks = tasks or Tasks()
     kind = type(tasks)
     names: list[str] | None = None
@@ -156,6 +181,65 @@ def bind_process(
         if writes == 0 and not (tail is not None and sweep.gone):
             converged = True
             break
+    return PendingBind(
+        pid, target, use, keep_partial, tasks, run, sweep, listings, tids, tail, passes, converged
+    )
+
+
+@dataclass
+class PendingBind:
+    """A bind whose passes are done and whose final re-read is still to come (begin_bind).
+
+    finish_bind re-reads every thread once VERIFY_SETTLE_S has passed since this bind's last
+    write: binding many processes (`bind --workers`) runs every process's passes first, waits
+    once (settle) and then finishes each, so every thread written has had at least the window
+    by its re-read."""
+
+    pid: int
+    target: BindTarget
+    use: bool
+    keep_partial: bool
+    tasks: Tasks
+    run: _Run
+    sweep: _Sweep
+    listings: list[list[int]]
+    tids: Sequence[int]
+    tail: _Tail | None
+    passes: int
+    converged: bool
+
+    after: CpuSet | None = None  # every mask the final re-read found, merged (finish_bind)
+
+    @property
+    def fatal(self) -> bool:
+        """A write was refused (EPERM/EINVAL): finish it at once, so what it moved goes back."""
+        return self.run.fatal
+
+    def before(self) -> CpuSet:
+        """Every mask the passes found, merged: each written thread's previous mask, the target
+        of each found on it (no thread is read again for it)."""
+        previous = self.run.previous
+        seen = set(previous.values())
+        seen.update(w for t, (_r, w) in self.sweep.known.items() if t not in previous)
+        return frozenset().union(*seen)
+
+
+def settle(pending: Sequence[PendingBind]) -> None:
+    """Wait once until VERIFY_SETTLE_S has passed since the last write of every bind begun:
+    their finish_bind then re-reads at once (each one's own window has passed too)."""
+    last = max((p.run.last_write for p in pending if p.run.previous), default=None)
+    if last is not None and VERIFY_SETTLE_S > 0:
+        left = VERIFY_SETTLE_S - (time.monotonic() - last)
+        if left > 0:
+            time.sleep(left)
+
+
+def finish_bind(p: PendingBind) -> BindReport:
+    """The final re-read of a bind begun by begin_bind, its fight rounds, rollback and report
+    (see bind_process)."""
+    pid, target, use, keep_partial, tasks = p.pid, p.target, p.use, p.keep_partial, p.tasks
+    run, sweep, tids, tail = p.run, p.sweep, p.tids, p.tail
+    passes, converged, listings = p.passes, p.converged, p.listings
     rolled_back: tuple[int, ...] = ()
     restore_failed: tuple[ThreadFailure, ...] = ()
     rounds = 0
@@ -166,7 +250,9 @@ def bind_process(
     elif converged and not run.previous and tail is None:
         # pass 1 read every thread, found each on target and wrote nothing: it is the re-read
         total, bound, placed = _tally(tids, use, sweep, run)
-        final = _Survey(total, bound, placed, [], set(tids) - sweep.gone)
+        present = set(tids) - sweep.gone
+        on = {got[1] for t in present if (got := sweep.known.get(t)) is not None}
+        final = _Survey(total, bound, placed, [], present, on)
     else:
         # `verified` is the final re-read of every thread (SPEC section 3), a moment after the
         # last write so that a process (or another tool) that resets masks shows itself
@@ -206,6 +292,7 @@ def bind_process(
             # it cannot finish: what it moved goes back (--keep-partial keeps it)
             rolled_back, restore_failed = _rollback(pid, target, use, tasks, run)
             final = _survey(pid, target, use, tasks, run)
+    p.after = frozenset().union(*final.masks)
     total, bound, placed = final.total, final.bound, final.placed
     exited = len(set().union(*listings) - final.present)
     # liveness is judged AFTER the final listing: a process killed before this point is never
@@ -261,7 +348,11 @@ def _pass(
     gone.clear()
     writes = 0
     if use:
-        for tid in main_first(pid, tids):
+        # a thread already on its target is not read again, its name no more than its mask
+        # (about 8,000 name reads saved at 16 workers x 500 threads): one renamed into another
+        # role since is found off by the final re-read, which reads every name, and written
+        # again there (bind_process)
+        for tid in main_first(pid, [t for t in tids if t not in known] if known else tids):
             if tid in failed:
                 continue
             name = tasks.name(pid, tid)
@@ -269,13 +360,6 @@ def _pass(
                 gone.add(tid)
                 continue
             role, want = target.thread_target(name, use_roles=True)
-            had = known.get(tid)
-            if had is not None:
-                if had[1] == want:
-                    if had[0] != role:
-                        known[tid] = (role, want)
-                    continue
-                del known[tid]  # renamed into another role: a new target
             writes += _settle(tid, role, want, tasks, run, sweep, pending, keep_partial)
             if run.fatal:
                 break
@@ -505,6 +589,7 @@ class _Survey:
     placed: dict[str, tuple[int, ...]]
     off: list[tuple[int, CpuSet, str, CpuSet]]  # (tid, mask read, role, target mask)
     present: set[int]
+    masks: set[CpuSet]  # every distinct mask read
 
 
 def _final_read(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
@@ -530,6 +615,7 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
     placed: dict[str, list[int]] = {}
     off: list[tuple[int, CpuSet, str, CpuSet]] = []
     present: set[int] = set()
+    on: set[CpuSet] = set()  # the targets the threads found on them have
     for tid in main_first(pid, tids):
         name = tasks.name(pid, tid) if use else None
         if use and name is None:
@@ -542,11 +628,13 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
         total += 1
         if cur == want:
             bound += 1
+            on.add(want)
             if role in ("acl", "release"):
                 placed.setdefault(role, []).append(tid)
         else:
             off.append((tid, cur, role, want))
-    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present)
+    masks = on.union(o[1] for o in off)
+    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
 
 
 def _rollback(
