@@ -13,7 +13,10 @@ import typer
 from ascendtune.cli.commands import describe
 from ascendtune.cli.common import (
     DemoOpt,
+    ForcePlanOpt,
     JsonOpt,
+    MaxPassesOpt,
+    NoRolesOpt,
     SysrootOpt,
     cpus_option,
     handle_errors,
@@ -86,14 +89,7 @@ def register(app: typer.Typer) -> None:
             int | None,
             pid_option("The running process to bind, every thread of it (as taskset -p).", "-p"),
         ] = None,
-        no_roles: Annotated[
-            bool,
-            typer.Option(
-                "--no-roles",
-                help="Bind every thread to the whole pool, not acl_thread/release_thread/main "
-                "to their role CPUs.",
-            ),
-        ] = False,
+        no_roles: NoRolesOpt = False,
         keep_partial: Annotated[
             bool,
             typer.Option(
@@ -153,16 +149,8 @@ def register(app: typer.Typer) -> None:
                 "with --rank/--plan or --cpus when given). Changes nothing.",
             ),
         ] = False,
-        force: Annotated[
-            bool,
-            typer.Option("--force", help="Apply a --plan FILE made for another host."),
-        ] = False,
-        max_passes: Annotated[
-            int,
-            typer.Option(
-                "--max-passes", min=1, metavar="N", help="Give up after this many passes."
-            ),
-        ] = 16,
+        force: ForcePlanOpt = False,
+        max_passes: MaxPassesOpt = 16,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="No summary; errors only.")
         ] = False,

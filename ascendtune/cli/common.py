@@ -133,6 +133,23 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help=f"Print JSON for scripts (schema_version {SCHEMA_VERSION}).")
 ]
 
+# what `bind` and `fleet bind` share beyond the plan options (cli.planopts)
+NoRolesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-roles",
+        help="Bind every thread to the whole pool, not acl_thread/release_thread/main "
+        "to their role CPUs.",
+    ),
+]
+ForcePlanOpt = Annotated[
+    bool, typer.Option("--force", help="Apply a --plan FILE made for another host.")
+]
+MaxPassesOpt = Annotated[
+    int,
+    typer.Option("--max-passes", min=1, metavar="N", help="Give up after this many passes."),
+]
+
 DEFAULT_DEMO = "atlas-800i-a2"
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ascendtune.cli.commands import COMMANDS, describe
-from ascendtune.cli.common import JsonOpt, handle_errors
+from ascendtune.cli.common import ForcePlanOpt, JsonOpt, MaxPassesOpt, NoRolesOpt, handle_errors
 from ascendtune.cli.planopts import (
     NoIrqReserveOpt,
     PolicyOpt,
@@ -390,23 +390,9 @@ def register_bind(fleet: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        force: Annotated[
-            bool, typer.Option("--force", help="Apply a --plan FILE made for another host.")
-        ] = False,
-        no_roles: Annotated[
-            bool,
-            typer.Option(
-                "--no-roles",
-                help="Bind every thread to the whole pool, not acl_thread/release_thread/main "
-                "to their role CPUs.",
-            ),
-        ] = False,
-        max_passes: Annotated[
-            int,
-            typer.Option(
-                "--max-passes", min=1, metavar="N", help="Give up after this many passes."
-            ),
-        ] = 16,
+        force: ForcePlanOpt = False,
+        no_roles: NoRolesOpt = False,
+        max_passes: MaxPassesOpt = 16,
         policy: PolicyOpt = "auto",
         visible_devices: VisibleDevicesOpt = None,
         ranks: RanksOpt = None,
