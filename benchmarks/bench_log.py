@@ -5,8 +5,9 @@ output to a pipe: GNU grep stops at the first match when writing to /dev/null).
 
 Targets (issue 28): at most 5x grep's wall and CPU time at 1 GiB; peak RSS under 100 MiB, and
 flat from 100 MiB to 1 GiB (the 1 GiB peak at most 1.2x the 100 MiB one). `log` decodes only the
-lines holding a marker or a time stamp (ascendtune/core/vllm_log/scan.py): here the binding lines
-and the one line in ten that is a stamped throughput report.
+lines holding a marker (ascendtune/core/vllm_log/scan.py): here the binding lines. The one line
+in ten that is a stamped throughput report (every 10 s, as vLLM's loggers print it, records of
+a second interleaved out of order by a few seconds) moves the clock without being decoded.
 
 Run: python benchmarks/bench_log.py [--runs N] [--sizes-mib 100,1024]
 """
@@ -14,6 +15,7 @@ Run: python benchmarks/bench_log.py [--runs N] [--sizes-mib 100,1024]
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 import tempfile
@@ -27,10 +29,18 @@ RANKS = 16
 RSS_LIMIT_MIB = 100.0
 
 
-def start_block(run: int, day: int) -> list[str]:
-    """One server start: banner, the worker ranks, each rank's binding lines (run 0's rank 3
-    fails, later runs bind it), PIDs reused across runs (a container restart)."""
-    ts = f"{(run % 12) + 1:02d}-{day % 28 + 1:02d} 10:11"
+START = datetime.datetime(2026, 1, 1, 10, 11)
+
+
+def stamp(seconds: int) -> str:
+    """vLLM's record time (`MM-DD HH:MM:SS`, no year) `seconds` after the log's start."""
+    return (START + datetime.timedelta(seconds=seconds)).strftime("%m-%d %H:%M:%S")
+
+
+def start_block(run: int, at: int) -> list[str]:
+    """One server start at `at` seconds: banner, the worker ranks, each rank's binding lines
+    (run 0's rank 3 fails, later runs bind it), PIDs reused across runs (a container restart)."""
+    ts = stamp(at)[:-3]
     api = 5200
     lines = [
         f"(APIServer pid={api}) INFO {ts}:00 [api_server.py:1903] vLLM API server version 0.23.0",
@@ -67,11 +77,12 @@ def start_block(run: int, day: int) -> list[str]:
     return lines
 
 
-def filler(i: int) -> str:
-    """The lines that fill a weeks-long log: requests and throughput reports."""
+def filler(i: int, at: int) -> str:
+    """The lines that fill a weeks-long log: requests and throughput reports (line i, at
+    `at` seconds; a report every 10 s)."""
     if i % 10 == 0:
         return (
-            f"(APIServer pid=5200) INFO 09-23 11:{i % 60:02d}:{i % 59:02d} [loggers.py:123] "
+            f"(APIServer pid=5200) INFO {stamp(at - i % 3)} [loggers.py:123] "
             f"Engine 000: Avg prompt throughput: {i % 997}.0 tokens/s, Avg generation throughput: "
             f"{i % 311}.4 tokens/s, Running: {i % 17} reqs, Waiting: 0 reqs, GPU KV cache usage: "
             f"{i % 100}.1%, Prefix cache hit rate: 12.5%"
@@ -91,12 +102,12 @@ def write_log(path: Path, mib: int, runs_per_gib: int = 4) -> None:
         chunk: list[str] = []
         while written < target:
             if written >= next_start:
-                block = "\n".join(start_block(run, run)) + "\n"
+                block = "\n".join(start_block(run, i + 120)) + "\n"
                 out.write(block)
                 written += len(block)
                 run += 1
                 next_start += every
-            chunk = [filler(i + k) for k in range(2000)]
+            chunk = [filler(i + k, i + k + 120) for k in range(2000)]
             text = "\n".join(chunk) + "\n"
             out.write(text)
             written += len(text)

@@ -92,8 +92,17 @@ def test_a_big_log_reads_alike() -> None:
     assert fast(pieces(data, [65536])) == want and len(want.runs) > 3
 
 
-def test_reads_only_marked_and_stamped_lines() -> None:
-    """A filler line without a stamp is counted, never decoded; a stamped one feeds the clock."""
+def oracle(data: bytes) -> vllm_log.LogParser:
+    """The parser fed every line (its clock too, which a report shows only at a new run)."""
+    p = vllm_log.LogParser()
+    for line in split_lines([data]):
+        p.feed(line)
+    return p
+
+
+def test_reads_only_marked_lines() -> None:
+    """A filler line is counted, never decoded, a stamped one too: the stamps move the clock
+    where feeding them would."""
     fed: list[bytes] = []
 
     class Spy(vllm_log.LogParser):
@@ -103,7 +112,8 @@ def test_reads_only_marked_and_stamped_lines() -> None:
 
     data = b"\n".join([FILLER[0]] * 50 + [FILLER[1]] + [FILLER[0]] * 50) + b"\n"
     p = parse_chunks([data], Spy())
-    assert fed == [FILLER[1]] and p.report() == slow([data]) and p.lines == 101
+    assert fed == [] and p.report() == slow([data]) and p.lines == 101
+    assert p.clock_state() == oracle(data).clock_state() == ((None, 9, 2027261), "09-23 11:07:41")
 
 
 # -- the markers cover the patterns ---------------------------------------------------------------
@@ -253,3 +263,123 @@ def test_plain_stamps_are_the_records_stamps(log: bytes) -> None:
         if got is None:
             continue
         assert got == [r.stamp for r in records(line) if r.stamp is not None]
+
+
+# -- the clock: stamped lines judged by blocks, never fed -----------------------------------------
+
+MONTH_S = 28 * 86400  # the generated clock's months have 28 days, its year 12 months
+
+
+def stamp_text(t: int, form: str) -> str:
+    """The stamp of second t of the generated year, in one of the forms a log holds."""
+    month, rest = divmod(t % (12 * MONTH_S), MONTH_S)
+    day, rest = divmod(rest, 86400)
+    hms = f"{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    if form == "year":
+        return f"2026-{month + 1:02d}-{day + 1:02d} {hms},123"
+    if form == "bad":  # an hour no clock has: its seconds still count, its bytes do not sort
+        return f"{month + 1:02d}-{day + 1:02d} 2{rest % 10}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    frac = ".5" if form == "fraction" else ""
+    return f"{month + 1:02d}-{day + 1:02d} {hms}{frac}"
+
+
+@st.composite
+def clocked(draw: st.DrawFn) -> bytes:
+    """Stamped lines whose clock steps forward, a little back, back by 599, 600 or 601 s, across
+    a month and the year's end, in every level and form; binding lines (so a new run shows),
+    stamps inside messages, lines without any."""
+    t = draw(st.integers(0, 12 * MONTH_S - 1))
+    steps = st.sampled_from(
+        [0, 1, 1, 5, 59, 599, 601, 3600, -1, -5, -599, -600, -601, -3600, MONTH_S, -MONTH_S]
+    )
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 40))):
+        t += draw(steps)
+        form = draw(st.sampled_from(["plain"] * 6 + ["fraction", "year", "bad"]))
+        level = draw(st.sampled_from(["INFO"] * 4 + ["WARNING", "WARN", "DEBUG", "ERROR"]))
+        stamp = stamp_text(t, form)
+        kinds = ["filler"] * 5 + ["bind", "inside", "bare", "none", "mention", "glued"]
+        kind = draw(st.sampled_from(kinds))
+        other = stamp_text(t + draw(steps), form)
+        if kind == "filler":
+            lines.append(f"(APIServer pid=5200) {level} {stamp} [loggers.py:123] Engine 000: x")
+        elif kind == "bind":
+            rank = draw(st.integers(0, 3))
+            lines.append(
+                f"(Worker_TP{rank} pid={61 + rank}) {level} {stamp} [cpu_binding.py:545] "
+                f"[vllm-ascend] - [cpu_bind_mode] mode=topo_affinity rank={rank} "
+                "visible_npus=[0, 1, 2, 3]"
+            )
+        elif kind == "inside":  # no head: records() reads no stamp here
+            lines.append(f"(APIServer pid=5200) said {level} {stamp} [x.py:1] in a message")
+        elif kind == "mention":  # another time in the message, with no level: no stamp
+            lines.append(
+                f"{level} {stamp} [x.py:1] next at {other} [y.py:2] or {stamp_text(t, 'fraction')}"
+            )
+        elif kind == "glued":  # two records on one line, each its stamp (the same second too)
+            lines.append(
+                f"(APIServer pid=5200) {level} {stamp} [x.py:1] a (Worker_TP0 pid=61) "
+                f"INFO {other} [y.py:2] b"
+            )
+            if form == "plain":
+                lines[-1] += f" WARNING {stamp_text(t, 'fraction')} [z.py:3] c"
+        elif kind == "bare":
+            lines.append(f"{level} {stamp} [x.py:1] a record without a prefix")
+        else:
+            lines.append('(APIServer pid=5200) INFO:     10.0.0.1:4 - "GET /health" 200 OK')
+    return ("\n".join(lines) + draw(st.sampled_from(["", "\n"]))).encode()
+
+
+@settings(max_examples=400)
+@given(
+    clocked(),
+    st.integers(1, 600),
+    st.lists(st.integers(1, 300), min_size=1, max_size=4),
+    st.sampled_from([0, 0, 2, scan.SLOW_BLOCKS]),
+)
+def test_the_clock_splits_runs_as_line_by_line(
+    log: bytes, block: int, sizes: list[int], slow_blocks: int
+) -> None:
+    """Runs split where the clock goes back by more than 600 s, not 600; the clock ends where
+    feeding every line leaves it (its second and text), whatever the blocks, and whichever
+    blocks feed their stamped lines one by one."""
+    old = scan.BLOCK, scan.SLOW_BLOCKS
+    scan.BLOCK, scan.SLOW_BLOCKS = block, slow_blocks
+    try:
+        p = parse_chunks(pieces(log, sizes))
+    finally:
+        scan.BLOCK, scan.SLOW_BLOCKS = old
+    want = oracle(log)
+    assert p.report() == want.report()
+    assert p.clock_state() == want.clock_state()
+
+
+def test_a_step_back_of_601_s_starts_a_run_and_599_does_not() -> None:
+    head = (FIX / "a2_tp4_bound.log").read_bytes()
+    for back, runs in ((599, 1), (600, 1), (601, 2)):
+        t = 9 * MONTH_S
+        tail = [
+            f"(APIServer pid=5200) INFO {stamp_text(t + s, 'plain')} [x.py:1] y" for s in (0, 700)
+        ]
+        tail.append(f"(APIServer pid=5200) INFO {stamp_text(t + 700 - back, 'plain')} [x.py:1] y")
+        data = head.replace(b"09-23", b"01-01") + "\n".join(tail).encode() + b"\n"
+        got = fast([data])
+        assert got == slow([data]) and len(got.runs) == runs, back
+
+
+def test_the_clock_text_is_the_last_stamp_of_its_latest_second() -> None:
+    """Two records glued on one line in the same second, an earlier second after them, a time
+    named in a message: the clock's text is the latest second's last stamp as records() reads
+    it (a new run's reason quotes it)."""
+    data = (
+        b"INFO 09-23 10:00:00 [x.py:1] a INFO 09-23 10:00:00.5 [y.py:2] b\n"
+        b"(APIServer pid=5200) INFO 09-23 09:59:00 [x.py:1] until 09-23 10:00:00 or 09-23 11:00:00\n"
+    )
+    want = oracle(data).clock_state()
+    assert want == ((None, 9, 2023200), "09-23 10:00:00.5")
+    for block in (1, 70, 4096):
+        scan.BLOCK, old = block, scan.BLOCK
+        try:
+            assert parse_chunks([data]).clock_state() == want, block
+        finally:
+            scan.BLOCK = old

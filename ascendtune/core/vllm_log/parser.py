@@ -229,6 +229,15 @@ class LogParser:
         elif self.clock == t:
             self.clock_text = stamp
 
+    def clock_state(self) -> tuple[tuple[int | None, int, int] | None, str]:
+        """(the latest time stamp's seconds, its text): what the next stamps are judged by."""
+        return self.clock, self.clock_text
+
+    def set_clock(self, clock: tuple[int | None, int, int] | None, text: str) -> None:
+        """Put the clock where feeding skipped stamped lines would have (scan's fast path,
+        which proved none of them went back by more than RUN_CLOCK_BACK_S)."""
+        self.clock, self.clock_text = clock, text
+
     # -- workers --------------------------------------------------------------------------
 
     def _new(self, key: object, rec: Record) -> _Worker | None:

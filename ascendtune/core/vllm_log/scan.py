@@ -1,25 +1,62 @@
 """A big log read fast: blocks of bytes searched for the markers the parser can ever read
-(patterns.MARKERS) and for time stamps; only the lines holding one are decoded and fed to the
-parser at their line numbers, the others are counted. The report is the one feeding every line
-gives (`parse_log(split_lines(chunks))`): same lines, cut lines, runs and limits."""
+(patterns.MARKERS); only the lines holding one are decoded and fed to the parser at their line
+numbers, the others are counted. The report is the one feeding every line gives
+(`parse_log(split_lines(chunks))`): same lines, cut lines, runs and limits.
+
+Time stamps matter only where the clock goes back by more than RUN_CLOCK_BACK_S (a new run): a
+block's stamps are found with one regex per level and judged as bytes (`MM-DD HH:MM:SS` sorts as
+its time), and the parser's clock set to where feeding them would have left it; only a block
+where a stamp may go back that far (or holds a year-stamped, malformed or hidden stamp) has its
+stamped lines fed one by one."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from itertools import accumulate, compress
+from operator import itemgetter, lt
 
+from ascendtune.core.vllm_log import model
 from ascendtune.core.vllm_log.model import MAX_LINE_BYTES
-from ascendtune.core.vllm_log.parser import LogParser
-from ascendtune.core.vllm_log.patterns import MARKERS
-from ascendtune.core.vllm_log.records import CUT_MARK, STAMP_MARKS
+from ascendtune.core.vllm_log.parser import RUN_CLOCK_BACK_S, LogParser
+from ascendtune.core.vllm_log.patterns import MARKERS, Junk
+from ascendtune.core.vllm_log.records import (
+    CUT_MARK,
+    LEVELS,
+    STAMP_MARKS,
+    plain_stamps,
+    records,
+    stamp_seconds,
+)
 
 BLOCK = 1 << 20  # bytes searched at a time
+SLOW_BLOCKS = 8  # after a block whose stamps were fed one by one, the next ones are too
 # bytes records() removes or splits at (control bytes, ANSI colour, CR): around them a marker can
 # form that the raw line does not hold, so a line holding one is always fed
 _DIRTY = bytes([*range(0, 9), *range(11, 32), 0x7F])
 _DIRTY_RE = re.compile(b"[" + re.escape(_DIRTY) + b"]")
 
 _FULL, _STAMP = 2, 1  # what a line is fed for: everything, or its time stamps only
+
+# every `LEVEL stamp` in a block, one regex per STAMP_MARKS entry (a literal prefix: C speed): a
+# superset of the stamps records() gives a clean line. Group 1: a `MM-DD HH:MM:SS` whose bytes
+# sort as its time (hours < 24, minutes and seconds < 60); group 2: any other stamp (a year, a
+# field out of range), which the fast path leaves to the line-by-line one.
+_VALID = rb"\d\d-\d\d (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+_OTHER = rb"\d\d-\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d"
+
+
+def _level_re(mark: bytes) -> re.Pattern[bytes]:
+    word = mark.strip()
+    tails = sorted({lv.encode()[len(word) :] for lv in LEVELS if lv.encode().startswith(word)})
+    tail = b"(?:" + b"|".join(re.escape(t) for t in reversed(tails)) + b")" if tails[1:] else b""
+    return re.compile(re.escape(word) + tail + b" (?:(" + _VALID + b")|(?:" + _OTHER + b"))")
+
+
+_STAMP_RES = tuple((mark, _level_re(mark)) for mark in STAMP_MARKS)
+_KEY = len("09-23 10:11:05")  # the bytes of a stamp that say its time, to the second
+_KEY10 = itemgetter(slice(0, len("09-23 10:1")))  # ... to ten minutes
+_Clock = tuple[tuple[int | None, int, int] | None, str]  # LogParser.clock_state()
 
 
 def parse_chunks(
@@ -36,6 +73,7 @@ class _Scan:
     def __init__(self, p: LogParser, max_bytes: int) -> None:
         self.p = p
         self.max = max_bytes
+        self.slow = 0  # blocks left before the fast path is tried again (after one it refused)
 
     def run(self, chunks: Iterable[bytes]) -> None:
         p, cap = self.p, self.max
@@ -67,8 +105,22 @@ class _Scan:
     def _lines(self, data: bytes, end: int) -> None:
         """Feed or count the whole lines of data[:end] (data[end - 1] is a newline)."""
         p = self.p
+        got, clean = self._wanted(data, end)
+        fast = None
+        if self.slow:
+            self.slow -= 1
+        elif clean:
+            fast = self._stamps(data, end)
+            if fast is None:  # a log whose clock goes back often: try again some blocks on
+                self.slow = SLOW_BLOCKS
+        saved = p.clock_state()
+        if fast is None:  # stamped lines fed one by one
+            for needle in STAMP_MARKS:
+                at = data.find(needle, 0, end)
+                while at >= 0:
+                    at = data.find(needle, _mark(data, got, at, _STAMP), end)
         pos = 0
-        for start, stop, kind in self._wanted(data, end):
+        for start, (stop, kind) in sorted(got.items()):
             p.skip(data.count(b"\n", pos, start))
             if stop - start > self.max:
                 p.feed(data[start : start + self.max] + CUT_MARK)
@@ -78,28 +130,73 @@ class _Scan:
                 return
             pos = stop + 1
         p.skip(data.count(b"\n", pos, end))
+        if fast is not None:
+            p.set_clock(*self._clock_after(data, end, fast, saved))
 
-    def _wanted(self, data: bytes, end: int) -> list[tuple[int, int, int]]:
-        """(start, end, kind) of the lines of data[:end] to feed, in order."""
+    def _stamps(self, data: bytes, end: int) -> list[bytes] | None:
+        """The `MM-DD HH:MM:SS` of every stamp of data[:end] in order (a superset of the
+        stamps feeding its lines gives the clock), when none of them can take the clock back by
+        more than RUN_CLOCK_BACK_S; None when one may (or the block is past the fast path: a
+        stamp of another form, a clock read from one, the line limit within reach)."""
+        p = self.p
+        if p.lines + end > model.MAX_LINES:
+            return None
+        found = [rx for m, rx in _STAMP_RES if data.find(m, 0, end) >= 0]
+        keys: list[bytes]
+        if len(found) <= 1:
+            keys = found[0].findall(data, 0, end) if found else []
+        else:  # several levels: their stamps in the order they stand
+            hits = sorted(
+                (m.start(), m.group(1) or b"") for rx in found for m in rx.finditer(data, 0, end)
+            )
+            keys = [k for _, k in hits]
+        if not all(keys):
+            return None  # a year, or a field no clock has (hour 25): the values decide
+        if not keys:
+            return keys
+        clock, _ = p.clock_state()
+        first = keys[0] if clock is None else _clock_key(clock)
+        if first is None:
+            return None
+        runs = list(accumulate(keys, max, initial=first))
+        # going back by more than ten minutes drops the ten-minute key: only those are judged
+        for j in compress(range(len(keys)), map(lt, map(_KEY10, keys), map(_KEY10, runs))):
+            t, top = stamp_seconds(keys[j].decode()), stamp_seconds(runs[j].decode())
+            assert t is not None and top is not None
+            if (top[1], top[2] - RUN_CLOCK_BACK_S) > (t[1], t[2]):
+                return None
+        return keys
+
+    def _clock_after(self, data: bytes, end: int, keys: list[bytes], saved: _Clock) -> _Clock:
+        """Where feeding every line of data[:end] leaves the clock (saved before), none going
+        back: at the latest stamp, its text that of the last stamp of that second."""
+        clock, text = saved
+        floor = _clock_key(clock) if clock is not None else None
+        for key in sorted(set(keys), reverse=True):
+            if floor is not None and key < floor:
+                break
+            last = _last_stamp(data, end, key)
+            if last is not None:
+                if floor is None or key > floor:
+                    clock = stamp_seconds(last)
+                return clock, last
+        return clock, text
+
+    def _wanted(self, data: bytes, end: int) -> tuple[dict[int, tuple[int, int]], bool]:
+        """The lines of data[:end] to feed whole (start -> (end, kind)), and whether every line
+        is clean: none holds a byte records() removes or runs past the cap (the fast path's
+        stamps are those of clean lines)."""
         got: dict[int, tuple[int, int]] = {}
-
-        def mark(at: int, kind: int) -> int:
-            start = data.rfind(b"\n", 0, at) + 1
-            stop = data.find(b"\n", at)  # found: data[end - 1] is a newline
-            seen = got.get(start)
-            if seen is None or seen[1] < kind:
-                got[start] = (stop, kind)
-            return stop + 1
-
-        for kind, needles in ((_FULL, MARKERS), (_STAMP, STAMP_MARKS)):
-            for needle in needles:
-                at = data.find(needle, 0, end)
-                while at >= 0:
-                    at = data.find(needle, mark(at, kind), end)
+        clean = True
+        for needle in MARKERS:
+            at = data.find(needle, 0, end)
+            while at >= 0:
+                at = data.find(needle, _mark(data, got, at, _FULL), end)
         if len(data.translate(None, _DIRTY)) != len(data):
             m = _DIRTY_RE.search(data, 0, end)
             while m is not None:
-                m = _DIRTY_RE.search(data, mark(m.start(), _FULL), end)
+                clean = False
+                m = _DIRTY_RE.search(data, _mark(data, got, m.start(), _FULL), end)
         # a line longer than the cap holds a whole window of half the cap with no newline
         half = max(1, self.max // 2)
         at = 0
@@ -107,9 +204,51 @@ class _Scan:
             if data.find(b"\n", at, at + half) >= 0:
                 at += half
                 continue
-            stop = mark(at, _FULL)
+            clean = False
+            stop = _mark(data, got, at, _FULL)
             at = stop + (-stop) % half  # the next window past this line
-        return sorted((start, stop, kind) for start, (stop, kind) in got.items())
+        return got, clean
+
+
+def _mark(data: bytes, got: dict[int, tuple[int, int]], at: int, kind: int) -> int:
+    """Note the line holding data[at] (its kind the higher of two); the offset past it."""
+    start = data.rfind(b"\n", 0, at) + 1
+    stop = data.find(b"\n", at)  # found: the block ends with a newline
+    seen = got.get(start)
+    if seen is None or seen[1] < kind:
+        got[start] = (stop, kind)
+    return stop + 1
+
+
+def _clock_key(clock: tuple[int | None, int, int]) -> bytes | None:
+    """The `MM-DD HH:MM:SS` of a clock read from such a stamp (None for a year's clock)."""
+    year, month, secs = clock
+    day, rest = divmod(secs, 86400)
+    if year is not None or month > 99 or day > 99:
+        return None
+    return b"%02d-%02d %02d:%02d:%02d" % (month, day, rest // 3600, rest // 60 % 60, rest % 60)
+
+
+def _last_stamp(data: bytes, end: int, key: bytes) -> str | None:
+    """The last stamp of data[:end]'s lines, as feeding them reads it, of the second key says."""
+    at = end
+    while True:
+        at = data.rfind(key, 0, at)
+        if at < 0:
+            return None
+        start = data.rfind(b"\n", 0, at) + 1
+        stop = data.find(b"\n", at)
+        line = data[start:stop]
+        stamps = plain_stamps(line)
+        if stamps is None:
+            try:
+                stamps = [r.stamp for r in records(line) if r.stamp is not None]
+            except Junk:
+                stamps = []
+        hits = [s for s in stamps if s.encode()[:_KEY] == key]
+        if hits:
+            return hits[-1]
+        at = start
 
 
 def _kind(data: bytes, start: int, stop: int) -> int:
