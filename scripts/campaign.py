@@ -195,6 +195,10 @@ def _child(case: Case, out_path: Path, err_path: Path, in_path: Path) -> None:
             os.environ.pop(k, None)
         os.environ.update({"NO_COLOR": "1", "COLUMNS": "200", **case.env})
         sys.argv = ["ascendtune", *case.argv]
+        # a hang says where it was (on stderr, shown with the finding) just before its kill
+        import faulthandler
+
+        faulthandler.dump_traceback_later(max(0.5, case.timeout_s - 1.0), file=sys.__stderr__ or 2)
         if case.ray_nodes is not None:
             _fake_ray(case.ray_nodes)
         from ascendtune.cli.app import main
@@ -1579,7 +1583,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"seed {seed}")
         print(render(table))
-        for f in found[:50]:
+        for f in found[:500]:
             print(
                 f"- {f.family} [{f.note}]: {' '.join(f.argv)[:200]} -> {f.code} {f.faults}: "
                 f"{f.err[:200]}"
