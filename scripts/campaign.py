@@ -1019,13 +1019,16 @@ def absurd_pod_resources(rng: random.Random) -> tuple[bytes, bytes | None, str]:
         blob = b""
         for _ in range(5000):
             blob = _field(1, blob)
-        return _pb_pod("qwen-a", "inference", []) + _field(9, blob), None, how
+        return _field(1, _pb_pod("qwen-a", "inference", [])) + _field(9, blob), None, how
     elif how == "wiretype":  # field 1 as a varint where a message is expected
         return _field(1, 12345) + _field(1, b"\xff" * 10), _field(2, b"\x80" * 11), how
     elif how == "empty":
         return b"", b"", how
     body = b"".join(_field(1, _pb_pod(n, ns, cs)) for n, ns, cs in pods)
-    alloc = _field(1, dev) + _field(2, b"".join(_varint(c) for c in range(0, 1 << 20, 7)))
+    many = rng.random() < 0.2  # past the decoder's bound on ids, or the node's 192 CPUs
+    alloc = _field(1, dev) + _field(
+        2, b"".join(_varint(c) for c in (range(0, 1 << 20, 7) if many else range(192)))
+    )
     return body, alloc, how
 
 
@@ -1421,8 +1424,10 @@ def fam_scrape(rng: random.Random, work: Path) -> Case:
         respond = _send(rng.choice([500, 502, 503]), good.encode())
     elif how == "nan":
         word = rng.choice(["NaN", "+Inf", "-Inf", "1e400", "-1e309"])
-        text = re.sub(
-            r"(?m) ([0-9.]+)$", lambda m: " " + word if rng.random() < 0.6 else m.group(0), good
+        text = re.sub(  # ascendtune_agent_info stays 1: the rest is what is judged
+            r"(?m)^(?!ascendtune_agent_info)(\S+) ([0-9.]+)$",
+            lambda m: f"{m.group(1)} {word}" if rng.random() < 0.6 else m.group(0),
+            good,
         )
         respond, expect = _send(200, text.encode()), frozenset({0, 1})
     elif how == "injection":
