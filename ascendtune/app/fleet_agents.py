@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentStatusOptions", "AgentStatusReport", "document", "parse", "run"]
 
 DEFAULT_PORT = 9477  # the agent's default (docs/agent.md)
+MAX_VALUE = float(2**53)
 
 
 class AgentStatusOptions(NamedTuple):
@@ -103,6 +104,8 @@ def _parser() -> Any:
 def parse(text: str, now: float, parser: Any = None) -> dict[str, Any]:
     """The row's facts from one agent's exposition; ValueError when it is not Prometheus text
     or not an ascendtune agent's."""
+    from ascendtune.core.redact import redact_text  # its patterns: only when an agent answered
+
     families = (parser or _parser())(text)
     samples: list[tuple[str, dict[str, str], float]] = []
     try:
@@ -120,7 +123,16 @@ def parse(text: str, now: float, parser: Any = None) -> dict[str, Any]:
             for n, labels, v in samples
             if n == name and all(labels.get(k) == want for k, want in match.items())
         ]
-        return sum(vals) if vals else None
+        got = sum(vals) if vals else None
+        # an agent exports counts, seconds and timestamps: never NaN, infinite, negative or
+        # past 2**53 (where a float stops counting in ones)
+        if got is not None and not 0 <= got <= MAX_VALUE:
+            raise ValueError(f"not an ascendtune agent's numbers ({name} is {got:g})")
+        return got
+
+    def label(value: str | None) -> str | None:
+        # what an agent exports is echoed: a secret in a label value is masked as everywhere
+        return None if value is None else redact_text(value)
 
     on = total("ascendtune_worker_cpu_seconds_total", placement="on_plan") or 0.0
     off = total("ascendtune_worker_cpu_seconds_total", placement="off_plan") or 0.0
@@ -130,8 +142,8 @@ def parse(text: str, now: float, parser: Any = None) -> dict[str, Any]:
     bound = total("ascendtune_worker_threads_bound")
     restarts = total("ascendtune_worker_restarts_total")
     return {
-        "version": info[0].get("version"),
-        "mode": info[0].get("mode"),
+        "version": label(info[0].get("version")),
+        "mode": label(info[0].get("mode")),
         "plan_ok": None if plan_ok is None else plan_ok >= 1,
         "workers": len(
             {labels.get("pid") for n, labels, _ in samples if n == "ascendtune_worker_threads"}
@@ -143,7 +155,7 @@ def parse(text: str, now: float, parser: Any = None) -> dict[str, Any]:
         "last_sample_age_s": None if last is None else round(max(0.0, now - last), 1),
         "doctor_failures": tuple(
             sorted(
-                labels.get("check", "?")
+                redact_text(labels.get("check", "?"))
                 for n, labels, v in samples
                 if n == "ascendtune_doctor_check" and labels.get("status") == "fail" and v == 1
             )

@@ -87,3 +87,57 @@ def test_an_endpoint_that_drips_its_answer_is_down_within_the_deadline() -> None
         row = fa.row_of(node("a"), ep.port, 0.5)
         assert time.monotonic() - t0 < 2.0
     assert not row.up and row.reason == "answer not complete in 0.5 s", row
+
+
+AGENT = (
+    'ascendtune_agent_info{version="1",mode="keep"} 1\n'
+    'ascendtune_worker_threads{pid="1"} 40\n'
+    'ascendtune_worker_threads_bound{pid="1"} 38\n'
+    'ascendtune_worker_cpu_seconds_total{pid="1",placement="on_plan"} 30\n'
+    'ascendtune_worker_restarts_total{device="0"} 2\n'
+    'ascendtune_doctor_check{check="npu_irq",status="fail"} 1\n'
+)
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "1e400", "-1e309", "-3", "1e300"])
+@pytest.mark.parametrize(
+    "series",
+    [
+        'ascendtune_worker_threads{pid="1"}',
+        'ascendtune_worker_threads_bound{pid="1"}',
+        'ascendtune_worker_restarts_total{device="0"}',
+        'ascendtune_worker_cpu_seconds_total{pid="1",placement="on_plan"}',
+    ],
+)
+def test_numbers_no_agent_exports_make_the_row_down_not_an_internal_error(
+    series: str, value: str
+) -> None:
+    # the campaign's scrape family: +Inf thread counts gave "internal error: OverflowError"
+    # (issue 27); NaN one, 1e300 a 301-digit thread count
+    text = "\n".join(
+        f"{series} {value}" if line.startswith(series) else line for line in AGENT.splitlines()
+    )
+    assert f"{series} {value}" in text
+    with pytest.raises(ValueError, match="not an ascendtune agent's numbers"):
+        fa.parse(text, time.time())
+    with metrics_endpoint() as ep:
+        ep.body = text.encode()
+        row = fa.row_of(node("a"), ep.port, 2.0)
+    assert not row.up and row.reason is not None and "numbers" in row.reason
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["--api-key {S}", "https://user:{S}@host/x", "Bearer {S}", "{S}", "token={S}"],
+)
+def test_a_secret_in_an_agents_labels_is_masked_in_its_row(form: str) -> None:
+    # the campaign's scrape family: version and check labels were echoed as they came
+    secret = "sk-" + "q" * 32
+    value = form.replace("{S}", secret).replace('"', '\\"')
+    text = AGENT.replace('version="1"', f'version="{value}"').replace(
+        'check="npu_irq"', f'check="{value}"'
+    )
+    facts = fa.parse(text, time.time())
+    assert secret not in repr(facts)
+    assert facts["version"] and "***" in facts["version"]
+    assert facts["doctor_failures"] and "***" in facts["doctor_failures"][0]

@@ -89,3 +89,17 @@ def test_what_the_subset_does_not_read_is_refused(text: str) -> None:
 def test_any_text_parses_or_raises_a_parse_error(text: str) -> None:
     with contextlib.suppress(ParseError):
         parse_kubelet_config(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"kubeletconfig": {"reservedSystemCPUs": ' + "9" * 5000 + "}}",
+        '{"kubeletconfig": {"cpuManagerPolicy": ' + "[" * 5000 + "]" * 5000 + "}}",
+        "topologyManagerPolicy: " + "{a: " * 3000 + "}" * 3000 + "\n",
+    ],
+)
+def test_huge_numbers_and_deep_nesting_are_parse_errors(text: str) -> None:
+    # the campaign's kubelet family: "internal error: ValueError/RecursionError" (issue 27)
+    with pytest.raises(ParseError):
+        parse_kubelet_config(text)

@@ -180,3 +180,15 @@ def test_device_checkpoint_with_no_entries() -> None:
         '{"Data": {"PodDeviceEntries": null, "RegisteredDevices": {}}, "Checksum": 0}'
     )
     assert d.grants == ()
+
+
+@pytest.mark.parametrize(
+    "parse", [parse_cpu_manager_state, parse_memory_manager_state, parse_device_checkpoint]
+)
+def test_a_number_of_thousands_of_digits_is_a_parse_error(parse: object) -> None:
+    # json.loads raises a plain ValueError for it (int's conversion bound), not JSONDecodeError:
+    # the campaign's kubelet family met it as "internal error: ValueError" (issue 27)
+    text = '{"policyName": "static", "checksum": ' + "9" * 5000 + "}"
+    with pytest.raises(ParseError) as e:
+        parse(text)  # type: ignore[operator]
+    assert "digits" in e.value.message

@@ -14,6 +14,7 @@ from ascendtune.core.model import Host
 from ascendtune.core.parsers.dist_metadata import dist_info_version, parse_metadata
 from ascendtune.core.planner.engine import make_plan
 from ascendtune.core.planner.model import Plan, PlanRequest
+from ascendtune.core.vllm_ascend import pep440
 from ascendtune.core.vllm_config import Facts, ModelFacts, check
 from ascendtune.host import vllm_detect
 from ascendtune.host.demos import open_demo
@@ -393,3 +394,23 @@ def test_snapshot_captures_what_detection_reads(sysroot: SysrootBuilder) -> None
     assert "proc/4242/maps" in paths
     assert f"proc/4242/root{SITE}/vllm_ascend-0.25.1rc1.dist-info/METADATA" in paths
     assert f"proc/4242/root{SITE}/vllm_omni-0.1.0.dist-info/METADATA" in paths
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0." + "9" * 5000,
+        "9" * 5000,
+        "0.9.1.post" + "9" * 5000,
+        "0.25.1rc" + "9" * 5000,
+        "\u0660.\u0661\u0661.\u0660",  # Arabic-Indic digits
+        "\uff10.\uff11\uff11.\uff10",  # full-width digits
+        "0.11.0\u2003",  # an em space after it
+    ],
+)
+def test_a_version_of_thousands_of_digits_or_non_ascii_ones_is_no_version(text: str) -> None:
+    # the campaign's release family: a METADATA `Version:` of 5,000 digits was "internal error:
+    # ValueError" in every command that detects vllm_ascend, and Arabic-Indic digits read as
+    # v0.11.0 (issue 27)
+    assert pep440.parse(text) is None
+    assert V.package_version(text) is None

@@ -60,6 +60,12 @@ def parse_kubelet_config(text: str, source: str = CONFIG_FILE) -> KubeletConfig:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise ParseError(f"not JSON: {e.msg}", source=source, line=e.lineno) from None
+        except RecursionError:
+            raise ParseError(
+                "nested too deeply to be a kubelet configuration", source=source
+            ) from None
+        except ValueError as e:  # a number of thousands of digits (int's bound on a conversion)
+            raise ParseError(f"not a kubelet configuration: {e}"[:120], source=source) from None
     else:
         doc = parse_yaml_subset(text, source)
     if not isinstance(doc, dict):
@@ -207,7 +213,7 @@ def _scalar(text: str, source: str, line: int) -> Any:
     if text[0] in "{[":
         try:
             return json.loads(_flow_to_json(text))
-        except (json.JSONDecodeError, ValueError):
+        except (ValueError, RecursionError):
             raise ParseError(
                 f"cannot read flow value {text[:40]}", source=source, line=line
             ) from None

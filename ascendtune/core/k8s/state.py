@@ -82,6 +82,8 @@ def _load(text: str, source: str) -> dict[str, Any]:
         raise ParseError(f"not JSON: {e.msg}", source=source, line=e.lineno) from None
     except RecursionError:
         raise ParseError("nested too deeply to be a kubelet checkpoint", source=source) from None
+    except ValueError as e:  # a number of thousands of digits (int's bound on a conversion)
+        raise ParseError(f"not a kubelet checkpoint: {e}"[:120], source=source) from None
     if not isinstance(doc, dict):
         raise ParseError("expected a JSON object", source=source)
     return doc

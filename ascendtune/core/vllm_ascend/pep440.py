@@ -23,6 +23,7 @@ _PATTERN = r"""^\s*v?
     \s*$"""
 _PRE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
 _INF = float("inf")
+MAX_DIGITS = 64
 
 
 class Parsed(NamedTuple):
@@ -35,13 +36,17 @@ class Parsed(NamedTuple):
 
 @functools.cache
 def _compiled() -> re.Pattern[str]:
-    return re.compile(_PATTERN, re.VERBOSE | re.IGNORECASE)  # on first use: start-up stays light
+    # on first use: start-up stays light. ASCII: PEP 440's digits are 0-9 (`\d` would take
+    # Arabic-Indic or full-width ones, which int() then reads as a real release)
+    return re.compile(_PATTERN, re.VERBOSE | re.IGNORECASE | re.ASCII)
 
 
 def parse(text: str) -> Parsed | None:
     m = _compiled().match(text)
     if m is None:
         return None
+    if any(len(n) > MAX_DIGITS for n in re.findall(r"[0-9]+", text)):
+        return None  # no release is numbered in thousands of digits (int() refuses past 4,300)
     release = tuple(int(p) for p in m["release"].split("."))
     while len(release) > 1 and release[-1] == 0:
         release = release[:-1]
