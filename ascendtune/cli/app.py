@@ -199,7 +199,7 @@ def main() -> None:
 
 
 def _main() -> None:
-    from ascendtune.cli.streams import Stopped, guard_streams, stop_on_signals
+    from ascendtune.cli.streams import Stopped, guard_streams, received, reported, stop_on_signals
     from ascendtune.core.errors import AscendtuneError
 
     guard_streams()
@@ -213,6 +213,9 @@ def _main() -> None:
     args = debug_anywhere(args)
     try:
         code = _run(args)
+        if code == 130 and received and not reported():
+            # Typer's own exit for a signal that came while it built or parsed the command
+            raise Stopped(received[0]) if received[0] != 2 else KeyboardInterrupt
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not at shutdown
     except BrokenPipeError:
         _silence_stdout()

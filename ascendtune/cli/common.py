@@ -375,7 +375,10 @@ def handle_errors(func: F) -> F:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (cli/streams.py's Stopped)
+            from ascendtune.cli.streams import mark_reported
+
             signum = getattr(e, "signum", 2)
+            mark_reported()
             sys.stderr.write(
                 "ascendtune: interrupted\n" if signum == 2 else "ascendtune: stopped\n"
             )

@@ -29,15 +29,72 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+# the signals that stopped this run, in the order they came (Typer turns a KeyboardInterrupt
+# raised while it builds or parses a command into a silent exit 130: cli/app.py reads this to
+# say "stopped" and exit 128 + signum instead)
+received: list[int] = []
+_said: list[bool] = []
+
+
+def mark_reported() -> None:
+    """A command's own boundary said "interrupted"/"stopped" for the signal: not again."""
+    _said.append(True)
+
+
+def reported() -> bool:
+    return bool(_said)
+
+
 def _stop(signum: int, _frame: object) -> None:
+    received.append(signum)
     raise Stopped(signum)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    received.append(signum)
+    signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
+
+
+def _unraisable(hook: Any) -> Any:
+    """A signal that lands in a finalizer (a weakref callback, a __del__) raises there, where
+    Python prints "Exception ignored" with a traceback and drops it: print nothing and deliver the
+    signal again, so the next ordinary line of the tool stops as it should."""
+
+    def unraisable(info: Any) -> None:
+        exc = info.exc_value
+        if isinstance(exc, KeyboardInterrupt):
+            # another signal inside this hook is recorded and delivered too
+            with contextlib.suppress(KeyboardInterrupt):
+                _deliver_later(getattr(exc, "signum", signal.SIGINT))
+            return
+        hook(info)
+
+    return unraisable
+
+
+def _deliver_later(signum: int) -> None:
+    """Send signum again from a thread, once this hook has returned: raised here, inside the
+    hook, it would be "Exception ignored in sys.unraisablehook" and lost again."""
+    import os
+    import threading
+    import time
+
+    def send() -> None:
+        time.sleep(0.01)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=send, name="ascendtune-signal", daemon=True).start()
+
+
 def stop_on_signals() -> None:
-    """SIGTERM and SIGHUP raise Stopped; a signal already ignored (nohup) stays ignored."""
+    """SIGTERM and SIGHUP raise Stopped, SIGINT KeyboardInterrupt, each recorded in `received`;
+    a signal already ignored (nohup) stays ignored."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _stop)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _unraisable(sys.unraisablehook)
 
 
 class GuardedStdout:

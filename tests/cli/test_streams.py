@@ -234,3 +234,64 @@ def test_ctrl_c_during_start_up_is_one_line_not_a_traceback(
         cli_app.main()
     assert stop.value.code == 130
     assert capsys.readouterr().err == "ascendtune: interrupted\n"
+
+
+# a signal that lands where Typer, not the command, catches it, or inside a finalizer
+_STOP_WHILE_BUILDING = """
+import os, signal, time, sys
+from ascendtune.cli import app
+real = app.build_command
+def build(name):
+    os.kill(os.getpid(), signal.{sig})
+    time.sleep(5)
+    return real(name)
+app.build_command = build
+sys.argv = ["ascendtune", "topo", "--demo", "atlas-800i-a2"]
+app.main()
+"""
+
+_STOP_IN_A_FINALIZER = """
+import os, signal, time, sys
+from ascendtune.cli import app
+real = app.build_command
+class Dies:
+    def __del__(self):
+        os.kill(os.getpid(), signal.{sig})
+        time.sleep(0.5)
+def build(name):
+    Dies()
+    time.sleep(5)
+    return real(name)
+app.build_command = build
+sys.argv = ["ascendtune", "topo", "--demo", "atlas-800i-a2"]
+app.main()
+"""
+
+
+@pytest.mark.parametrize("script", [_STOP_WHILE_BUILDING, _STOP_IN_A_FINALIZER])
+@pytest.mark.parametrize(
+    ("sig", "code", "line"),
+    [
+        ("SIGTERM", 143, "ascendtune: stopped"),
+        ("SIGHUP", 129, "ascendtune: stopped"),
+        ("SIGINT", 130, "ascendtune: interrupted"),
+    ],
+)
+def test_a_signal_typer_or_a_finalizer_catches_still_stops_with_128_plus_its_number(
+    script: str, sig: str, code: int, line: str
+) -> None:
+    # the campaign's find: a SIGHUP while Typer built the command was a silent exit 130, and one
+    # inside a weakref callback printed "Exception ignored" with a traceback and was lost
+    proc = subprocess.run(
+        [sys.executable, "-c", script.format(sig=sig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=ENV,
+        cwd=TOP,
+        check=False,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert one_line(proc.stderr) == line
+    assert "Exception ignored" not in proc.stderr
+    assert proc.stdout == ""
