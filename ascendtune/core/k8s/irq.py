@@ -146,8 +146,10 @@ def reservation_finding(
     )
     if cfg.reserved_cpus is None:
         message = (
-            where + ", and the kubelet reserves no CPUs by list (no reservedSystemCPUs): "
-            "the static CPU manager can hand those CPUs to a pod as exclusive CPUs"
+            where + ", and the kubelet reserves no CPUs by list (no reservedSystemCPUs; the "
+            "static policy then reserves as many CPUs as kubeReserved + systemReserved ask, "
+            "of its own choosing, the lowest-numbered cores): the static CPU manager can hand "
+            "those CPUs to a pod as exclusive CPUs"
         )
     else:
         what = "--reserved-cpus" if cfg.reserved_flag else "reservedSystemCPUs"
