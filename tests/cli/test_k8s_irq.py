@@ -196,3 +196,16 @@ def test_a_snapshot_finds_the_same(cli: Cli, tmp: Path) -> None:
     after = rows(cli, tmp / "snap")
     assert ("k8s_irq_unreserved", "warn") in codes(after["kubelet"])
     assert _irq_answers(after) == _irq_answers(before)
+
+
+def test_a_pod_without_npus_shows_when_it_takes_their_interrupts(cli: Cli, tmp: Path) -> None:
+    uid_c = "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c03"
+    entries = {K.UID_A: {"vllm": "144-167"}, K.UID_B: {"vllm": "0-23"}, uid_c: {"etl": "48-71"}}
+    state = K.cpu_manager_v2(entries, default="24-47,72-143,168-191")
+    root = node(tmp, {4: (50, 50)}, config=config("24-27"), cpu_state=state)
+    row = rows(cli, root)[f"pod:{uid_c}/etl"]
+    assert row["status"] == "warn" and irq_codes(row) == [("k8s_irq_in_pod", "warn")]
+    assert "CPU 50 takes NPU 4's interrupts" in row["detail"]
+    # its interrupts elsewhere: the pod holds no NPU, and no row
+    write_npu_irqs(SysrootBuilder(root), A2_BDF, 192, {4: (24, 24)})
+    assert f"pod:{uid_c}/etl" not in rows(cli, root)

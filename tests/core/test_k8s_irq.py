@@ -73,7 +73,7 @@ def test_a_foreign_npus_interrupt_in_a_pod_names_it(a3: Host) -> None:
     assessments, node = irq_findings(v, a3, assess(v, a3), [irq(12, "70")])
     (f,) = [f for f in assessments[0].findings if f.code == "k8s_irq_in_pod"]
     assert f.severity == "warn" and f.message.startswith("ns/b container c, exclusive CPUs 64-95:")
-    assert "CPUs 70 take NPU 12's interrupts (sq_send_trigger_irq IRQ 1024, cq_update_irq IRQ 1025, an NPU it does not hold)" in f.message  # fmt: skip
+    assert "CPU 70 takes NPU 12's interrupts (sq_send_trigger_irq IRQ 1024, cq_update_irq IRQ 1025, an NPU it does not hold)" in f.message  # fmt: skip
     assert node[0].fragment == f.fragment and f.fragment is not None
     assert f.fragment.startswith('reservedSystemCPUs: "0-1,70-71"')
 

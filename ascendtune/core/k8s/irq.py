@@ -79,7 +79,12 @@ def _in_pod(
     foreign = [p for p in ps if p.cpus & a.cpus and not _own(p, a)]
     if foreign:
         where = "; ".join(
-            f"CPUs {format_cpulist(p.cpus & a.cpus)} take NPU {p.logical_id}'s interrupts "
+            (
+                f"CPU {format_cpulist(p.cpus & a.cpus)} takes"
+                if len(p.cpus & a.cpus) == 1
+                else f"CPUs {format_cpulist(p.cpus & a.cpus)} take"
+            )
+            + f" NPU {p.logical_id}'s interrupts "
             f"({p.irqs}"
             + ("" if p.logical_id in a.logical_ids else ", an NPU it does not hold")
             + ")"
