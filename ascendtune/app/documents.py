@@ -231,6 +231,10 @@ class Kubernetes(TypedDict):
     containers: Annotated[
         list[K8sContainer], "each container that holds an accelerator or exclusive CPUs"
     ]
+    findings: Annotated[
+        list[K8sFinding],
+        "the node's: NPU interrupts pinned on CPUs the static CPU manager may give a pod",
+    ]
     notes: Annotated[list[str], "how it was read"]
     warnings: Annotated[
         list[str], "unreadable files, stale checksums, settings the kubelet refuses"

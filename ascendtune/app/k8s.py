@@ -11,7 +11,8 @@ if TYPE_CHECKING:
     from ascendtune.app.documents import Kubernetes, PlanPod
     from ascendtune.app.options import PlanOptions
     from ascendtune.core.doctor import Check
-    from ascendtune.core.k8s.align import Assessment
+    from ascendtune.core.doctor.irq import NpuIrqPlacement
+    from ascendtune.core.k8s.align import Assessment, K8sFinding
     from ascendtune.core.k8s.view import KubeletView, PodGrant
     from ascendtune.core.model import Host
     from ascendtune.host.k8s.api import ApiAnswer
@@ -24,6 +25,7 @@ SECTION = "k8s"
 class K8sReport(NamedTuple):
     view: KubeletView
     assessments: list[Assessment]
+    findings: tuple[K8sFinding, ...] = ()  # the node's: NPU interrupt CPUs not reserved
 
 
 def read_view(root: Root) -> KubeletView | None:
@@ -33,7 +35,7 @@ def read_view(root: Root) -> KubeletView | None:
     if not files.is_kubernetes_node(root):
         return None
     from ascendtune.core.k8s import view as v
-    from ascendtune.core.k8s.config import DEFAULT
+    from ascendtune.core.k8s.config import DEFAULT, with_flags
     from ascendtune.host.k8s import api
 
     got = files.read_files(root)
@@ -44,7 +46,7 @@ def read_view(root: Root) -> KubeletView | None:
         notes.append(
             f"no kubelet configuration at {files.config_file(root)}: the kubelet's defaults assumed"
         )
-        config = DEFAULT
+        config = with_flags(DEFAULT, files.kubelet_args(root) or [])
     warnings += list(config.notes)
     answer: ApiAnswer | None = None
     source = v.SOURCE_FILES
@@ -161,8 +163,22 @@ def report(root: Root, host: Host) -> K8sReport | None:
     if view is None:
         return None
     from ascendtune.core.k8s.align import assess
+    from ascendtune.core.k8s.irq import irq_findings
 
-    return K8sReport(view, assess(view, host))
+    irqs = irq_placements(root, host) if view.cpu_policy == "static" else []
+    assessments, found = irq_findings(view, host, assess(view, host), irqs)
+    return K8sReport(view, assessments, tuple(found))
+
+
+def irq_placements(root: Root, host: Host) -> list[NpuIrqPlacement]:
+    """Where each NPU's interrupts may fire, as doctor's npu_irq rows read it."""
+    if not host.npus:
+        return []
+    from ascendtune.core.doctor.irq import npu_irq_placements
+    from ascendtune.host.facts import npu_irq_facts
+
+    text, aff, msi = npu_irq_facts(root)
+    return npu_irq_placements(host.npus, text, aff, msi)
 
 
 # ---- vLLM-Ascend inside a pod ----------------------------------------------------------------
@@ -270,6 +286,7 @@ def in_pod(
 def checks(root: Root, host: Host | None, opts: PlanOptions, *, asked: bool) -> list[Check]:
     """`doctor --section k8s`: a row for the kubelet's settings and one per NPU container.
     Not a Kubernetes node: nothing, or one skip row when the section was asked for by name."""
+    from ascendtune.core.cpulist import format_cpulist
     from ascendtune.core.doctor import Check
 
     if host is None:
@@ -291,10 +308,11 @@ def checks(root: Root, host: Host | None, opts: PlanOptions, *, asked: bool) -> 
         ]
     view = rep.view
     cfg = view.config
+    node = rep.findings[0] if rep.findings else None
     rows = [
         Check(
             "kubelet",
-            "warn" if view.warnings else "ok",
+            "warn" if view.warnings or node is not None else "ok",
             f"cpuManagerPolicy {view.cpu_policy}"
             + (
                 f" ({', '.join(f'{k}={v}' for k, v in cfg.cpu_manager_options.items())})"
@@ -302,17 +320,36 @@ def checks(root: Root, host: Host | None, opts: PlanOptions, *, asked: bool) -> 
                 else ""
             )
             + f", topologyManagerPolicy {cfg.topology_manager_policy} (scope "
-            f"{cfg.topology_manager_scope}), memoryManagerPolicy {cfg.memory_manager_policy}",
-            None,
-            None,
+            f"{cfg.topology_manager_scope}), memoryManagerPolicy {cfg.memory_manager_policy}"
+            + (
+                f", reserved CPUs {format_cpulist(cfg.reserved_cpus)}"
+                if cfg.reserved_cpus is not None
+                else ""
+            ),
+            "NPU interrupt CPUs reserved" if node is not None else None,
+            node.fix if node is not None else None,
             SECTION,
-            "; ".join([f"read through the {view.source}", *view.warnings, *view.notes]),
-            {"source": view.source},
+            "; ".join(
+                [
+                    *(f.message for f in rep.findings),
+                    f"read through the {view.source}",
+                    *view.warnings,
+                    *view.notes,
+                ]
+            ),
+            {"source": view.source, "findings": [f._asdict() for f in rep.findings]},
+            node.fragment if node is not None else None,
         )
     ]
+    from ascendtune.core.k8s.irq import IRQ_IN_POD
     from ascendtune.host.k8s.files import pod_processes
 
-    with_npus = [a for a in rep.assessments if a.npus]
+    # a container without an NPU shows when it takes an NPU's interrupts
+    with_npus = [
+        a
+        for a in rep.assessments
+        if a.npus or any(f.code == IRQ_IN_POD and f.severity == "warn" for f in a.findings)
+    ]
     procs = pod_processes(root, {a.pod.uid for a in with_npus if a.pod.uid})
     for a in with_npus:
         rows.append(_row(a, view, host, opts, root, procs.get(a.pod.uid or "", [])))
@@ -436,6 +473,7 @@ def document(rep: K8sReport) -> Kubernetes:
             }
             for a in rep.assessments
         ],
+        "findings": [fd._asdict() for fd in rep.findings],  # type: ignore[misc]
         "notes": list(view.notes),
         "warnings": list(view.warnings),
     }

@@ -242,6 +242,8 @@ def render_pods(rep: K8sReport) -> None:
         con.print("pods: none holds an accelerator or exclusive CPUs")
     for w in view.warnings:
         con.print(f"[yellow]![/yellow] {shown(w)}")
+    for f in rep.findings:  # the node's (NPU interrupt CPUs not reserved): doctor has the fix
+        con.print(f"[yellow]![/yellow] {shown(f.message)} (ascendtune doctor --section k8s)")
 
 
 def register(app: typer.Typer) -> None:

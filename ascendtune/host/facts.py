@@ -137,6 +137,16 @@ def _irq_facts(
     return aff, msi
 
 
+def npu_irq_facts(
+    root: Root,
+) -> tuple[str | None, dict[int, tuple[str | None, str | None]], dict[str, frozenset[int]]]:
+    """What the `npu_irq` rows read, for a reader outside doctor (the k8s section's reserved
+    CPUs): proc/interrupts, the NPU SQ/CQ interrupts' affinity texts, the msi_irqs listings."""
+    text = root.read_text(INTERRUPTS)
+    aff, msi = _irq_facts(root, text)
+    return text, aff, msi
+
+
 def _tuned(root: Root, tools: Mapping[str, str | None] | None, profile: str | None) -> bool | None:
     if tools is not None and tools.get("tuned-adm"):
         return True

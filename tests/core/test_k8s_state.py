@@ -192,3 +192,40 @@ def test_a_number_of_thousands_of_digits_is_a_parse_error(parse: object) -> None
     with pytest.raises(ParseError) as e:
         parse(text)  # type: ignore[operator]
     assert "digits" in e.value.message
+
+
+def test_device_checkpoint_checksum_of_the_map_form() -> None:
+    d = parse_device_checkpoint(K.device_checkpoint("map"))
+    assert d.checksum_ok is True and d.notes == ()
+    edited = K.device_checkpoint("map").replace('["Ascend910-1"]', '["Ascend910-5"]')
+    d = parse_device_checkpoint(edited)
+    assert d.checksum_ok is False
+    assert any("does not match the content" in n for n in d.notes)
+    assert parse_device_checkpoint(K.device_checkpoint("list")).checksum_ok is None
+
+
+def test_device_checkpoint_form_prints_as_go_spew() -> None:
+    entry = {
+        "PodUID": "u",
+        "ContainerName": "c",
+        "ResourceName": "r/x",
+        "DeviceIDs": {"10": ["d"], "2": ["b", "a"], "-1": []},
+        "AllocResp": "AQL/",
+    }
+    form = ck.device_checkpoint_form(
+        {"poddeviceentries": [entry], "registereddevices": {"z": None, "a": ["1"]}}
+    )
+    assert form == (
+        "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)["
+        "{PodUID:(string)u ContainerName:(string)c ResourceName:(string)r/x "
+        "DeviceIDs:(checkpoint.DevicesPerNUMA)map[-1:[] 2:[b a] 10:[d]] "
+        "AllocResp:([]uint8)[1 2 255]}] RegisteredDevices:(map[string][]string)map[a:[1] z:<nil>]}"
+    )
+    empty = {"poddeviceentries": None, "registereddevices": None}
+    assert ck.device_checkpoint_form(empty) == (
+        "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)<nil> "
+        "RegisteredDevices:(map[string][]string)<nil>}"
+    )
+    # forms not recomputed: the list form, a field this form does not know
+    assert ck.device_checkpoint_form({"poddeviceentries": [{**entry, "DeviceIDs": ["d"]}]}) is None
+    assert ck.device_checkpoint_form({**empty, "bootid": "x"}) is None

@@ -118,15 +118,13 @@ def device_checkpoint(form: str = "map", nodes: dict[str, int] | None = None) ->
                 "AllocResp": "",
             }
         )
-    return json.dumps(
-        {
-            "Data": {
-                "PodDeviceEntries": entries,
-                "RegisteredDevices": {"huawei.com/Ascend910": [f"Ascend910-{i}" for i in range(8)]},
-            },
-            "Checksum": 1234567,
-        }
-    )
+    data = {
+        "PodDeviceEntries": entries,
+        "RegisteredDevices": {"huawei.com/Ascend910": [f"Ascend910-{i}" for i in range(8)]},
+    }
+    # signed as a kubelet signs the NUMA-map form; the list form's sum is not recomputed
+    form = ck.device_checkpoint_form({k.lower(): v for k, v in data.items()})
+    return json.dumps({"Data": data, "Checksum": ck.fnv1a32(form) if form else 1234567})
 
 
 def k8s_node(

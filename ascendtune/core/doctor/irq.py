@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.doctor.facts import (
@@ -206,3 +206,47 @@ def _npu_irq_row(
         cid, status, value, expected, fix, "host", "; ".join(notes), data,
         fix_persistent=persistent, fix_on_host=bool(facts.container),
     )  # fmt: skip
+
+
+class NpuIrqPlacement(NamedTuple):
+    """Where an NPU's SQ/CQ interrupts may fire now (found as the `npu_irq` rows find them)."""
+
+    logical_id: int
+    sq: int
+    cq: int
+    cpus: CpuSet  # the sq interrupt's affinity with the cq one's
+
+    @property
+    def irqs(self) -> str:
+        return f"{SQ_IRQ_NAME} IRQ {self.sq}, {CQ_IRQ_NAME} IRQ {self.cq}"
+
+
+def npu_irq_placements(
+    npus: Sequence[Accelerator],
+    interrupts: str | None,
+    irq_affinity: Mapping[int, tuple[str | None, str | None]],
+    msi_irqs: Mapping[str, frozenset[int]],
+) -> list[NpuIrqPlacement]:
+    """Each Ascend NPU's SQ/CQ interrupts and the CPUs they may fire on, from the texts the
+    `npu_irq` rows read (proc/interrupts, proc/irq/N/smp_affinity_list, msi_irqs); an NPU
+    whose interrupts or affinities cannot be told is left out."""
+    if interrupts is None:
+        return []
+    try:
+        parsed = parse_interrupts(interrupts, source=INTERRUPTS, keep=NPU_IRQ_NAMES)
+    except ParseError:
+        return []
+    affs = affinities(irq_affinity)
+    out = []
+    for a in sorted(npus, key=_logical):
+        if not a.bus_id:
+            continue
+        bus = a.bus_id.lower()
+        found = npu_irqs(parsed, bus, msi_irqs.get(bus))
+        if found.sq is None or found.cq is None:
+            continue
+        sq_on, cq_on = affs.get(found.sq), affs.get(found.cq)
+        if sq_on is None or cq_on is None:
+            continue
+        out.append(NpuIrqPlacement(a.logical_id, found.sq, found.cq, sq_on | cq_on))
+    return out

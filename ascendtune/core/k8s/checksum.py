@@ -84,3 +84,91 @@ def data_checksum(data: str) -> int:
     """The checksum of a checkpoint's `data` string (CPU manager v4, memory manager v3): the
     hash of a Go string as go-spew prints it."""
     return fnv1a32("(string)" + data)
+
+
+def _ids(ids: object) -> str | None:
+    """A Go []string inside a map or a struct's map: `[a b]`, nil `<nil>`."""
+    if ids is None:
+        return "<nil>"
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return None
+    return "[" + " ".join(ids) + "]"
+
+
+def _entry(e: Mapping[str, object]) -> str | None:
+    import base64
+    import binascii
+
+    e = {str(k).lower(): v for k, v in e.items()}
+    names = ("poduid", "containername", "resourcename")
+    if set(e) - {*names, "deviceids", "allocresp"}:
+        return None
+    texts = [e.get(k, "") for k in names]
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    ids = e.get("deviceids")
+    if ids is None:
+        numa = "<nil>"
+    elif isinstance(ids, dict):
+        try:
+            keys = sorted(ids, key=int)
+        except ValueError:
+            return None
+        parts = [(k, _ids(ids[k])) for k in keys]
+        if any(p is None for _, p in parts):
+            return None
+        numa = "map[" + " ".join(f"{int(k)}:{p}" for k, p in parts) + "]"
+    else:  # the list form of kubelets up to 1.19: its form is not checked here
+        return None
+    alloc = e.get("allocresp")
+    if alloc is None:
+        resp = "<nil>"
+    elif isinstance(alloc, str):
+        try:
+            raw = base64.b64decode(alloc, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        resp = "[" + " ".join(str(b) for b in raw) + "]"
+    else:
+        return None
+    pod, container, resource = texts
+    return (
+        f"{{PodUID:(string){pod} ContainerName:(string){container} "
+        f"ResourceName:(string){resource} DeviceIDs:(checkpoint.DevicesPerNUMA){numa} "
+        f"AllocResp:([]uint8){resp}}}"
+    )
+
+
+def device_checkpoint_form(data: Mapping[str, object]) -> str | None:
+    """The text whose hash is the Checksum of a device manager checkpoint (kubelet 1.20 on:
+    DeviceIDs a map from NUMA node to ids), from its `Data` with keys lower-cased; None where
+    this form does not apply (the list form of 1.19 and older, fields it does not know, values
+    of another type). Slice elements and map values are printed without their type, struct
+    fields with theirs, []byte as decimal numbers, map keys sorted (NUMA nodes as numbers).
+    Checked against the Checksum of two checkpoints kubelets wrote (docs/kubernetes.md)."""
+    if set(data) - {"poddeviceentries", "registereddevices"}:
+        return None
+    raw = data.get("poddeviceentries")
+    if raw is None:
+        entries = "<nil>"
+    elif isinstance(raw, list):
+        forms = [_entry(e) if isinstance(e, dict) else None for e in raw]
+        if any(f is None for f in forms):
+            return None
+        entries = "[" + " ".join(f for f in forms if f is not None) + "]"
+    else:
+        return None
+    reg = data.get("registereddevices")
+    if reg is None:
+        registered = "<nil>"
+    elif isinstance(reg, dict):
+        parts = [(k, _ids(reg[k])) for k in sorted(reg)]
+        if any(p is None for _, p in parts):
+            return None
+        registered = "map[" + " ".join(f"{k}:{p}" for k, p in parts) + "]"
+    else:
+        return None
+    return (
+        f"(checkpoint.checkpointData){{PodDeviceEntries:([]checkpoint.PodDevicesEntry){entries} "
+        f"RegisteredDevices:(map[string][]string){registered}}}"
+    )

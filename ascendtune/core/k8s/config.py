@@ -39,6 +39,7 @@ class KubeletConfig(NamedTuple):
     reserved_cpus: CpuSet | None  # reservedSystemCPUs
     source: str
     notes: tuple[str, ...] = ()
+    reserved_flag: bool = False  # reserved_cpus came from the kubelet's --reserved-cpus flag
 
 
 DEFAULT = KubeletConfig(
@@ -125,6 +126,29 @@ def _string_map(value: Any, key: str, notes: list[str]) -> dict[str, str]:
             )
         out[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
     return out
+
+
+def with_flags(cfg: KubeletConfig, args: list[str]) -> KubeletConfig:
+    """The configuration as a kubelet run with args has it: its --reserved-cpus flag wins over
+    reservedSystemCPUs (a kubelet flag overrides its configuration file)."""
+    raw: str | None = None
+    for i, arg in enumerate(args):
+        if arg.startswith("--reserved-cpus="):
+            raw = arg.split("=", 1)[1]
+        elif arg == "--reserved-cpus" and i + 1 < len(args):
+            raw = args[i + 1]
+    if raw is None:
+        return cfg
+    notes = list(cfg.notes)
+    try:
+        reserved = parse_cpulist(raw, source="the kubelet's --reserved-cpus") if raw else None
+    except ParseError as e:
+        return cfg._replace(notes=(*notes, e.message))
+    if cfg.reserved_cpus is not None and cfg.reserved_cpus != reserved:
+        notes.append(
+            f"the kubelet's --reserved-cpus={raw} overrides reservedSystemCPUs of {cfg.source}"
+        )
+    return cfg._replace(reserved_cpus=reserved, notes=tuple(notes), reserved_flag=True)
 
 
 # ---- the YAML subset ------------------------------------------------------------------------

@@ -70,6 +70,8 @@ class DeviceCheckpoint(NamedTuple):
     grants: tuple[DeviceGrant, ...]
     registered: Mapping[str, tuple[str, ...]]
     notes: tuple[str, ...] = ()
+    # None: not checked (no checksum, or the list form, whose text is not recomputed)
+    checksum_ok: bool | None = None
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -304,6 +306,14 @@ def parse_device_checkpoint(text: str, source: str = DEVICE_CHECKPOINT_FILE) -> 
     notes = []
     if len(layouts) > 1:
         notes.append("entries in both the list and the NUMA-map form of DeviceIDs")
+    want = _checksum(top.get("checksum"))
+    form = ck.device_checkpoint_form(data) if want else None
+    ok = None if form is None else ck.fnv1a32(form) == want
+    if ok is False:
+        notes.append(
+            f"{source}: checksum {want} does not match the content (an edited or stale copy): "
+            "a kubelet would not load it (it goes on without these device assignments)"
+        )
     return DeviceCheckpoint(
         "map" if "map" in layouts else "list",
         tuple(
@@ -312,6 +322,7 @@ def parse_device_checkpoint(text: str, source: str = DEVICE_CHECKPOINT_FILE) -> 
         ),
         MappingProxyType(registered),
         tuple(notes),
+        ok,
     )
 
 

@@ -11,7 +11,12 @@ from typing import NamedTuple
 
 from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.k8s import state
-from ascendtune.core.k8s.config import CONFIG_FILE, KubeletConfig, parse_kubelet_config
+from ascendtune.core.k8s.config import (
+    CONFIG_FILE,
+    KubeletConfig,
+    parse_kubelet_config,
+    with_flags,
+)
 from ascendtune.host.roots import Root
 
 KUBELET_DIR = "var/lib/kubelet"
@@ -72,20 +77,28 @@ def socket_path(root: Root) -> str | None:
     return path if stat.S_ISSOCK(st.st_mode) else None
 
 
-def config_file(root: Root) -> str:
-    """The kubelet's --config, where a kubelet process on this root names one, else the
-    kubeadm default."""
+def kubelet_args(root: Root) -> list[str] | None:
+    """The command line of a kubelet process on this root (None: none runs, or none was
+    captured)."""
     for pid in root.listdir("proc") or []:
         if not pid.isdigit():
             continue
         if (root.read_text(f"proc/{pid}/comm") or "").strip() != "kubelet":
             continue
-        args = (root.read_text(f"proc/{pid}/cmdline") or "").split("\0")
-        for i, arg in enumerate(args):
-            if arg.startswith("--config="):
-                return arg.split("=", 1)[1].lstrip("/")
-            if arg == "--config" and i + 1 < len(args):
-                return args[i + 1].lstrip("/")
+        return (root.read_text(f"proc/{pid}/cmdline") or "").split("\0")
+    return None
+
+
+def config_file(root: Root, args: list[str] | None = None) -> str:
+    """The kubelet's --config, where a kubelet process on this root names one, else the
+    kubeadm default."""
+    if args is None:
+        args = kubelet_args(root) or []
+    for i, arg in enumerate(args):
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1].lstrip("/")
+        if arg == "--config" and i + 1 < len(args):
+            return args[i + 1].lstrip("/")
     return CONFIG_FILE
 
 
@@ -106,8 +119,11 @@ def read_files(root: Root) -> KubeletFiles:
             problems.append(e.message if e.message.startswith(rel) else f"{rel}: {e.message}")
             return None
 
-    cfg_rel = config_file(root)
+    args = kubelet_args(root) or []
+    cfg_rel = config_file(root, args)
     config = parsed(cfg_rel, parse_kubelet_config)
+    if config is not None:
+        config = with_flags(config, args)
     names = pod_names(root)
     annotations, files = pod_annotations(root)
     return KubeletFiles(
