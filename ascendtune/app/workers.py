@@ -519,6 +519,10 @@ def finish_worker(b: Begun) -> WorkerOutcome:
         except AscendtuneError as e:
             dt = b.seconds + time.perf_counter() - t0
             return _failed(w, target, selfb, e, dt, _masks_now(w, b.tasks))
+        if report.threads_changed and not report.rolled_back:  # what `watch` names
+            from ascendtune.host.affinity.lock import write_record
+
+            write_record(w.pid, target, use_roles=report.use_roles, by="ascendtune bind --workers")
     dt = b.seconds + time.perf_counter() - t0
     after = b.pending.after or frozenset()  # what the final re-read found
     error = None
