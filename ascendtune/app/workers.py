@@ -65,6 +65,7 @@ class WorkerOutcome:
     rolled_back: int = 0
     bind_seconds: float = 0.0
     self_binding: bool | None = None  # its vLLM-Ascend binds by itself (enable_cpu_binding)
+    moved: tuple[tuple[int, CpuSet], ...] = ()  # each thread written: (tid, its mask before)
 
     @property
     def device(self) -> int | None:
@@ -548,6 +549,7 @@ def finish_worker(b: Begun) -> WorkerOutcome:
         rolled_back=len(report.rolled_back),
         bind_seconds=dt,
         self_binding=selfb,
+        moved=tuple(b.pending.run.previous.items()),
     )
 
 

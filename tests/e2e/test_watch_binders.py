@@ -6,15 +6,19 @@ mid-watch, as each binder would, and steps the watch between changes."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ascendtune.app import watch as app_watch
+from ascendtune.app.keep_bound import watch_workers
+from ascendtune.app.options import HostSource
+from ascendtune.app.workers import WorkersOptions
 from tests.support import schemas
 from tests.support.children import needs_cpus_0_1
 from tests.support.cli import Cli
-from tests.support.workers import Server, comm, tids
+from tests.support.workers import Server, comm, tids, write_plan
 
 pytestmark = needs_cpus_0_1
 
@@ -116,3 +120,33 @@ def test_the_json_of_watch_carries_who_set_each_mask(
     r = cli("watch", "--pid", str(w.pid), "--once", "--interval", "0.1")
     assert r.exit_code == 0, r.output
     assert "SET BY" in r.stdout and "torch_npu" in r.stdout
+
+
+def test_bind_workers_watch_says_which_binder_set_the_mask_it_put_back(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # lazy_bind:0: torch_npu binds the main thread too, to the card's range (CPU 1)
+    monkeypatch.setenv("CPU_AFFINITY_CONF", CONF + ",lazy_bind:0")
+    w = server.start(0, threads=4)
+    now, events = [0.0], []
+
+    def sleep(s: float) -> None:
+        if now[0] == 0.0:
+            os.sched_setaffinity(w.pid, {1})  # the main thread where torch_npu puts it
+        now[0] += s
+
+    watch_workers(
+        WorkersOptions(source=HostSource(), plan_file=write_plan(tmp_path)),
+        interval_s=1.0,
+        duration_s=2.0,
+        on_event=events.append,
+        clock=lambda: now[0],
+        sleep=sleep,
+        handle_signals=False,
+    )
+    (put_back,) = [e for e in events if e.kind == "threads"]
+    assert "1 new or moved thread(s) put back on CPUs 0-1" in put_back.message
+    assert "the masks they were on: 1 on 1 (torch_npu CPU_AFFINITY_CONF (device init))" in (
+        put_back.message
+    )
+    assert os.sched_getaffinity(w.pid) == {0}  # rank 0's main thread, back on the plan
