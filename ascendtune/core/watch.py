@@ -258,6 +258,7 @@ class Watch:
 
     def update(self, sample: HostSample) -> None:
         first = self._samples == 0
+        self._pending = []  # only the last update's: a watch nobody attributes keeps none
         for pid, w in self._workers.items():
             ps = sample.workers.get(pid)
             if ps is not None and w.started is None:

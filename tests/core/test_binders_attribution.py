@@ -123,14 +123,17 @@ def test_watch_hands_over_first_sights_and_changes_with_the_time_last_seen() -> 
         (PID + 1, None, a, None, 1),
     ]  # a thread whose mask was not read is not handed over
     assert w.take_mask_changes() == []  # taken once
+    w.update(_sample(10.5, {PID: a, PID + 1: a, PID + 3: a}))
+    w.update(_sample(10.7, {PID: a, PID + 1: a}))
+    assert w.take_mask_changes() == []  # the last update's only: PID + 3 was the one before's
     w.update(_sample(11.0, {PID: a, PID + 1: b}))
     (change,) = w.take_mask_changes()
     assert (change.tid, change.before, change.after, change.since, change.sample) == (
         PID + 1,
         a,
         b,
-        10.0,
-        2,
+        10.7,
+        4,
     )
     change.set_by = attributor().attribute(change.tid, change.name, change.after)
     w.attributed(change)
