@@ -192,12 +192,14 @@ def bind_pid(
     if dry_run:
         report = aff.survey_process(pid, target, use_roles=use_roles)
     else:
-        from ascendtune.host.affinity.lock import process_lock
+        from ascendtune.host.affinity.lock import process_lock, write_record
 
         with process_lock(pid):  # one ascendtune binder per process at a time
             report = aff.bind_process(
                 pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
             )
+            if report.threads_changed and not report.rolled_back:  # what `watch` names
+                write_record(pid, target, use_roles=report.use_roles, by="ascendtune bind --pid")
 
     migration: MigrateResult | None = None
     migrate_doc: dict[str, Any] | None = None

@@ -322,6 +322,32 @@ def chain_of_pid(
     return run(worker_of(root, host, wf, entry, planner), owner)
 
 
+def chains_of(root: Root, pids: list[int], target: str = "auto") -> dict[int, Chain | str]:
+    """Each PID's chain (what `watch` attributes masks with), the host, its workers and the
+    vLLM-Ascend release read once for all; a PID whose chain cannot be read, why not."""
+    from ascendtune.core.binders import run as run_chain
+    from ascendtune.core.errors import AscendtuneError
+    from ascendtune.host.reader import read_host
+    from ascendtune.host.vllm_detect import resolve_target
+    from ascendtune.host.workers import find_workers
+
+    try:
+        host = read_host(root)
+        found = {w.pid: w for w in find_workers(root, host, threads=False) if w.present}
+        entry = resolve_target(root, target, pids).entry
+    except AscendtuneError as e:
+        return dict.fromkeys(pids, e.message)
+    planner = _Planner(host, entry, root)
+    out: dict[int, Chain | str] = {}
+    for pid in pids:
+        try:
+            wf = found.get(pid) or _facts_of(root, pid)
+            out[pid] = run_chain(worker_of(root, host, wf, entry, planner))
+        except AscendtuneError as e:
+            out[pid] = e.message
+    return out
+
+
 def _facts_of(root: Root, pid: int) -> WorkerFacts:
     """A process that holds no accelerator, read as doctor reads a worker."""
     from ascendtune.host.binder_facts import process_facts

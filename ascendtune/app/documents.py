@@ -784,6 +784,41 @@ class LogDocument(TypedDict):
 # ---- watch ----------------------------------------------------------------------------------
 
 
+class SetBy(TypedDict):
+    binder: Annotated[
+        str | None,
+        "the binder's id (`explain binders`): the only one, or the latest in the chain's order "
+        "of the candidates; null when unknown or unbound",
+    ]
+    name: Annotated[str | None, "the binder's name"]
+    stage: Annotated[str | None, "when it acts (a stage of `explain binders`)"]
+    how: Annotated[
+        Literal["exact", "candidates", "unknown", "unbound"],
+        "`exact`: one binder of the worker's chain leaves this mask on the thread's class, or "
+        "ascendtune's own bind record shows it wrote it; `candidates`: several do; `unknown`: "
+        "none does (the kernel does not say who called sched_setaffinity); `unbound`: the "
+        "mask is every CPU the worker may use",
+    ]
+    candidates: Annotated[list[str], "every binder that leaves this mask, in the chain's order"]
+    words: Annotated[str, "the same in words"]
+
+
+class MaskChange(TypedDict):
+    tid: Annotated[int, "the thread"]
+    name: Annotated[str, "its name then"]
+    before: Annotated[CpuList, "its mask at the sample before"]
+    after: Annotated[CpuList, "its new mask"]
+    sample: Annotated[int, "the sample that saw it (1: the first)"]
+    set_by: Annotated[SetBy | None, "who set the new mask (null: not attributed)"]
+
+
+class WatchBinder(TypedDict):
+    id: Annotated[str, "the binder's id"]
+    name: Annotated[str, "its name"]
+    stage: Annotated[str, "when it acts"]
+    outcome: Annotated[str, "what it does to this worker (`binds`, `skips`, `fails`...)"]
+
+
 class _WatchThreadBody(TypedDict):
     tid: Annotated[int, "the thread"]
     name: Annotated[str, "its name"]
@@ -805,6 +840,11 @@ class WatchThread(_WatchThreadBody, total=False):
     role: Annotated[str, "`acl` or `release` for torch_npu's role threads"]
     role_cpus: Annotated[CpuList | None, "the CPUs of its role in the plan"]
     role_stayed: Annotated[bool | None, "it ran on one CPU only, inside its role CPUs"]
+    mask: Annotated[CpuList, "its affinity mask at the last sample (live watch only)"]
+    mask_changes: Annotated[int, "times its mask changed while watched"]
+    set_by: Annotated[
+        SetBy | None, "who set that mask, seen at its first sample or its last change"
+    ]
 
 
 class RoleThread(TypedDict):
@@ -858,6 +898,13 @@ class _WatchWorkerBody(TypedDict):
 class WatchWorker(_WatchWorkerBody, total=False):
     off_plan_share: Annotated[float | None, "share of run time off the plan (with a plan)"]
     off_node_share: Annotated[float | None, "share of run time off the node (with a node)"]
+    binders: Annotated[
+        list[WatchBinder] | None,
+        "the worker's binder chain, in order, read once (what `set_by` is judged against); "
+        "null when it could not be read",
+    ]
+    mask_changes: Annotated[list[MaskChange], "the last 32 thread mask changes, oldest first"]
+    mask_changes_total: Annotated[int, "thread mask changes seen while watched"]
 
 
 class WatchDocument(TypedDict):

@@ -24,6 +24,7 @@ from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
+    from ascendtune.core.binders.attribution import Attributor
     from ascendtune.core.doctor import WorkerFacts
     from ascendtune.host.affinity import Tasks
     from ascendtune.host.roots import Root
@@ -189,6 +190,7 @@ def _watch(
 
     guard = _stop_on_signals(flag) if handle_signals else _nothing()
     locks = _WorkerLocks()  # every watched worker's binder lock, held while it is watched
+    who = _Who(root)  # who set the masks of threads put back: each worker's chain, read once
     with guard, locks:
         while True:
             summary.ticks += 1
@@ -252,11 +254,13 @@ def _watch(
                     )
                 elif o.changed:
                     summary.threads_bound += o.threads_changed
+                    found = who.masks_found(o, started)
                     emit(
                         "threads",
                         o,
                         f"PID {o.pid} ({word}): {o.threads_changed} new or "
-                        f"moved thread(s) put back on CPUs {_cpus(o)}",
+                        f"moved thread(s) put back on CPUs {_cpus(o)}"
+                        + (f"; the masks they were on: {found}" if found else ""),
                     )
             for dev, pid in summary.workers.items():
                 if dev not in seen and not flag[0] and trouble is None:
@@ -274,6 +278,7 @@ def _watch(
             else:
                 summary.workers = seen
                 locks.keep(set(seen.values()))
+                who.keep(set(seen.values()))
             if stopping():
                 break
             left = interval_s if deadline is None else min(interval_s, deadline - clock())
@@ -303,6 +308,41 @@ def _watch(
         )
     )
     return summary
+
+
+class _Who:
+    """Who set the masks of the threads a pass puts back, where the worker's binder chain can
+    tell (core.binders.attribution): the chain is read once per process (again when a worker
+    restarts), never per pass, and only for a pass that moved threads."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.chains: dict[int, tuple[str, Attributor]] = {}  # pid -> (start time, its chain)
+
+    def masks_found(self, o: WorkerOutcome, started: str) -> str:
+        from ascendtune.core.binders.attribution import Attributor
+
+        if not o.moved:
+            return ""
+        had = self.chains.get(o.pid)
+        if had is None or had[0] != started:
+            from ascendtune.app.binders import chains_of
+
+            got = chains_of(self.root, [o.pid]).get(o.pid, "not read")
+            att = Attributor(None, o.pid, got) if isinstance(got, str) else Attributor(got, o.pid)
+            self.chains[o.pid] = (started, att)
+        else:
+            att = had[1]
+        counts: dict[str, int] = {}
+        for tid, mask in o.moved:  # a few threads: their names only are read
+            name = (self.root.read_text(f"proc/{o.pid}/task/{tid}/comm") or "").strip()
+            words = f"{format_cpulist(mask)} ({att.attribute(tid, name, mask).words})"
+            counts[words] = counts.get(words, 0) + 1
+        return ", ".join(f"{n} on {w}" for w, n in counts.items())
+
+    def keep(self, pids: set[int]) -> None:
+        for pid in [p for p in self.chains if p not in pids]:
+            del self.chains[pid]
 
 
 class _WorkerLocks:

@@ -17,6 +17,8 @@ from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, W
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import WatchDocument
+    from ascendtune.core.binders.attribution import Attributor, Own
+    from ascendtune.core.watch import MaskChange
 
 
 class WatchOptions(NamedTuple):
@@ -156,8 +158,18 @@ def check_targets(targets: Sequence[WatchTarget], sampler: ProcSampler) -> None:
             )
 
 
+class Binders(Protocol):
+    """Who set a watched thread's mask: each worker's binder chain (read once per process) and
+    what ascendtune itself last wrote to it (LiveBinders reads this machine's)."""
+
+    def attributors(self, pids: Sequence[int]) -> dict[int, Attributor]: ...
+
+    def own(self, pid: int, started: int | None) -> Own | None: ...
+
+
 class Session:
-    """A running watch: one sample now, then one per `step()`; `report()` at any time."""
+    """A running watch: one sample now, then one per `step()`; `report()` at any time.
+    binders: attribute each thread's mask at its first sight and at each change."""
 
     def __init__(
         self,
@@ -166,17 +178,56 @@ class Session:
         *,
         interval_s: float,
         ignore_pids: Sequence[int] = (),
+        binders: Binders | None = None,
     ) -> None:
         self.targets = list(targets)
         self.sampler = sampler
         self.ignore = tuple(ignore_pids)
+        self.binders = binders
+        # pid -> (its start time, its chain as attributions): one chain per process, not per
+        # sample (a PID reused by a new process is not watched on)
+        self._attributors: dict[int, tuple[int | None, Attributor]] = {}
         self.watch = Watch(self.targets, clock_ticks=sampler.clock_ticks, interval_s=interval_s)
         self.step()
 
     def step(self) -> WatchReport:
         pids = [t.pid for t in self.targets]
         self.watch.update(self.sampler.sample(pids, neighbours=True, ignore=self.ignore))
+        changes = self.watch.take_mask_changes()
+        if changes and self.binders is not None:
+            self._attribute(self.binders, changes)
         return self.watch.report()
+
+    def _attribute(self, binders: Binders, changes: list[MaskChange]) -> None:
+        by_pid: dict[int, list[MaskChange]] = {}
+        for c in changes:
+            by_pid.setdefault(c.pid, []).append(c)
+        fresh = [
+            p
+            for p in by_pid
+            if p not in self._attributors or self._attributors[p][0] != self.watch.started(p)
+        ]
+        if fresh:
+            for pid, att in binders.attributors(fresh).items():
+                self._attributors[pid] = (self.watch.started(pid), att)
+                chain = att.chain
+                self.watch.set_binders(
+                    pid,
+                    None
+                    if chain is None
+                    else tuple(
+                        (a.binder.id, a.binder.name, a.when, a.outcome) for a in chain.actions
+                    ),
+                )
+        for pid, got in by_pid.items():
+            entry = self._attributors.get(pid)
+            if entry is None:
+                continue
+            att = entry[1]
+            own = binders.own(pid, self.watch.started(pid))  # once per worker and sample
+            for c in got:
+                c.set_by = att.attribute(c.tid, c.name, c.after, own, c.since)
+                self.watch.attributed(c)
 
     def report(self) -> WatchReport:
         return self.watch.report()
@@ -232,6 +283,10 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
             d["role"] = th.role
             d["role_cpus"] = None if th.role_cpus is None else format_cpulist(th.role_cpus)
             d["role_stayed"] = th.role_stayed
+        if w.attributed and th.mask is not None:
+            d["mask"] = format_cpulist(th.mask)
+            d["mask_changes"] = th.mask_changes
+            d["set_by"] = None if th.set_by is None else th.set_by.to_json()
         threads.append(d)
     doc: dict[str, Any] = {
         "pid": w.pid,
@@ -249,6 +304,24 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
         doc["off_plan_share"] = _share(w.off_plan_share)
     if noded:
         doc["off_node_share"] = _share(w.off_node_share)
+    if w.attributed:
+        doc["binders"] = (
+            None
+            if w.binders is None
+            else [{"id": i, "name": n, "stage": s, "outcome": o} for i, n, s, o in w.binders]
+        )
+        doc["mask_changes"] = [
+            {
+                "tid": c.tid,
+                "name": c.name,
+                "before": format_cpulist(c.before or ()),
+                "after": format_cpulist(c.after),
+                "sample": c.sample,
+                "set_by": None if c.set_by is None else c.set_by.to_json(),
+            }
+            for c in w.mask_changes
+        ]
+        doc["mask_changes_total"] = w.mask_changes_total
     doc.update(
         {
             "threads_total": len(w.threads),
@@ -300,7 +373,9 @@ def document(report: WatchReport) -> dict[str, Any]:
     return plain(doc)
 
 
-def start(opts: WatchOptions, sampler: ProcSampler | None = None) -> Session:
+def start(
+    opts: WatchOptions, sampler: ProcSampler | None = None, binders: Binders | None = None
+) -> Session:
     """`watch`: the targets opts names, checked, and a session that has taken its first sample
     (sampler: this machine's /proc unless given)."""
     if opts.workers and opts.pids:
@@ -342,18 +417,53 @@ def start(opts: WatchOptions, sampler: ProcSampler | None = None) -> Session:
             node_map=sampler.node_map(),
         )
     check_targets(targets, sampler)
-    return Session(targets, sampler, interval_s=opts.interval_s, ignore_pids=own_pids())
+    return Session(
+        targets,
+        sampler,
+        interval_s=opts.interval_s,
+        ignore_pids=own_pids(),
+        binders=LiveBinders(opts.target) if binders is None else binders,
+    )
 
 
 def run(
     opts: WatchOptions,
     sampler: ProcSampler | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    binders: Binders | None = None,
 ) -> WatchReport:
     """`watch --once`: one sample of length opts.interval_s."""
-    session = start(opts, sampler)
+    session = start(opts, sampler, binders)
     sleep(opts.interval_s)
     return session.step()
+
+
+class LiveBinders:
+    """This machine's binders: each watched worker's chain as `explain binders --pid` reads it
+    (the host, its workers and the vLLM-Ascend release read once for all), and the record
+    ascendtune's own binds leave beside their lock."""
+
+    def __init__(self, target: str = "auto") -> None:
+        self.target = target
+
+    def attributors(self, pids: Sequence[int]) -> dict[int, Attributor]:
+        from ascendtune.app.binders import chains_of
+        from ascendtune.app.hosts import open_root
+        from ascendtune.app.options import HostSource
+        from ascendtune.core.binders.attribution import Attributor
+
+        got = chains_of(open_root(HostSource()), list(pids), self.target)
+        return {
+            p: Attributor(None, p, c) if isinstance(c, str) else Attributor(c, p)
+            for p, c in got.items()
+        }
+
+    def own(self, pid: int, started: int | None) -> Own | None:
+        from ascendtune.core.binders.attribution import Own
+        from ascendtune.host.affinity.lock import read_record
+
+        got = read_record(pid, "" if started is None else str(started))
+        return None if got is None else Own(got.target, got.use_roles, got.monotonic, got.by)
 
 
 def live_sampler() -> ProcSampler:

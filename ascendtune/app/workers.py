@@ -65,6 +65,7 @@ class WorkerOutcome:
     rolled_back: int = 0
     bind_seconds: float = 0.0
     self_binding: bool | None = None  # its vLLM-Ascend binds by itself (enable_cpu_binding)
+    moved: tuple[tuple[int, CpuSet], ...] = ()  # each thread written: (tid, its mask before)
 
     @property
     def device(self) -> int | None:
@@ -519,6 +520,10 @@ def finish_worker(b: Begun) -> WorkerOutcome:
         except AscendtuneError as e:
             dt = b.seconds + time.perf_counter() - t0
             return _failed(w, target, selfb, e, dt, _masks_now(w, b.tasks))
+        if report.threads_changed and not report.rolled_back:  # what `watch` names
+            from ascendtune.host.affinity.lock import write_record
+
+            write_record(w.pid, target, use_roles=report.use_roles, by="ascendtune bind --workers")
     dt = b.seconds + time.perf_counter() - t0
     after = b.pending.after or frozenset()  # what the final re-read found
     error = None
@@ -544,6 +549,7 @@ def finish_worker(b: Begun) -> WorkerOutcome:
         rolled_back=len(report.rolled_back),
         bind_seconds=dt,
         self_binding=selfb,
+        moved=tuple(b.pending.run.previous.items()),
     )
 
 

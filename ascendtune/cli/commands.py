@@ -47,7 +47,8 @@ COMMANDS: dict[str, Command] = {
     "watch": Command(
         "ascendtune.cli.watch",
         "See where each thread of a process really runs: CPUs, migrations, context switches, "
-        "time off the plan and off the device's node, noisy neighbours, memory per node.",
+        "time off the plan and off the device's node, noisy neighbours, memory per node, and "
+        "which binder set each thread's mask.",
     ),
     "log": Command(
         "ascendtune.cli.log",

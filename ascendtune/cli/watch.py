@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ascendtune.core.watch import WatchReport, WorkerReport
 
 MAX_THREAD_ROWS = 32  # per worker on screen; --json has them all
+MASK_CHANGES_SHOWN = 3  # the last mask changes said under a worker's table
 
 
 def _pct(v: float | None) -> str:
@@ -82,11 +83,24 @@ def _worker_lines(w: WorkerReport) -> tuple[str, list[tuple[str, ...]], list[str
                 f"{th.cpu_time_s:.2f}",
                 _pct(th.off_plan_share) if planned else "",
                 role,
+                "" if th.set_by is None else th.set_by.short,
             )
         )
     if len(ranked) > MAX_THREAD_ROWS:
-        rows.append(("…", f"{len(ranked) - MAX_THREAD_ROWS} more", *([""] * 8)))
+        rows.append(("…", f"{len(ranked) - MAX_THREAD_ROWS} more", *([""] * 9)))
     tail: list[str] = []
+    if w.mask_changes:
+        shown = w.mask_changes[-MASK_CHANGES_SHOWN:]
+        tail.append(
+            f"mask changes ({w.mask_changes_total}, the last {len(shown)}): "
+            + "; ".join(
+                f"TID {c.tid} {c.name} {f(c.before or ())} → {f(c.after)} at sample {c.sample}"
+                + (f", set by {c.set_by.words}" if c.set_by is not None else "")
+                for c in shown
+            )
+        )
+    elif w.attributed and w.binders is None:
+        tail.append("who set each mask: this worker's binder chain could not be read")
     if w.neighbours:
         on = f(w.reference_cpus) if w.reference_cpus is not None else "?"
         tail.append(
@@ -124,18 +138,11 @@ def render(
     for head, rows, tail in screen if screen is not None else _screen(report):
         parts.append(Text(plain(head), style="bold"))
         table = Table(box=None, pad_edge=False, show_edge=False)
-        for col in (
-            "TID",
-            "NAME",
-            "CPU",
-            "RAN ON",
-            "MIGR",
-            "VCSW",
-            "ICSW",
-            "CPU s",
-            "OFF PLAN",
-            "ROLE",
-        ):
+        # SET BY: the binder of the chain that leaves each thread's mask (`?`: none or several)
+        set_by = any(row[10] for row in rows)
+        cols = ["TID", "NAME", "CPU", "RAN ON", "MIGR", "VCSW", "ICSW", "CPU s", "OFF PLAN"]
+        cols += ["ROLE", "SET BY"] if set_by else ["ROLE"]
+        for col in cols:
             table.add_column(
                 col,
                 justify="right" if col in ("MIGR", "VCSW", "ICSW", "CPU s") else "left",
@@ -143,7 +150,8 @@ def render(
             )
         for row in rows:
             # RAN ON is a CPU list: it breaks after a comma only
-            table.add_row(*(cpus(c) if i == 3 else Text(plain(c)) for i, c in enumerate(row)))
+            cells = row if set_by else row[:10]
+            table.add_row(*(cpus(c) if i == 3 else Text(plain(c)) for i, c in enumerate(cells)))
         parts.append(table)
         parts.extend(Text(plain(line)) for line in tail)
     return Group(*parts)

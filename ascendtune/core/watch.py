@@ -8,15 +8,21 @@ table), so memory stays bounded however long it runs.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ascendtune.core.bindplan import ROLE_THREADS
 from ascendtune.core.cpulist import CpuSet
 from ascendtune.core.errors import AscendtuneError
 
+if TYPE_CHECKING:
+    from ascendtune.core.binders.attribution import SetBy
+
 NEIGHBOUR_TRACK_CAP = 256  # neighbour threads remembered per worker; the smallest are dropped
 NEIGHBOUR_TOP = 10  # neighbours reported per worker
+MASK_CHANGES_KEPT = 32  # the last mask changes reported per worker (a count of all of them)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class ThreadSample:
     nr_migrations: int | None = None  # the kernel's count (sched), when it prints one
     ctx_voluntary: int | None = None
     ctx_involuntary: int | None = None
+    mask: CpuSet | None = None  # its affinity mask, where the sampler reads it
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,24 @@ class ThreadReport:
     role: str | None  # "acl" / "release" for torch_npu's role threads
     role_cpus: CpuSet | None
     role_stayed: bool | None  # ran on one CPU only, inside its role CPUs when the plan has them
+    mask: CpuSet | None = None  # its affinity mask at the last sample (None: not read)
+    mask_changes: int = 0  # times its mask changed while watched
+    set_by: SetBy | None = None  # who set that mask (None: not attributed)
+
+
+@dataclass
+class MaskChange:
+    """A thread seen on a new mask: at its first sight (`before` None) or between two samples
+    (then `since` is when it was last seen on `before`); `set_by` once attributed."""
+
+    pid: int
+    tid: int
+    name: str
+    before: CpuSet | None
+    after: CpuSet
+    sample: int  # the sample it was seen in (1: the first)
+    since: float | None
+    set_by: SetBy | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +139,10 @@ class WorkerReport:
     memory_by_node: Mapping[int, int] | None
     neighbours: tuple[Neighbour, ...]
     neighbours_dropped: int  # neighbour threads forgotten at the tracking cap
+    mask_changes: tuple[MaskChange, ...] = ()  # the last MASK_CHANGES_KEPT, oldest first
+    mask_changes_total: int = 0
+    attributed: bool = False  # its masks are attributed (binders: its chain, or None unread)
+    binders: tuple[tuple[str, str, str, str], ...] | None = None  # (id, name, stage, outcome)
 
 
 @dataclass(frozen=True)
@@ -151,6 +180,9 @@ class _Thread:
     ticks_by_cpu: dict[int, int]
     samples_by_cpu: dict[int, int]
     moves_seen: int = 0
+    mask: CpuSet | None = None
+    mask_changes: int = 0
+    set_by: SetBy | None = None
 
 
 @dataclass
@@ -176,6 +208,10 @@ class _Worker:
     neighbours_dropped: int = 0
     started: int | None = None  # the watched process's start time
     reused: bool = False  # its PID now belongs to a process started later
+    changes: deque[MaskChange] = field(default_factory=lambda: deque(maxlen=MASK_CHANGES_KEPT))
+    changes_total: int = 0
+    attributed: bool = False
+    binders: tuple[tuple[str, str, str, str], ...] | None = None
 
 
 def _share(by_cpu: Mapping[int, int], inside: CpuSet) -> float | None:
@@ -208,6 +244,13 @@ class Watch:
         self._samples = 0
         # last cpu_ticks of every other thread on the host (replaced each sample: bounded)
         self._others: dict[int, int] = {}
+        self._pending: list[MaskChange] = []  # masks seen new in the last update
+
+    def take_mask_changes(self) -> list[MaskChange]:
+        """The threads seen on a new mask by the last update (each thread at its first sight,
+        then at each change); the caller attributes them (MaskChange.set_by)."""
+        out, self._pending = self._pending, []
+        return out
 
     @property
     def samples(self) -> int:
@@ -215,6 +258,7 @@ class Watch:
 
     def update(self, sample: HostSample) -> None:
         first = self._samples == 0
+        self._pending = []  # only the last update's: a watch nobody attributes keeps none
         for pid, w in self._workers.items():
             ps = sample.workers.get(pid)
             if ps is not None and w.started is None:
@@ -270,6 +314,8 @@ class Watch:
                 w.threads[tid] = st
             elif t.processor is not None and st.last_cpu is not None and t.processor != st.last_cpu:
                 st.moves_seen += 1
+            if t.mask is not None and t.mask != st.mask:
+                self._mask_seen(w, ps.pid, tid, t, st)
             gained = max(0, t.cpu_ticks - st.last_ticks)
             if t.processor is not None:
                 st.cpus_ran.add(t.processor)
@@ -283,6 +329,44 @@ class Watch:
             st.last_mig = t.nr_migrations
             st.last_vol = t.ctx_voluntary
             st.last_invol = t.ctx_involuntary
+
+    def _mask_seen(self, w: _Worker, pid: int, tid: int, t: ThreadSample, st: _Thread) -> None:
+        assert t.mask is not None
+        change = MaskChange(
+            pid,
+            tid,
+            t.name,
+            st.mask,
+            t.mask,
+            self._samples + 1,
+            None if st.mask is None else self._last_at,
+        )
+        if st.mask is not None:  # a change while watched, not a first sight
+            st.mask_changes += 1
+            w.changes.append(change)
+            w.changes_total += 1
+        st.mask = t.mask
+        st.set_by = None
+        self._pending.append(change)
+
+    def started(self, pid: int) -> int | None:
+        """The watched process's start time (stat field 22), once sampled."""
+        w = self._workers.get(pid)
+        return w.started if w is not None else None
+
+    def set_binders(self, pid: int, binders: tuple[tuple[str, str, str, str], ...] | None) -> None:
+        """The worker's binder chain (id, name, stage, outcome per binder; None: unread), which
+        its masks are attributed against."""
+        w = self._workers.get(pid)
+        if w is not None:
+            w.attributed, w.binders = True, binders
+
+    def attributed(self, change: MaskChange) -> None:
+        """Record who set change's mask on its thread (still on that mask)."""
+        w = self._workers.get(change.pid)
+        st = w.threads.get(change.tid) if w is not None else None
+        if st is not None and st.mask == change.after:
+            st.set_by = change.set_by
 
     def _update_neighbours(self, sample: HostSample, *, first: bool) -> None:
         refs: dict[int, CpuSet] = {}
@@ -380,6 +464,10 @@ class Watch:
             memory_by_node=w.memory,
             neighbours=neighbours,
             neighbours_dropped=w.neighbours_dropped,
+            mask_changes=tuple(w.changes),
+            mask_changes_total=w.changes_total,
+            attributed=w.attributed,
+            binders=w.binders,
         )
 
     def _report_thread(self, tid: int, st: _Thread, tgt: WatchTarget) -> ThreadReport:
@@ -420,6 +508,9 @@ class Watch:
             role=role,
             role_cpus=role_cpus,
             role_stayed=stayed,
+            mask=st.mask,
+            mask_changes=st.mask_changes,
+            set_by=st.set_by,
         )
 
 

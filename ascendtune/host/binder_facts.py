@@ -20,6 +20,7 @@ PACKAGES = (
     "ucm",
     "uc_manager",
     "unified_cache_management",
+    "vllm_afd_plugin",  # afd-plugin's distribution (pyproject.toml: vllm-afd-plugin)
     "afd_plugin",
     "vllm_afd",
     "sglang",

@@ -18,6 +18,7 @@ from ascendtune.core.parsers.procfs import (
     parse_status,
 )
 from ascendtune.core.watch import HostSample, ProcessSample, ThreadSample
+from ascendtune.host.affinity.masks import Tasks
 
 PROC = "/proc"
 SYS = "/sys"
@@ -133,6 +134,9 @@ class ProcSampler:
         self.clock_ticks = clock_ticks or _sysconf("SC_CLK_TCK", 100)
         self.page_size = page_size or _sysconf("SC_PAGE_SIZE", 4096)
         self._encoding = locale.getpreferredencoding(False)  # what open() decodes text with
+        # each watched thread's mask (who set it is what `watch` attributes): read through the
+        # kernel on this machine's /proc, from task/TID/status in a crafted tree
+        self._tasks: Tasks | None = Tasks(proc) if os.path.realpath(proc) == PROC else None
 
     # ---- the host ------------------------------------------------------------------------
 
@@ -215,14 +219,27 @@ class ProcSampler:
             migrations = _sched_number(sched, b"se.nr_migrations")
             vol = _sched_number(sched, b"nr_voluntary_switches")
             invol = _sched_number(sched, b"nr_involuntary_switches")
-        if vol is None or invol is None:
+        mask: CpuSet | None = None
+        status: str | None = None
+        if self._tasks is not None:
+            # the mask through the kernel's call (no file): masks of one process repeat, so
+            # the same set comes back for most threads (Tasks decodes each distinct one once)
+            try:
+                mask = self._tasks.get(tid)
+            except OSError:
+                mask = None
+        else:  # a crafted tree: its status file, when it says one
             status = _read(base + "status")
+            mask = _allowed(status)
+        if vol is None or invol is None:
+            if status is None:
+                status = _read(base + "status")
             if status is not None:
                 fields = parse_status(status)
                 vol, invol = fields.ctx_voluntary, fields.ctx_involuntary
             else:
                 vol = invol = None
-        return ThreadSample(tid, name, processor, ticks, migrations, vol, invol)
+        return ThreadSample(tid, name, processor, ticks, migrations, vol, invol, mask)
 
     def process(self, pid: int, *, detail: bool = True) -> ProcessSample | None:
         """Every thread of pid, its memory per node and mask; None once the process is gone."""
@@ -248,15 +265,7 @@ class ProcSampler:
         maps = _read_bytes(f"{self.proc}/{pid}/numa_maps", records=True)
         if maps is not None:
             memory = _numa_bytes(maps, self.page_size)
-        allowed: CpuSet | None = None
-        status = _read(f"{self.proc}/{pid}/status")
-        if status is not None:
-            raw = parse_status(status).cpus_allowed_list
-            if raw is not None:
-                try:
-                    allowed = parse_cpulist(raw)
-                except ParseError:
-                    allowed = None
+        allowed = _allowed(_read(f"{self.proc}/{pid}/status"))
         return ProcessSample(
             pid=pid,
             name=name,
@@ -290,6 +299,19 @@ class ProcSampler:
                 if ps is not None:
                     others.append(ps)
         return HostSample(at_s=at, workers=got, others=tuple(others))
+
+
+def _allowed(status: str | None) -> CpuSet | None:
+    """Cpus_allowed_list of a status file; None when it says none."""
+    if status is None:
+        return None
+    raw = parse_status(status).cpus_allowed_list
+    if raw is None:
+        return None
+    try:
+        return parse_cpulist(raw)
+    except ParseError:
+        return None
 
 
 def _start_time(stat: str | None) -> int | None:

@@ -246,3 +246,37 @@ def test_taskset_wrapper_cpus_round_trip(cpus: list[int]) -> None:
     words = outer.wrapper_of(["taskset", "-c", format_cpulist(cpus), "vllm", "serve"])
     assert words is not None
     assert outer.cpus_of(words) == frozenset(cpus)
+
+
+# ---- MindIE and afd-plugin as their public sources have them -----------------------------------
+
+
+def test_mindie_binds_unless_bind_cpu_is_set_to_something_but_1() -> None:
+    mindie = {"argv": ("mindieservice_daemon",), "vllm_ascend": None}
+    c = binders.run(worker(**mindie, env={}))
+    assert ids(c) == ["mindie"] and c.actions[0].config == "BIND_CPU unset (on by default)"
+    assert c.actions[0].when == "device init" and c.actions[0].main_only
+    assert c.winners["acl"] == "mindie"  # acl_thread starts after it: inherits the mask
+    for off in ("0", "true", "True"):  # compared with "1" only
+        assert ids(binders.run(worker(**mindie, env={"BIND_CPU": off}))) == []
+    # the variable means nothing to a process that is not MindIE's
+    assert "mindie" not in ids(binders.run(worker(env={"BIND_CPU": "1"})))
+
+
+def test_vllm_ascends_binding_after_warm_up_never_runs_in_an_afd_ffn_worker() -> None:
+    ffn = {
+        "argv": ("vllm", "serve", "/m", "--worker-cls", "afd_plugin.v1.worker.npu.ffn_worker.X"),
+        "plugins": {"vllm_afd_plugin": "0.1.0"},  # the distribution's own name
+    }
+    c = binders.run(worker(**ffn))
+    assert va.NEWEST.binding.runs == va.RUNS_AFTER_WARMUP
+    assert ids(c) == ["afd-plugin", "vllm-ascend"]
+    assert c.actions[1].outcome == "skips" and "compile_or_warm_up_model" in c.actions[1].note
+    assert "binders-silent-skip" in codes(c)
+    # a release that binds at device set-up binds the FFN worker (it calls _init_device)
+    early = next(e for e in va.ENTRIES if e.binding.ships and e.binding.runs == va.RUNS_AT_DEVICE)
+    c = binders.run(worker(**ffn, vllm_ascend=early, cpu_binding=True))
+    assert c.actions[-1].binder.id == "vllm-ascend" and c.actions[-1].outcome == "binds"
+    # an Attention worker of the same server is bound as any worker
+    attention = {**ffn, "argv": ("vllm", "serve", "/m")}
+    assert binders.run(worker(**attention)).actions[-1].outcome == "binds"

@@ -118,3 +118,24 @@ def test_no_sched_no_status_no_counts(tmp_path: Path) -> None:
     _thread(tmp_path, None, None)
     t = ProcSampler(str(tmp_path), str(tmp_path)).thread(7, 7)
     assert t is not None and (t.nr_migrations, t.ctx_voluntary, t.ctx_involuntary) == (None,) * 3
+
+
+def test_a_crafted_threads_mask_is_its_status_cpus_allowed_list(tmp_path: Path) -> None:
+    _thread(tmp_path, None, STATUS + "Cpus_allowed_list:\t2-3,8\n")
+    t = ProcSampler(str(tmp_path), str(tmp_path)).thread(7, 7)
+    assert t is not None and t.mask == frozenset({2, 3, 8})
+    assert (t.ctx_voluntary, t.ctx_involuntary) == (40, 41)  # the same read says both
+
+
+def test_a_live_threads_mask_is_the_kernels(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    if not hasattr(os, "sched_getaffinity"):
+        return
+    tid = threading.get_native_id()
+    t = ProcSampler().thread(os.getpid(), tid)
+    assert t is not None and t.mask == frozenset(os.sched_getaffinity(tid))
+    # a neighbour's thread: no mask read
+    n = ProcSampler().thread(os.getpid(), tid, detail=False)
+    assert n is not None and n.mask is None

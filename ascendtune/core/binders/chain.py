@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ascendtune.core.binders import (
@@ -92,6 +93,9 @@ class Chain(NamedTuple):
     switches: dict[str, tuple[Switch, ...]]
     owner: Owner
     owner_reason: str
+    # per thread class, (action index, mask) of every action that sets it, in chain order (a
+    # class born after a main-thread-only action counts its inherited mask)
+    set_by: Mapping[str, tuple[tuple[int, CpuSet | None], ...]] = MappingProxyType({})
 
     @property
     def winner(self) -> str | None:
@@ -177,7 +181,7 @@ def run(w: Worker, owner: Owner | None = None) -> Chain:
     findings = _findings(w, actions, set_by, masks, observed, winners, switches[chosen], chosen)
     return Chain(
         w, tuple(actions), tuple(steps), masks, observed, winners, tuple(findings), switches,
-        chosen, reason,
+        chosen, reason, {c: tuple(v) for c, v in set_by.items()},
     )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ or re-slice what is left."""
 from __future__ import annotations
 
 from ascendtune.core import vllm_ascend as va
+from ascendtune.core.binders import afd
 from ascendtune.core.binders.model import Action, Binder, Evidence, Masks, Pool, Stage, Worker
 from ascendtune.core.cpulist import format_cpulist
 
@@ -83,6 +84,8 @@ def act(w: Worker, m: Masks) -> Action | None:
     stage = stage_of(w.vllm_ascend)
     if w.is_arm is False:
         return None  # cpu_binding.bind_cpus acts on ARM hosts only
+    if stage == "after warm-up" and afd.ffn_worker(w) is not None:
+        return Action(INFO, how, "skips", {}, afd.SKIPS_WARMUP, stage=stage)
     base = m["main"]
     pool = w.pool_for(base) if w.pool_for is not None else None
     when = f"{w.vllm_ascend.name}, {w.vllm_ascend.binding.runs}"

@@ -15,8 +15,11 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
+from typing import NamedTuple
 
-from ascendtune.core.errors import ProblemsFound
+from ascendtune.core.bindplan import BindTarget
+from ascendtune.core.cpulist import format_cpulist, parse_cpulist
+from ascendtune.core.errors import ParseError, ProblemsFound
 from ascendtune.host.affinity.masks import PROC, stat_fields
 
 LOCK_DIR_ENV = "ASCENDTUNE_LOCK_DIR"
@@ -27,8 +30,7 @@ class LockHeld(ProblemsFound):
     """Another binder holds the lock (exit 1: nothing was changed, the other binder acts)."""
 
 
-def lock_dir() -> str:
-    """Where lock files go (created 0700 when missing)."""
+def _candidates() -> tuple[list[str], str | None]:
     given = os.environ.get(LOCK_DIR_ENV)
     candidates = [given] if given else []
     if not given:
@@ -39,16 +41,26 @@ def lock_dir() -> str:
         import tempfile  # only here: bind's start-up does without it
 
         candidates.append(os.path.join(tempfile.gettempdir(), f"ascendtune-{os.getuid()}"))
+    return candidates, given
+
+
+def _ours(path: str, given: str | None) -> bool:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    # a folder of this user's (or root's) only: another user's could hand us its files
+    mine = st.st_uid in (os.getuid(), 0) or path == given
+    return mine and os.path.isdir(path)
+
+
+def lock_dir() -> str:
+    """Where lock files go (created 0700 when missing)."""
+    candidates, given = _candidates()
     for path in candidates:
         with contextlib.suppress(OSError):
             os.makedirs(path, mode=0o700, exist_ok=True)
-        try:
-            st = os.stat(path, follow_symlinks=False)
-        except OSError:
-            continue
-        # a folder of this user's (or root's) only: another user's could hand us its files
-        mine = st.st_uid in (os.getuid(), 0) or path == given
-        if mine and os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK):
+        if _ours(path, given) and os.access(path, os.W_OK | os.X_OK):
             return path
     raise ProblemsFound(
         f"no writable folder for the binder's lock (tried {', '.join(candidates)})",
@@ -119,3 +131,88 @@ def process_lock(pid: int, proc: str = PROC) -> contextlib.AbstractContextManage
 def workers_lock() -> contextlib.AbstractContextManager[str]:
     """The lock of this host's workers: one `bind --workers` (or `--workers --watch`) at a time."""
     return held("workers.lock", "this host's workers")
+
+
+# ---- what ascendtune wrote: a record beside the lock ---------------------------------------
+#
+# A bind that changed a process's masks leaves `pid-PID-START.bound` (JSON: its target, by
+# roles or not, when): `watch` reads it to name ascendtune as the binder of a mask it wrote,
+# which the kernel alone cannot tell. One per process bound, like the lock files.
+
+
+def _record_name(pid: int, started: str) -> str:
+    return f"pid-{pid}-{started or 'x'}.bound"
+
+
+def write_record(
+    pid: int, target: BindTarget, *, use_roles: bool, by: str, proc: str = PROC
+) -> None:
+    """Say that this ascendtune just wrote `target` to process pid's threads; never fails
+    the bind it follows (a folder that cannot be written loses only the record)."""
+    import json
+    import time
+
+    doc = {
+        "pid": pid,
+        "start_time": start_time(pid, proc),
+        "monotonic": time.monotonic(),
+        "time": time.time(),
+        "by": by,
+        "cpus": format_cpulist(target.cpus),
+        "roles": {k: format_cpulist(v) for k, v in target.roles.items()},
+        "use_roles": use_roles,
+    }
+    try:
+        path = os.path.join(lock_dir(), _record_name(pid, str(doc["start_time"])))
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
+        try:
+            os.write(fd, json.dumps(doc).encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except (OSError, ProblemsFound):
+        return
+
+
+class BindRecord(NamedTuple):
+    target: BindTarget
+    use_roles: bool
+    monotonic: float
+    by: str
+
+
+def read_record(pid: int, started: str) -> BindRecord | None:
+    """What ascendtune last wrote to process pid (started at `started`, stat field 22), from
+    the record its bind left; None when none is found (no folder is created to look)."""
+    import json
+
+    candidates, given = _candidates()
+    name = _record_name(pid, started)
+    for folder in candidates:
+        if not _ours(folder, given):
+            continue
+        try:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            raw = os.read(fd, 1 << 16)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        try:
+            doc = json.loads(raw)
+            target = BindTarget(
+                parse_cpulist(doc["cpus"]),
+                {k: parse_cpulist(v) for k, v in doc["roles"].items()},
+            )
+            return BindRecord(
+                target, bool(doc["use_roles"]), float(doc["monotonic"]), str(doc["by"])
+            )
+        except (ValueError, KeyError, TypeError, AttributeError, ParseError):
+            return None
+    return None
