@@ -1,8 +1,6 @@
 """`worker:PID` and `overlap:A,B` rows: how each running accelerator worker is bound, compared
 with the plan of the device it drives, and which workers share CPUs."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 

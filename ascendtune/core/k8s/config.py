@@ -8,8 +8,6 @@ covers it and refuses what it does not understand rather than guessing. JSON (YA
 and `/configz`'s `{"kubeletconfig": {...}}`) goes through the json module.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping

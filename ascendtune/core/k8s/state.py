@@ -8,8 +8,6 @@ NUMA ids) are data and kept as written. A checksum that does not match is report
 edited and stale copies exist in the wild (docs/kubernetes.md).
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
