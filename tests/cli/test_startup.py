@@ -72,3 +72,11 @@ def test_topo_on_no_kubernetes_node_loads_no_kubelet_parser() -> None:
     mods = set(modules_after(["topo", "--demo", "atlas-800i-a2", "--json"]))
     assert "ascendtune.core.k8s.paths" in mods
     assert not {"ascendtune.core.k8s.state", "ascendtune.core.k8s.config"} & mods
+
+
+def test_doctor_without_workers_loads_no_redaction() -> None:
+    """core.redact compiles its patterns at import: a doctor that finds no worker prints no
+    command line and so loads it not (the demo host runs no worker)."""
+    assert "ascendtune.core.redact" not in set(
+        modules_after(["doctor", "--demo", "atlas-800i-a2", "--json"])
+    )
