@@ -10,8 +10,6 @@ pulls in `inspect` (together more than `topo --demo --json` spends in its own co
 NamedTuple about 0.05 ms.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import NamedTuple
 

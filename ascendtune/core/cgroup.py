@@ -4,8 +4,6 @@ where a cgroup's files sit under a mount, and the frozen answer (`Cpuset`).
 ascendtune.host.cgroup does the reads through a Root; nothing here touches the host.
 """
 
-from __future__ import annotations
-
 import posixpath
 import re
 from typing import NamedTuple

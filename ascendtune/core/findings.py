@@ -7,8 +7,6 @@ check-config share this one type; each command's document shows the keys its sch
 (PLAN_SHAPE, LOG_SHAPE, CONFIG_SHAPE).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 

@@ -9,8 +9,6 @@ a NamedTuple is also cheaper to build per instance (4,096 Cpu records on a large
 with `_replace`, list fields with `_fields`; never rely on their being tuples.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from enum import Enum
 from types import MappingProxyType

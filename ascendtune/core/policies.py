@@ -8,8 +8,6 @@ function to the engine's PLANNERS. Which policies `plan --policy compare` sets s
 the host's vendor profile's choice (`VendorProfile.compare_families`) among these families.
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple
 
 # runtime: what the accelerator's serving runtime does itself (flaws included); ascendtune: this

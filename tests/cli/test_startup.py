@@ -64,3 +64,19 @@ def test_plan_loads_no_config_table(target: str) -> None:
     assert "ascendtune.core.vllm_ascend.registry" in mods
     tables = {"ascendtune.core.vllm_ascend.tables", "ascendtune.core.vllm_config.rules"}
     assert not tables & mods
+
+
+def test_topo_on_no_kubernetes_node_loads_no_kubelet_parser() -> None:
+    """The demo host is no Kubernetes node: topo tells it from the kubelet's paths alone
+    (core.k8s.paths), without the state and configuration parsers."""
+    mods = set(modules_after(["topo", "--demo", "atlas-800i-a2", "--json"]))
+    assert "ascendtune.core.k8s.paths" in mods
+    assert not {"ascendtune.core.k8s.state", "ascendtune.core.k8s.config"} & mods
+
+
+def test_doctor_without_workers_loads_no_redaction() -> None:
+    """core.redact compiles its patterns at import: a doctor that finds no worker prints no
+    command line and so loads it not (the demo host runs no worker)."""
+    assert "ascendtune.core.redact" not in set(
+        modules_after(["doctor", "--demo", "atlas-800i-a2", "--json"])
+    )

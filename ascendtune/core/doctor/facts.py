@@ -1,8 +1,6 @@
 """What the doctor rules judge: host facts, worker facts and the plan they are compared with,
 gathered by the host layer (ascendtune.host.facts) through a Root."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
@@ -84,7 +82,7 @@ class HostFacts(NamedTuple):
     # the paths a rule may read here (its declaration); None: every file gathered
     declared: frozenset[str] | None = None
 
-    def only(self, reads: tuple[str, ...]) -> HostFacts:
+    def only(self, reads: tuple[str, ...]) -> "HostFacts":
         """These facts as one rule sees them: the files it declared, no other."""
         return self._replace(declared=frozenset(reads))
 

@@ -1,8 +1,6 @@
 """Host rules: a table (`HOST_RULES`) of id, expected value, fix, persistent fix and one judge
 function each, over the facts the host layer gathered."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable
 from typing import NamedTuple

@@ -1,7 +1,5 @@
 """The doctor report: a row per check, its status, the summary and the exit status."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple

@@ -1,8 +1,6 @@
 """`worker:PID` and `overlap:A,B` rows: how each running accelerator worker is bound, compared
 with the plan of the device it drives, and which workers share CPUs."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -13,7 +11,6 @@ from ascendtune.core.doctor.facts import DoctorInput, PlanFacts, ThreadFacts, Wo
 from ascendtune.core.doctor.report import Check, Status, join_ids
 from ascendtune.core.model import Host, Vendor
 from ascendtune.core.planner.model import RankPlan
-from ascendtune.core.redact import redact_args
 
 ROLE_THREAD_NAMES = ("acl_thread", "release_thread")
 # Processes that start unrelated jobs: a parent or grandparent among these does not make two
@@ -29,6 +26,10 @@ LAUNCHERS = frozenset(
 
 def redact_command(argv: Sequence[str], limit: int = 160) -> str:
     """A command line fit to print: values of --api-key-like options masked, cut at `limit`."""
+    # imported here: core.redact compiles its 15 patterns at import, and a doctor that finds no
+    # worker prints no command (docs/startup.md)
+    from ascendtune.core.redact import redact_args
+
     out = redact_args(argv)
     text = " ".join(out)
     return text if len(text) <= limit else text[: limit - 1] + "…"

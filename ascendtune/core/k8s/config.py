@@ -8,8 +8,6 @@ covers it and refuses what it does not understand rather than guessing. JSON (YA
 and `/configz`'s `{"kubeletconfig": {...}}`) goes through the json module.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping
@@ -18,8 +16,8 @@ from typing import Any, NamedTuple
 
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.errors import ParseError
+from ascendtune.core.k8s.paths import CONFIG_FILE
 
-CONFIG_FILE = "var/lib/kubelet/config.yaml"
 # YAML 1.1 booleans, which the kubelet's decoder (sigs.k8s.io/yaml) reads as booleans: in
 # cpuManagerPolicyOptions (a map of strings) the kubelet then refuses to start
 _BOOLEANS = {"true", "false", "yes", "no", "on", "off", "y", "n"}

@@ -8,8 +8,6 @@ NUMA ids) are data and kept as written. A checksum that does not match is report
 edited and stale copies exist in the wild (docs/kubernetes.md).
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -18,10 +16,11 @@ from typing import Any, NamedTuple
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.errors import ParseError
 from ascendtune.core.k8s import checksum as ck
-
-CPU_MANAGER_FILE = "var/lib/kubelet/cpu_manager_state"
-MEMORY_MANAGER_FILE = "var/lib/kubelet/memory_manager_state"
-DEVICE_CHECKPOINT_FILE = "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+from ascendtune.core.k8s.paths import (
+    CPU_MANAGER_FILE,
+    DEVICE_CHECKPOINT_FILE,
+    MEMORY_MANAGER_FILE,
+)
 
 # a container key of a v1 file, which names containers by runtime id, not by pod and name
 V1_POD = ""

@@ -7,8 +7,6 @@ two to the first two CPUs of the rank's pool. This module does the same from tex
 reads the PCI address the kernel prints in a line, for hosts captured without `msi_irqs`.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Collection, Mapping
 from typing import NamedTuple

@@ -6,8 +6,6 @@ PCI ids, its device files, its visible-devices variable and its device word. Eve
 pure: the host layer runs the commands and hands their text in.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType

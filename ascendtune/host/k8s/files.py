@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core.errors import AscendtuneError
-from ascendtune.core.k8s import state
-from ascendtune.core.k8s.config import (
+from ascendtune.core.k8s.paths import (
     CONFIG_FILE,
-    KubeletConfig,
-    parse_kubelet_config,
-    with_flags,
+    CPU_MANAGER_FILE,
+    DEVICE_CHECKPOINT_FILE,
+    MEMORY_MANAGER_FILE,
 )
 from ascendtune.host.roots import Root
+
+if TYPE_CHECKING:
+    from ascendtune.core.k8s import state
+    from ascendtune.core.k8s.config import KubeletConfig
 
 KUBELET_DIR = "var/lib/kubelet"
 SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
@@ -30,9 +33,9 @@ PODS_DIR = "var/lib/kubelet/pods"
 DOWNWARD_API = "volumes/kubernetes.io~downward-api"
 STATE_FILES = (
     CONFIG_FILE,
-    state.CPU_MANAGER_FILE,
-    state.MEMORY_MANAGER_FILE,
-    state.DEVICE_CHECKPOINT_FILE,
+    CPU_MANAGER_FILE,
+    MEMORY_MANAGER_FILE,
+    DEVICE_CHECKPOINT_FILE,
 )
 MAX_PODS = 4096
 _UID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -103,6 +106,11 @@ def config_file(root: Root, args: list[str] | None = None) -> str:
 
 
 def read_files(root: Root) -> KubeletFiles:
+    # the parsers imported here: a host that is no Kubernetes node (is_kubernetes_node) needs
+    # only their paths (core.k8s.paths; docs/startup.md)
+    from ascendtune.core.k8s import state
+    from ascendtune.core.k8s.config import parse_kubelet_config, with_flags
+
     problems: list[str] = []
 
     def parsed(rel: str, parse):  # type: ignore[no-untyped-def]
@@ -129,9 +137,9 @@ def read_files(root: Root) -> KubeletFiles:
     return KubeletFiles(
         config,
         cfg_rel if config is not None else None,
-        parsed(state.CPU_MANAGER_FILE, state.parse_cpu_manager_state),
-        parsed(state.MEMORY_MANAGER_FILE, state.parse_memory_manager_state),
-        parsed(state.DEVICE_CHECKPOINT_FILE, state.parse_device_checkpoint),
+        parsed(CPU_MANAGER_FILE, state.parse_cpu_manager_state),
+        parsed(MEMORY_MANAGER_FILE, state.parse_memory_manager_state),
+        parsed(DEVICE_CHECKPOINT_FILE, state.parse_device_checkpoint),
         names,
         annotations,
         files,

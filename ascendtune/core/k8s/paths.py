@@ -1,0 +1,10 @@
+"""Where the kubelet keeps its configuration and its managers' checkpoints, relative to a root.
+
+A module of its own, apart from the parsers (`core.k8s.config`, `core.k8s.state`): a host that
+is no Kubernetes node is told from these paths alone, without importing the parsers
+(docs/startup.md)."""
+
+CONFIG_FILE = "var/lib/kubelet/config.yaml"
+CPU_MANAGER_FILE = "var/lib/kubelet/cpu_manager_state"
+MEMORY_MANAGER_FILE = "var/lib/kubelet/memory_manager_state"
+DEVICE_CHECKPOINT_FILE = "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
