@@ -110,6 +110,13 @@ class _Recorder(Root):
         text = texts[rel] = self.inner.read_text(rel)
         return text
 
+    def read_files(self, rels: list[str]) -> list[str | None]:
+        texts = self.texts
+        new = [rel for rel in rels if rel not in texts]
+        if new:
+            texts.update(zip(new, self.inner.read_files(new), strict=True))
+        return [texts[rel] for rel in rels]
+
     def listdir(self, rel: str) -> list[str] | None:
         if rel not in self.lists:
             self.lists[rel] = self.inner.listdir(rel)
@@ -150,8 +157,12 @@ def capture(root: Root) -> Capture:
     root = _Recorder(root)
     from ascendtune.host.identity import IDENTITY_PATHS
 
-    for rel in (*host_paths(root), *IDENTITY_PATHS):
-        cap.take(root, rel)
+    paths = [*host_paths(root), *IDENTITY_PATHS]
+    for rel, text in zip(paths, root.read_files(paths), strict=True):
+        if text is None:
+            cap.missing.append(rel)
+        else:
+            cap.files[rel] = redact_file(rel, text)
     cap.missing = [
         m for m in cap.missing if not m.endswith(("/online", "/class", "/possible", "/present"))
     ]
