@@ -195,8 +195,14 @@ def capture(root: Root) -> Capture:
             cap.take(root, rel)
             cap.missing = [m for m in cap.missing if m != rel]
     from ascendtune.host import facts
+    from ascendtune.host.cgroup import cpuset_paths
     from ascendtune.host.identity import MACHINE_ID, machine_id_digest
 
+    # this process's cgroup files (doctor's too): the host reader resolves the cpuset from them
+    own = cpuset_paths(root)
+    for rel, text in zip(own, root.read_files(own), strict=True):
+        if text is not None:
+            cap.files.setdefault(rel, redact_file(rel, text))
     meta = _meta(root)
     # the id itself stays on the host: a snapshot travels (bug reports), so it carries the
     # digest every JSON document carries, which a replay reports as the host's

@@ -197,6 +197,9 @@ def test_the_read_back_reads_the_host_again_only_when_an_answer_differs(
     sysroot: SysrootBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     atlas_a2(sysroot)
+    # the reader resolves this process's cpuset from these (doctor captures them too)
+    sysroot.file("proc/self/cgroup", "0::/user.slice\n")
+    sysroot.file("sys/fs/cgroup/user.slice/cpuset.cpus.effective", "0-3\n")
     cap = snapshot.capture(DirRoot(sysroot.root))
     assert cap.host is not None and cap.asked
     read_host = reader.read_host
