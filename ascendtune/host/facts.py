@@ -59,11 +59,11 @@ def expand(root: Root, path: str) -> list[str]:
 def read_declared(root: Root, declared: Iterable[str]) -> dict[str, str | None]:
     """Each declared file's text (None: absent); a pattern's files only where present."""
     out: dict[str, str | None] = {}
-    for decl in declared:
-        for path in expand(root, decl):
-            text = root.read_text(path)
-            if text is not None or not is_pattern(decl):
-                out[path] = text
+    found = [(path, is_pattern(decl)) for decl in declared for path in expand(root, decl)]
+    texts = root.read_files([path for path, _ in found])
+    for (path, pattern), text in zip(found, texts, strict=True):
+        if text is not None or not pattern:
+            out[path] = text
     return out
 
 
@@ -209,7 +209,8 @@ def gather_host_facts(root: Root, scan: ProcessScan | None = None) -> HostFacts:
 
 
 def _existing(root: Root, paths: Iterable[str | None]) -> list[str]:
-    return [p for p in paths if p and root.read_text(p) is not None]
+    wanted = [p for p in paths if p]
+    return [p for p, text in zip(wanted, root.read_files(wanted), strict=True) if text is not None]
 
 
 def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
@@ -250,8 +251,8 @@ def doctor_paths(root: Root, host: Host | None = None) -> list[str]:
             target = root.readlink(f"{base}/fd/{fd}")
             if target is not None and vendors.by_device_file(target):
                 paths.append(f"{base}/fd/{fd}")
-        for tid in root.listdir(f"{base}/task") or []:
-            paths += _existing(root, [f"{base}/task/{tid}/status", f"{base}/task/{tid}/comm"])
+        tasks = [f"{base}/task/{tid}" for tid in root.listdir(f"{base}/task") or []]
+        paths += _existing(root, [f"{t}/{f}" for t in tasks for f in ("status", "comm")])
         for a in w.ancestors:
             paths += _existing(root, [f"proc/{a.pid}/stat", f"proc/{a.pid}/comm"])
         paths += cpuset_paths(root, w.pid)

@@ -48,6 +48,8 @@ class Capture:
     # the host as read from the capture (None: the reader refused it); read once, for the
     # doctor paths and the summary (a 1,000-GPU matrix is a million cells to parse)
     host: Host | None = None
+    # what that reading asked of the capture and was told (see _Asked); None: not read
+    asked: dict[tuple[str, str], object] | None = None
 
     def take(self, root: Root, rel: str) -> None:
         text = root.read_text(rel)
@@ -110,6 +112,13 @@ class _Recorder(Root):
         text = texts[rel] = self.inner.read_text(rel)
         return text
 
+    def read_files(self, rels: list[str]) -> list[str | None]:
+        texts = self.texts
+        new = [rel for rel in rels if rel not in texts]
+        if new:
+            texts.update(zip(new, self.inner.read_files(new), strict=True))
+        return [texts[rel] for rel in rels]
+
     def listdir(self, rel: str) -> list[str] | None:
         if rel not in self.lists:
             self.lists[rel] = self.inner.listdir(rel)
@@ -150,8 +159,12 @@ def capture(root: Root) -> Capture:
     root = _Recorder(root)
     from ascendtune.host.identity import IDENTITY_PATHS
 
-    for rel in (*host_paths(root), *IDENTITY_PATHS):
-        cap.take(root, rel)
+    paths = [*host_paths(root), *IDENTITY_PATHS]
+    for rel, text in zip(paths, root.read_files(paths), strict=True):
+        if text is None:
+            cap.missing.append(rel)
+        else:
+            cap.files[rel] = redact_file(rel, text)
     cap.missing = [
         m for m in cap.missing if not m.endswith(("/online", "/class", "/possible", "/present"))
     ]
@@ -182,13 +195,30 @@ def capture(root: Root) -> Capture:
             cap.take(root, rel)
             cap.missing = [m for m in cap.missing if m != rel]
     from ascendtune.host import facts
+    from ascendtune.host.cgroup import cpuset_paths
+    from ascendtune.host.identity import MACHINE_ID, machine_id_digest
 
+    # this process's cgroup files (doctor's too): the host reader resolves the cpuset from them
+    own = cpuset_paths(root)
+    for rel, text in zip(own, root.read_files(own), strict=True):
+        if text is not None:
+            cap.files.setdefault(rel, redact_file(rel, text))
+    meta = _meta(root)
+    # the id itself stays on the host: a snapshot travels (bug reports), so it carries the
+    # digest every JSON document carries, which a replay reports as the host's
+    machine_id = cap.files.pop(MACHINE_ID, None)
+    if machine_id is not None:
+        meta["machine_id_sha256"] = machine_id_digest(machine_id)
+    # meta.json before the host is read, as the replay will read it with the rest
+    cap.files["meta.json"] = _meta_json(meta)
+    asked = _Asked(MemRoot(dict(cap.files), dict(cap.links)))
     try:
         # read what was just captured: on a live host this does not run the vendor tools again
-        host = reader.read_host(MemRoot(dict(cap.files), dict(cap.links)))
+        host = reader.read_host(asked)
     except Exception:  # a host the reader refuses is still worth capturing for a bug report
         host = None
     cap.host = host
+    cap.asked = asked.asked if host is not None else None
     for rel in facts.doctor_paths(root, host):
         if rel in cap.files or rel in cap.links:
             continue
@@ -208,14 +238,6 @@ def capture(root: Root) -> Capture:
 
     for rel, text in kubelet_capture(host_root).items():  # a Kubernetes node: what the kubelet gave
         cap.files.setdefault(rel, text)
-    meta = _meta(root)
-    from ascendtune.host.identity import MACHINE_ID, machine_id_digest
-
-    # the id itself stays on the host: a snapshot travels (bug reports), so it carries the
-    # digest every JSON document carries, which a replay reports as the host's
-    machine_id = cap.files.pop(MACHINE_ID, None)
-    if machine_id is not None:
-        meta["machine_id_sha256"] = machine_id_digest(machine_id)
     if root.live and host is not None and host.npus and host.soc is Soc.UNKNOWN:
         # names do not tell the family: keep torch_npu's answer so the replay plans the same
         from ascendtune.host.socinfo import runtime_soc
@@ -223,8 +245,44 @@ def capture(root: Root) -> Capture:
         soc = runtime_soc()
         if soc is not None:
             meta["soc_runtime"] = soc.value
-    cap.files["meta.json"] = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+            cap.files["meta.json"] = _meta_json(meta)  # the read-back reads the host again
     return cap
+
+
+def _meta_json(meta: dict[str, object]) -> str:
+    return json.dumps(meta, indent=2, sort_keys=True) + "\n"
+
+
+class _Asked(Root):
+    """root, with every answer it gave kept by question: what the capture's read_host asked
+    and was told. read_host is a function of those answers alone (a MemRoot runs no tool, and
+    base Root methods answer through these three), so a written snapshot that gives the same
+    answers reads back as the same host."""
+
+    def __init__(self, inner: Root) -> None:
+        self.inner = inner
+        self.label = inner.label
+        self.live = inner.live
+        self.asked: dict[tuple[str, str], object] = {}
+
+    def read_text(self, rel: str) -> str | None:
+        got = self.asked[("text", rel)] = self.inner.read_text(rel)
+        return got
+
+    def listdir(self, rel: str) -> list[str] | None:
+        got = self.inner.listdir(rel)
+        self.asked[("list", rel)] = None if got is None else list(got)
+        return got
+
+    def readlink(self, rel: str) -> str | None:
+        got = self.asked[("link", rel)] = self.inner.readlink(rel)
+        return got
+
+
+def _answers_hold(root: Root, asked: dict[tuple[str, str], object]) -> bool:
+    """Whether root answers every question read_host asked of the capture as it was told."""
+    ask = {"text": root.read_text, "list": root.listdir, "link": root.readlink}
+    return all(ask[kind](rel) == told for (kind, rel), told in asked.items())
 
 
 def _meta(root: Root) -> dict[str, object]:
@@ -284,7 +342,7 @@ def write(cap: Capture, dest: str, *, force: bool = False) -> Path:
             _write_archive(tmp, cap, gzip=not dest.endswith(".tar"))
         else:
             _write_folder(cap, tmp)
-        _read_back(tmp, dest)
+        _read_back(tmp, dest, cap)
         _put_in_place(tmp, path, force)
         tmp = None
     except PermissionError as e:
@@ -343,13 +401,20 @@ def _mkdirs(base: Path, folder: Path) -> None:
         os.mkdir(d, 0o700)
 
 
-def _read_back(tmp: Path, dest: str) -> None:
-    """A snapshot that does not replay is worse than none: read it as the user will."""
+def _read_back(tmp: Path, dest: str, cap: Capture) -> None:
+    """A snapshot that does not replay is worse than none: read it as the user will.
+
+    It is opened through the replay's own reader (an archive inflated and parsed member by
+    member under the replay's bounds, a folder walked), then asked what the capture's
+    read_host asked: the same answers make the same host, so read_host runs again only when
+    one differs (or the capture's own reading failed)."""
     from ascendtune.core.errors import AscendtuneError
     from ascendtune.host.roots import open_root
 
     try:
-        reader.read_host(open_root(str(tmp)))
+        written = open_root(str(tmp))
+        if cap.asked is None or not _answers_hold(written, cap.asked):
+            reader.read_host(written)
     except AscendtuneError as e:
         raise e.reworded(f"{dest} was not written: it does not read back: ") from None
 

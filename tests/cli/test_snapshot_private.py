@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendtune.core.errors import InvalidInput
+from ascendtune.core.errors import AscendtuneError, InvalidInput
 from ascendtune.core.redact import redact_args, redact_environ
 from ascendtune.host import reader, snapshot
 from ascendtune.host.roots import DirRoot
@@ -151,11 +151,23 @@ def test_a_failed_read_back_or_write_leaves_nothing(
     tmp_path = tmp_path / "out"
     tmp_path.mkdir()
 
+    # a writer that loses a file: the written snapshot answers the capture's read_host
+    # otherwise, so the host is read from it again, and refused
+    lost = dict(cap.files)
+    del lost["sys/devices/system/cpu/online"]
+    monkeypatch.setattr(cap, "files", lost)
+    for name in ("a.tar.gz", "folder"):
+        with pytest.raises(AscendtuneError, match=r"does not read back: .*online is missing"):
+            snapshot.write(cap, str(tmp_path / name))
+    monkeypatch.undo()
+
     def refuse(root: object) -> None:
         raise InvalidInput("no CPUs")
 
+    # a capture the reader refused is read back in full
     monkeypatch.setattr(reader, "read_host", refuse)
-    for name in ("a.tar.gz", "folder"):
+    monkeypatch.setattr(cap, "asked", None)
+    for name in ("a2.tar.gz", "folder2"):
         with pytest.raises(InvalidInput, match="does not read back"):
             snapshot.write(cap, str(tmp_path / name))
     monkeypatch.undo()
@@ -179,3 +191,30 @@ def test_a_failed_read_back_or_write_leaves_nothing(
         with pytest.raises(InvalidInput, match="No space left"):
             snapshot.write(cap, str(tmp_path / name))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_read_back_reads_the_host_again_only_when_an_answer_differs(
+    sysroot: SysrootBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    atlas_a2(sysroot)
+    # the reader resolves this process's cpuset from these (doctor captures them too)
+    sysroot.file("proc/self/cgroup", "0::/user.slice\n")
+    sysroot.file("sys/fs/cgroup/user.slice/cpuset.cpus.effective", "0-3\n")
+    cap = snapshot.capture(DirRoot(sysroot.root))
+    assert cap.host is not None and cap.asked
+    read_host = reader.read_host
+    roots: list[object] = []
+
+    def counted(root: object) -> object:
+        roots.append(root)
+        return read_host(root)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader, "read_host", counted)
+    for name in ("a.tar.gz", "a.tar", "folder"):
+        snapshot.write(cap, str(tmp_path / name))
+    assert roots == []  # the written snapshots answered as the capture did
+    # the NPU table a replay reads, changed in what is written: read again (and still a host)
+    smi = next(k for k in cap.files if k.startswith("commands/npu-smi_info") and "-t" not in k)
+    monkeypatch.setitem(cap.files, smi, cap.files[smi] + "\n")
+    snapshot.write(cap, str(tmp_path / "b.tar.gz"))
+    assert len(roots) == 1

@@ -393,3 +393,40 @@ def test_archive_stream_damage_is_one_clear_error() -> None:
         with pytest.raises(InvalidInput, match=r"^x is (a damaged archive|neither)") as e:
             open_archive(data, "x")
         assert "\n" not in str(e.value), why
+
+
+def test_read_files_answers_as_read_text_does(
+    sysroot: SysrootBuilder, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the batch read of a capture (kept folders, an openat per folder) against read_text's
+    # own walk, path by path: links inside and out, absent files and folders, odd names
+    monkeypatch.setattr(DirRoot, "MAX_OPEN_DIRS", 3)  # folders dropped and reopened as it goes
+    sysroot.file("etc/shadow", "inside\n")
+    for i in (0, 3, 5):
+        sysroot.file(f"sys/devices/system/cpu/cpu{i}/topology/core_id", f"{i}\n")
+    sysroot.file("sys/devices/system/cpu/cpu1/topology/x", "")
+    sysroot.link("sys/devices/system/cpu/cpu1/topology/core_id", "/etc/shadow")
+    sysroot.link("sys/devices/system/cpu/cpu2", "/etc")  # a folder that is a link
+    sysroot.link("sys/devices/system/cpu/cpu3/topology/out", str(outside / "secret"))
+    sysroot.link("sys/devices/system/cpu/cpu4/topology", str(outside / "sub"))
+    paths = [
+        f"sys/devices/system/cpu/cpu{i}/{f}"
+        for i in range(7)
+        for f in ("topology/core_id", "topology/out", "cpufreq/x", "shadow", "topology/../online")
+    ] + [
+        "etc/shadow",
+        "etc//shadow",
+        "/etc/shadow",
+        "sys/devices/system/cpu/./cpu0/topology/core_id",
+    ]
+    want = [DirRoot(sysroot.root).read_text(p) for p in paths]
+    assert DirRoot(sysroot.root).read_files(paths) == want
+    assert want[paths.index("sys/devices/system/cpu/cpu1/topology/core_id")] == "inside\n"
+    assert want[paths.index("sys/devices/system/cpu/cpu2/shadow")] == "inside\n"
+    assert not any(SECRET in (text or "") for text in want)
+    root = DirRoot(sysroot.root)
+    folders = [p.rsplit("/", 1)[0] for p in paths] + ["sys/devices/system/cpu/cpu2"]
+    assert [root.listdir(f) for f in folders] == [DirRoot(sysroot.root).listdir(f) for f in folders]
+    os.mkfifo(sysroot.root / "sys/devices/system/cpu/cpu5/topology/fifo")
+    with pytest.raises(InvalidInput, match="is a FIFO"):
+        root.read_files(["sys/devices/system/cpu/cpu5/topology/fifo"])

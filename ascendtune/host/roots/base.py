@@ -46,6 +46,11 @@ class Root:
     def listdir(self, rel: str) -> list[str] | None:
         raise NotImplementedError
 
+    def read_files(self, rels: list[str]) -> list[str | None]:
+        """read_text of each path, in order: what a capture reads of thousands of files at once
+        (a sysroot answers them from its open folders, without a call chain per file)."""
+        return [self.read_text(rel) for rel in rels]
+
     def readlink(self, rel: str) -> str | None:
         raise NotImplementedError
 

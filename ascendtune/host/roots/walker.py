@@ -231,15 +231,18 @@ class DirRoot(Root):
         """
         if last == "file":
             # the common read: a plain file in a folder already open (a key of _dirs is a plain
-            # path, so rel is one too); a link, or anything unusual, takes the whole walk below
+            # path, so rel is one too), or one level below such a folder; a link, or anything
+            # unusual, takes the whole walk below
             cut = rel.rfind("/")
-            fd = self._dirs.get(rel[:cut]) if cut > 0 else None
+            try:
+                fd = self._open_dir(rel[:cut]) if cut > 0 else None
+            except FileNotFoundError:
+                return None
             name = rel[cut + 1 :]
             if fd is not None and name not in ("", ".", ".."):
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     if not stat.S_ISLNK(st.st_mode):
-                        self._dirs.move_to_end(rel[:cut])
                         self._refuse_special(rel, st.st_mode)
                         return os.open(name, _FILE_FLAGS, dir_fd=fd)
                 except OSError as e:
@@ -361,6 +364,38 @@ class DirRoot(Root):
             while len(self._dirs) > self.MAX_OPEN_DIRS:
                 os.close(self._dirs.popitem(last=False)[1])
 
+    def _open_dir(self, rel: str) -> int | None:
+        """The descriptor of the plain folder rel kept in _dirs, opened from the deepest of
+        its folders kept there (an openat per component, O_NOFOLLOW | O_DIRECTORY: never a
+        link, never anything but a folder; each kept); None when none is, or rel is no plain
+        folder there (the caller then takes the whole walk, which decides); FileNotFoundError
+        when a folder on the way holds no such entry. The descriptor stays _dirs'."""
+        dirs = self._dirs
+        fd = dirs.get(rel)
+        if fd is not None:
+            dirs.move_to_end(rel)
+            return fd
+        cut = rel.rfind("/")
+        if cut <= 0:
+            return None
+        name = rel[cut + 1 :]
+        if name in ("", ".", ".."):
+            return None
+        up = self._open_dir(rel[:cut])  # a plain path's folders are plain folders too
+        if up is None:
+            return None
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=up)
+        except FileNotFoundError:
+            raise
+        except OSError:
+            return None  # a link, not a folder, unreadable: the walk says which
+        dirs.move_to_end(rel[:cut])
+        dirs[rel] = fd
+        while len(dirs) > self.MAX_OPEN_DIRS:
+            os.close(dirs.popitem(last=False)[1])
+        return fd
+
     @staticmethod
     def _grow(plain: str | None, name: str) -> str | None:
         """The plain path walked so far, one folder further (None once it is not plain)."""
@@ -412,14 +447,12 @@ class DirRoot(Root):
                 # FIFO or device opened) and gives the size; O_NOFOLLOW refuses a link swapped
                 # in since. A link, or anything unusual, takes the whole walk below.
                 cut = rel.rfind("/")
-                parent = rel[:cut]
-                at = self._dirs.get(parent) if cut > 0 else None
+                at = self._open_dir(rel[:cut]) if cut > 0 else None
                 name = rel[cut + 1 :]
                 if at is not None and name not in ("", ".", ".."):
                     st = os.stat(name, dir_fd=at, follow_symlinks=False)
                     mode = st.st_mode
                     if stat.S_ISREG(mode):
-                        self._dirs.move_to_end(parent)
                         opened = os.open(name, _FILE_FLAGS, dir_fd=at)
                         try:
                             return read_capped(
@@ -461,6 +494,40 @@ class DirRoot(Root):
         data = self.read_bytes(rel)
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    def read_files(self, rels: list[str]) -> list[str | None]:
+        # read_bytes' common case inlined (a plain regular file under plain folders); anything
+        # else, or any error but absence, is answered by read_text, which decides
+        if self.live:
+            return super().read_files(rels)
+        out: list[str | None] = []
+        add = out.append
+        open_dir, sstat, sopen, sread, sclose = self._open_dir, os.stat, os.open, os.read, os.close
+        isreg = stat.S_ISREG
+        for rel in rels:
+            cut = rel.rfind("/")
+            name = rel[cut + 1 :]
+            try:
+                at = open_dir(rel[:cut]) if cut > 0 and name not in ("", ".", "..") else None
+                if at is not None:
+                    st = sstat(name, dir_fd=at, follow_symlinks=False)
+                    size = st.st_size
+                    if isreg(st.st_mode) and size < MAX_FILE_BYTES:
+                        fd = sopen(name, _FILE_FLAGS, dir_fd=at)
+                        try:
+                            data = sread(fd, size + 1)
+                        finally:
+                            sclose(fd)
+                        if len(data) <= size:
+                            add(data.decode("utf-8", errors="replace"))
+                            continue
+            except FileNotFoundError:
+                add(None)  # no such entry in a plain folder (or no such folder on the way)
+                continue
+            except OSError:
+                pass
+            add(self.read_text(rel))
+        return out
+
     def folder(self, rel: str) -> Folder:
         if self.live:
             return Folder(self, rel)  # live reads take whole paths anyway
@@ -474,6 +541,12 @@ class DirRoot(Root):
         try:
             if self.live:
                 return sorted(os.listdir(self._p(rel)))
+            try:
+                kept = self._open_dir(rel)
+            except FileNotFoundError:
+                return None
+            if kept is not None:
+                return sorted(os.listdir(kept))  # listdir reads a dup from the start, rewinds
             fd = self._walk(rel, last="dir")
             if fd is None:
                 return None
