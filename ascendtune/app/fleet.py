@@ -89,6 +89,7 @@ def check_view(view: str) -> None:
 def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, dict[str, Any]]:
     """The documents `topo --json` (always) and `doctor` or `plan --json` give for a root."""
     from ascendtune.app import doctor as app_doctor
+    from ascendtune.app import k8s as app_k8s
     from ascendtune.app import plan as app_plan
     from ascendtune.app import topo as app_topo
     from ascendtune.app.hosts import Loaded, identity, read_host
@@ -103,7 +104,9 @@ def judge(root: Root, view: str, plan: PlanOptions | None = None) -> dict[str, d
             env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
         )
     got = Loaded(root, read_host(root), identity(root))
-    docs = {"topo": versioned(app_topo.document(app_topo.TopoReport(got.host, got.identity)))}
+    # as `topo --json` has it, with the kubelet's view on a Kubernetes node (compared per node)
+    topo = app_topo.TopoReport(got.host, got.identity, app_k8s.report(root, got.host))
+    docs = {"topo": versioned(app_topo.document(topo))}
     if view == "doctor":
         report = app_doctor.doctor(root, app_doctor.DoctorOptions(plan=opts))
         docs["doctor"] = versioned(app_doctor.document(report))

@@ -140,10 +140,13 @@ def facts_of(view: str, docs: dict[str, dict[str, Any]]) -> dict[str, str]:
         info = topo.get(tool) or {}
         if info.get("found"):
             out[tool] = str(info.get("version") or "found")
+    out.update(k8s_facts(topo.get("kubernetes")))
     if view == "doctor":
         doc = docs.get("doctor") or {}
         out["vllm_ascend"] = str(doc.get("target"))
         for c in doc.get("checks") or []:
+            if str(c.get("id")).startswith("pod:"):
+                continue  # pods differ by name from node to node: counted in k8s_pods
             key = "check:" + check_key(c)
             value = f"{c.get('status')}: {normalize(c.get('value'))}"
             # two workers on one device: both values, in a stable order
@@ -162,6 +165,37 @@ def facts_of(view: str, docs: dict[str, dict[str, Any]]) -> dict[str, str]:
         out["warnings"] = str(len(topo.get("warnings") or []))
         out["visible"] = ",".join(str(a.get("logical_id")) for a in topo.get("accelerators") or [])
     return out
+
+
+def k8s_facts(k8s: object) -> dict[str, str]:
+    """A Kubernetes node's kubelet settings and how its pods sit, as compared across nodes: the
+    policies and reserved CPUs, then the pods with accelerators counted by status (their names
+    differ from node to node, their counts say whether a node places pods worse)."""
+    if not isinstance(k8s, dict):
+        return {}
+    options = k8s.get("cpu_manager_options")
+    opts = (
+        ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+        if isinstance(options, dict)
+        else ""
+    )
+    kubelet = (
+        f"cpu manager {k8s.get('cpu_manager_policy')}{f' ({opts})' if opts else ''}, "
+        f"topology manager {k8s.get('topology_manager_policy')} "
+        f"({k8s.get('topology_manager_scope')} scope), "
+        f"reserved {k8s.get('reserved_cpus') or '-'}"
+    )
+    pods = [c for c in k8s.get("containers") or [] if isinstance(c, dict) and c.get("devices")]
+    status = Counter(str(c.get("status")) for c in pods)
+    findings = k8s.get("findings") or []
+    return {
+        "k8s_kubelet": kubelet,
+        "k8s_pods": f"{status.get('fail', 0)} fail, {status.get('warn', 0)} warn "
+        f"(of {len(pods)} with accelerators)"
+        if status.get("fail") or status.get("warn")
+        else "all ok",
+        "k8s_findings": str(len(findings) if isinstance(findings, list) else 0),
+    }
 
 
 def _fails(docs: dict[str, dict[str, Any]]) -> tuple[str, ...]:

@@ -400,3 +400,37 @@ def test_an_unreadable_snapshot_is_one_row(tmp_path: Path, monkeypatch: pytest.M
     assert rows["node-c"]["status"] == "failed"
     assert rows["node-c"]["reason"] == "unreadable: Permission denied"
     assert rows["node-a"]["status"] == rows["node-b"]["status"] == "ok"
+
+
+def test_kubernetes_nodes_are_compared_on_their_kubelet_and_pods(tmp_path: Path) -> None:
+    # issue 25: fleet shows Kubernetes per node; pods differ by name from node to node, so they
+    # are compared as counts by status, and the kubelet's policies as one value
+    from tests.support import k8s as K
+
+    aligned = K.cpu_manager_v2(
+        {K.UID_A: {K.CONTAINER: "144-155"}, K.UID_B: {K.CONTAINER: "156-167"}},
+        default="0-143,168-191",
+    )
+    paths = [
+        str(K.k8s_node(tmp_path / f"n{i}", cpu_state=state))
+        for i, state in enumerate([aligned, aligned, None])
+    ]
+    report = api.fleet_compare_report(*paths)
+    rows = {n.node: n for n in report.result.nodes}
+    assert len(rows) == 3, rows
+    bad = [n for n in rows.values() if n.status == "differs"]
+    assert [n.node for n in bad] == ["a2 [n2]"], rows
+    keys = {d.key: d for d in bad[0].differs}
+    assert keys["k8s_pods"].value == "1 fail, 0 warn (of 2 with accelerators)"
+    assert keys["k8s_pods"].majority == "all ok"
+    assert not any(k.startswith("check:pod:") for k in report.result.keys)
+    for n in rows.values():
+        assert n.facts["k8s_kubelet"].startswith("cpu manager static (full-pcpus-only=true)")
+    assert report.exit_code == 1  # node2's pod B fails its check
+
+
+def test_a_node_that_is_no_kubernetes_node_has_no_k8s_facts() -> None:
+    assert core.k8s_facts(None) == {}
+    assert core.k8s_facts({"containers": [{"devices": ["x"], "status": "warn"}]})["k8s_pods"] == (
+        "0 fail, 1 warn (of 1 with accelerators)"
+    )
