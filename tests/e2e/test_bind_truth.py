@@ -8,7 +8,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,23 +64,36 @@ def test_a_target_that_resets_its_own_masks_is_not_verified(spawn: Spawn) -> Non
 
 @contextlib.contextmanager
 def taskset_loop(pid: int, cpus: set[int]) -> Iterator[None]:
-    """What `while :; do taskset -a -p -c 0,1 PID; done` does, from a thread of this test."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with contextlib.suppress(OSError):
-                    os.sched_setaffinity(int(tid), cpus)
-            stop.wait(0.002)
-
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
+    """What `while :; do taskset -a -p -c 0,1 PID; done` does, from a process of its own (a
+    thread of this test would wait for the GIL while an in-process bind holds it, and on a
+    loaded machine sit out the whole window the bind re-reads in)."""
+    code = (
+        "import os, sys, time\n"
+        "pid, cpus = int(sys.argv[1]), {int(c) for c in sys.argv[2].split(',')}\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    try:\n"
+        "        tids = os.listdir(f'/proc/{pid}/task')\n"
+        "    except OSError:\n"
+        "        break\n"
+        "    for tid in tids:\n"
+        "        try:\n"
+        "            os.sched_setaffinity(int(tid), cpus)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    time.sleep(0.001)\n"
+    )
+    loop = subprocess.Popen(
+        [sys.executable, "-c", code, str(pid), ",".join(map(str, sorted(cpus)))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        assert loop.stdout is not None and loop.stdout.readline() == "ready\n"
         yield
     finally:
-        stop.set()
-        t.join()
+        loop.kill()  # by its own PID
+        loop.wait(timeout=30)
 
 
 def test_a_concurrent_taskset_loop_is_said_and_never_verified(spawn: Spawn) -> None:

@@ -103,17 +103,38 @@ def test_the_settle_window_is_waited_once_for_every_worker(
     real = engine.time.sleep
 
     def sleep(s: float) -> None:
-        slept.append(s)
+        # time.sleep is one function for the whole process: only the engine's waits count (a
+        # subprocess's wait for the fake npu-smi polls with it too)
+        if sys._getframe(1).f_globals.get("__name__") == engine.__name__:
+            slept.append(s)
         real(s)
 
+    # a fight round (a thread found off at the final re-read, written again) waits its own
+    # window, rightly: on a loaded machine a worker's late thread can cause one. Those waits are
+    # the re-reads after the first; the first re-read of every worker must not wait at all.
+    reads: dict[int, int] = {}
+    in_rounds: list[float] = []
+    real_final = engine._final_read
+
+    def final_read(pid: int, *args: object) -> object:
+        reads[pid] = reads.get(pid, 0) + 1
+        before = len(slept)
+        got = real_final(pid, *args)  # type: ignore[arg-type]
+        if reads[pid] > 1:
+            in_rounds.extend(slept[before:])
+        return got
+
     monkeypatch.setattr(engine.time, "sleep", sleep)
+    monkeypatch.setattr(engine, "_final_read", final_read)
     server.reset_masks()
     code, doc, err = bind("--workers", "--plan", str(write_plan(tmp_path)), "--json")
     assert code == 0, err
     assert doc is not None and len(doc["workers"]) == 4
     assert all(w["verified"] and w["threads_changed"] > 0 for w in doc["workers"])
     assert sum(server.off_target().values()) == 0
-    assert len(slept) <= 1 and sum(slept) <= engine.VERIFY_SETTLE_S
+    assert len(reads) == 4
+    once = len(slept) - len(in_rounds)  # the settle window and every worker's first re-read
+    assert once <= 1 and sum(slept) - sum(in_rounds) <= engine.VERIFY_SETTLE_S
 
 
 def test_a_worker_without_a_rank_is_reported_and_the_others_still_bound(
