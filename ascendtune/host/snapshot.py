@@ -132,14 +132,16 @@ class _Recorder(Root):
         return self.inner.readlinks(rel)
 
     def read_children(
-        self, folder: str, names: list[str], file: str | None, links: str
+        self, folder: str, names: list[str], file: str | None, links: str, *, skip_below: int = 0
     ) -> list[tuple[str | None, list[str] | None]]:
-        # the root's own pass (a sysroot reads each entry from its descriptor), kept
-        rows = self.inner.read_children(folder, names, file, links)
+        # the root's own pass (a sysroot reads each entry from its descriptor), kept; a ""
+        # may stand for a file left unread (skip_below), so it is not kept
+        rows = self.inner.read_children(folder, names, file, links, skip_below=skip_below)
         if file is not None:
             base = folder.strip("/")
             for name, (text, _) in zip(names, rows, strict=True):
-                self.texts.setdefault(f"{base}/{name}/{file}", text)
+                if text != "" or not skip_below:
+                    self.texts.setdefault(f"{base}/{name}/{file}", text)
         return rows
 
     def renew_tool_budget(self) -> None:

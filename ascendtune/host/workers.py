@@ -37,6 +37,7 @@ def proc_scanned(root: Root, meta: Mapping[str, object] | None = None) -> bool:
 
 
 Held = list[tuple[vendors.VendorProfile, int, str]]
+IRQBALANCE = "irqbalance"  # its comm
 
 
 class ProcessScan(NamedTuple):
@@ -63,7 +64,9 @@ def scan_processes(root: Root, *, irqbalance: bool = True, devices: bool = True)
         return ProcessScan(pids, None, {})
     if devices:
         names = [str(p) for p in pids]
-        rows = root.read_children("proc", names, "comm" if want_comm else None, "fd")
+        # only the comm that is "irqbalance" is of use: a shorter file is left unread
+        comm_file = "comm" if want_comm else None
+        rows = root.read_children("proc", names, comm_file, "fd", skip_below=len(IRQBALANCE))
     else:
         rows = [(root.read_text(f"proc/{p}/comm"), None) for p in pids]
     # most open files are sockets, pipes and plain files: only /dev/<device_file>... can match
@@ -71,12 +74,15 @@ def scan_processes(root: Root, *, irqbalance: bool = True, devices: bool = True)
     irq: list[int] = []
     held: dict[int, Held] = {}
     for pid, (comm, targets) in zip(pids, rows, strict=True):
-        if comm is not None and comm.strip() == "irqbalance":
+        if comm and comm.strip() == IRQBALANCE:
             irq.append(pid)
-        if targets and any(t.startswith(wanted) for t in targets):
-            got = _held_devices(targets, wanted)
-            if got:
-                held[pid] = got
+        if targets:
+            for t in targets:
+                if t.startswith(wanted):
+                    got = _held_devices(targets, wanted)
+                    if got:
+                        held[pid] = got
+                    break
     return ProcessScan(pids, tuple(irq) if want_comm else None, held)
 
 

@@ -89,14 +89,56 @@ def test_scan_finds_holders_and_irqbalance(tree: SysrootBuilder) -> None:
     assert scan_processes(root, devices=False).held == {}
 
 
+def test_a_short_file_answers_empty_unread(
+    tree: SysrootBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # skip_below: doctor wants only the comm "irqbalance"; shorter files are stat'ed, not read
+    tree.file("proc/18/comm", "irqbalance")  # 10 bytes, no newline: read
+    tree.file("proc/19/comm", "irqbalanc\n")  # 10 bytes: read
+    root = DirRoot(tree.root)
+    names = ["10", "11", "12", "13", "16", "17", "18", "19", "99"]
+    reads: list[int] = []
+    real_read = os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        reads.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(walker.os, "read", counted)
+    got = root.read_children("proc", names, "comm", "fd", skip_below=10)
+    monkeypatch.undo()
+    slow = _generic(root, names, "comm")
+    assert [links for _, links in got] == [links for _, links in slow]
+    # 10 and 12 are stat'ed only; 11, 18, 19 read from their folders; the PID link 13 by its
+    # path (read in full); 16's comm links out of the root (as absent as the slow read finds)
+    texts = ["", "irqbalance\n", "", "python3\n", None, None, "irqbalance", "irqbalanc\n", None]
+    assert [text for text, _ in got] == texts
+    assert sorted(reads) == [9, 11, 11, 12]  # each file's size + 1
+    tree.file("meta.json", '{"proc_scanned": true}')
+    assert scan_processes(root).irqbalance == (11, 18)
+
+
+def test_a_snapshot_keeps_the_text_of_a_file_the_scan_left_unread(tree: SysrootBuilder) -> None:
+    # the capture shares its reads with the scan: a short comm it did not read is still taken
+    # from the host as it is (worker 10's "python3"), never as the scan's ""
+    from ascendtune.host.snapshot import capture
+
+    tree.file("meta.json", '{"proc_scanned": true}')
+    cap = capture(DirRoot(tree.root))
+    assert cap.files["proc/10/comm"] == "python3\n"
+    assert cap.files["proc/11/comm"] == "irqbalance\n"
+    assert "proc/12/comm" not in cap.files
+
+
+@pytest.mark.parametrize("skip_below", [0, 10])
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
-def test_a_special_comm_is_refused(tree: SysrootBuilder, kind: str) -> None:
+def test_a_special_comm_is_refused(tree: SysrootBuilder, kind: str, skip_below: int) -> None:
     path = tree.root / "proc/12/comm"
     path.unlink()
     os.mkfifo(path) if kind == "fifo" else path.mkdir()
     root = DirRoot(tree.root)
     with pytest.raises(InvalidInput, match="FIFO" if kind == "fifo" else "folder"):
-        root.read_children("proc", ["12"], "comm", "fd")
+        root.read_children("proc", ["12"], "comm", "fd", skip_below=skip_below)
     with pytest.raises(InvalidInput):
         root.read_text("proc/12/comm")  # as the ordinary read does
     assert root.read_children("proc", ["12"], None, "fd") == [(None, [])]
@@ -129,9 +171,9 @@ def test_doctor_reads_a_process_that_holds_no_device_once(
         monkeypatch.setattr(DirRoot, name, spy)
     orig_children = DirRoot.read_children
 
-    def children(self: DirRoot, folder: str, names: list[str], *a: object) -> object:
+    def children(self: DirRoot, folder: str, names: list[str], *a: object, **kw: int) -> object:
         calls.append(names)
-        return orig_children(self, folder, names, *a)  # type: ignore[arg-type]
+        return orig_children(self, folder, names, *a, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(DirRoot, "read_children", children)
     doctor(DirRoot(tree.root), DoctorOptions())

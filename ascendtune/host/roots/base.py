@@ -69,12 +69,17 @@ class Root:
         return out
 
     def read_children(
-        self, folder: str, names: list[str], file: str | None, links: str
+        self, folder: str, names: list[str], file: str | None, links: str, *, skip_below: int = 0
     ) -> list[tuple[str | None, list[str] | None]]:
         """For each name of an entry of folder: (read_text of folder/NAME/file, or None when
         file is None; readlinks of folder/NAME/links), in the order of names. What doctor reads
         of every process (proc/PID/comm and the targets of proc/PID/fd) in one pass: through
-        folders, so a sysroot opens each entry once and reads from its descriptor."""
+        folders, so a sysroot opens each entry once and reads from its descriptor.
+
+        skip_below: a regular file shorter than this many bytes may answer "" unread, where
+        the root knows its size without reading it (a sysroot's stat; not live proc files,
+        whose sizes say nothing): the caller has no use for such a text (doctor wants only
+        the comm that is "irqbalance", 10 bytes or more). Absent files still answer None."""
         out: list[tuple[str | None, list[str] | None]] = []
         with self.folder(folder) as top:
             for name in names:

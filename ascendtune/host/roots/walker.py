@@ -528,6 +528,115 @@ class DirRoot(Root):
             add(self.read_text(rel))
         return out
 
+    def read_children(
+        self, folder: str, names: list[str], file: str | None, links: str, *, skip_below: int = 0
+    ) -> list[tuple[str | None, list[str] | None]]:
+        # A sysroot's proc/ may hold thousands of PID folders, and every system call counts
+        # (about 10 a process: the scan's whole cost). Each entry is opened once from the
+        # folder's descriptor (O_NOFOLLOW: a link is never followed here), its file is one
+        # stat, open and read from that descriptor (or the stat alone, when the file is shorter
+        # than skip_below), its link folder one open, one listing and a readlink per link; no
+        # Folder object, no path. Anything unusual (a link, a name that is not one plain
+        # component, an error other than absence) is answered by read_text / readlinks of its
+        # path, which resolve links inside the root and refuse what they refuse (a FIFO, a
+        # device, a folder as the file; a file past the bound).
+        if self.live or not names:
+            return super().read_children(folder, names, file, links, skip_below=skip_below)
+        try:
+            top = self._walk(folder, last="dir")
+        except OSError:
+            top = None
+        if top is None:
+            return super().read_children(folder, names, file, links, skip_below=skip_below)
+        prefix = folder.strip("/")
+        prefix = f"{prefix}/" if prefix else ""
+        out: list[tuple[str | None, list[str] | None]] = []
+        add = out.append
+        sopen, sclose, sstat, sread, listdir, readlink = (
+            os.open,
+            os.close,
+            os.stat,
+            os.read,
+            os.listdir,
+            os.readlink,
+        )
+        isreg, cap = stat.S_ISREG, MAX_FILE_BYTES
+        plain_file = file is None or ("/" not in file and file not in ("", ".", ".."))
+        plain_links = "/" not in links and links not in ("", ".", "..")
+        try:
+            for name in names:
+                if not plain_file or "/" in name or name in ("", ".", ".."):
+                    add(self._child_by_path(prefix + name, file, links))
+                    continue
+                try:
+                    d = sopen(name, _DIR_FLAGS, dir_fd=top)
+                except FileNotFoundError:
+                    add((None, None))
+                    continue
+                except OSError:  # a link (ELOOP), not a folder, unreadable: by its path
+                    add(self._child_by_path(prefix + name, file, links))
+                    continue
+                try:
+                    text: str | None = None
+                    if file is not None:
+                        try:
+                            st = sstat(file, dir_fd=d, follow_symlinks=False)
+                            size = st.st_size
+                            if not isreg(st.st_mode):
+                                text = self.read_text(f"{prefix}{name}/{file}")
+                            elif size < skip_below:
+                                text = ""
+                            elif size >= cap:
+                                text = self.read_text(f"{prefix}{name}/{file}")
+                            else:
+                                opened = sopen(file, _FILE_FLAGS, dir_fd=d)
+                                try:
+                                    data = sread(opened, size + 1)
+                                finally:
+                                    sclose(opened)
+                                if len(data) <= size:
+                                    text = data.decode("utf-8", errors="replace")
+                                else:  # grew since the stat: the full read decides
+                                    text = self.read_text(f"{prefix}{name}/{file}")
+                        except FileNotFoundError:
+                            pass
+                        except OSError:
+                            text = self.read_text(f"{prefix}{name}/{file}")
+                    targets: list[str] | None = None
+                    try:
+                        if not plain_links:
+                            raise NotADirectoryError  # by its path below
+                        fd = sopen(links, _DIR_FLAGS, dir_fd=d)
+                    except FileNotFoundError:
+                        pass
+                    except OSError:  # a link (ELOOP), not a folder: by its path
+                        targets = self.readlinks(f"{prefix}{name}/{links}")
+                    else:
+                        try:
+                            targets = []
+                            for entry in sorted(listdir(fd)):
+                                try:
+                                    targets.append(readlink(entry, dir_fd=fd))
+                                except OSError:
+                                    continue  # closed meanwhile, or not a link
+                        except OSError:
+                            targets = None
+                        finally:
+                            sclose(fd)
+                    add((text, targets))
+                finally:
+                    sclose(d)
+        finally:
+            sclose(top)
+        return out
+
+    def _child_by_path(
+        self, rel: str, file: str | None, links: str
+    ) -> tuple[str | None, list[str] | None]:
+        """read_children of the entry rel, by its paths (the closed-world walk decides)."""
+        text = self.read_text(f"{rel}/{file}") if file is not None else None
+        return text, self.readlinks(f"{rel}/{links}")
+
     def folder(self, rel: str) -> Folder:
         if self.live:
             return Folder(self, rel)  # live reads take whole paths anyway
