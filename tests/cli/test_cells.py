@@ -66,7 +66,7 @@ def printed(con: Console, what: object, width: int) -> str:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     tables(),
     st.integers(8, 220),

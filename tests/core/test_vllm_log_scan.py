@@ -330,7 +330,7 @@ def clocked(draw: st.DrawFn) -> bytes:
     return ("\n".join(lines) + draw(st.sampled_from(["", "\n"]))).encode()
 
 
-@settings(max_examples=400)
+@settings(max_examples=150)
 @given(
     clocked(),
     st.integers(1, 600),

@@ -95,6 +95,7 @@ class Case:
     tools: tuple[str, ...] = ("npu-smi", "lscpu", "lspci", "taskset", "migratepages", "ps")
     note: str = ""
     _tree: Any = field(default=None, repr=False)
+    _host: Any = field(default=None, repr=False)
 
     @property
     def arch(self) -> str:
@@ -118,6 +119,14 @@ class Case:
             self.spec = dc_replace(self.spec, npu_smi=dc_replace(smi, processes=procs))
             self._tree = render(self.spec)
         return self._tree
+
+    def host(self) -> Any:
+        """The host read from tree(), once: every release's payload and prediction of this
+        case reads the same tree (read_host is pure; the Host it gives is not changed)."""
+        if self._host is None:
+            tree = self.tree()
+            self._host = read_host(MemRoot(dict(tree.files), dict(tree.links)))
+        return self._host
 
     def logical_ids(self) -> list[int]:
         assert self.spec.npu_smi is not None
@@ -159,7 +168,7 @@ def payload(case: Case, impl: Impl) -> dict[str, Any]:
     env = {}
     if case.visible is not None:
         env["ASCEND_RT_VISIBLE_DEVICES"] = ",".join(map(str, case.visible))
-    host = read_host(MemRoot(dict(tree.files), dict(tree.links)))
+    host = case.host()
     calls = []
     for rank, _device in enumerate(case.job()):
         kwargs: dict[str, Any] = {}
@@ -286,7 +295,7 @@ def target_for(impl: Impl) -> vllm_ascend.VllmAscendVersion:
 
 def predict(case: Case, impl: Impl) -> tuple[list[Outcome], str]:
     """ascendtune's plan of the case for impl's release, per rank; and the plan's mode."""
-    host = read_host(MemRoot(dict(case.tree().files), dict(case.tree().links)))
+    host = case.host()
     job = case.job()
     busy = case.busy_ids()
     req = PlanRequest(
