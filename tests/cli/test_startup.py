@@ -80,3 +80,12 @@ def test_doctor_without_workers_loads_no_redaction() -> None:
     assert "ascendtune.core.redact" not in set(
         modules_after(["doctor", "--demo", "atlas-800i-a2", "--json"])
     )
+
+
+def test_snapshot_loads_no_planner_engine(tmp_path: Path) -> None:
+    """A snapshot gathers doctor's worker facts, whose records name a plan, but plans nothing:
+    the planner's engine (every policy, the vLLM-Ascend table, the traces) is not imported."""
+    mods = modules_after(["snapshot", str(tmp_path / "s.tar.gz"), "--demo", "atlas-800i-a2"])
+    assert (tmp_path / "s.tar.gz").is_file()
+    assert "ascendtune.core.planner.model" in mods
+    assert "ascendtune.core.planner.engine" not in mods
