@@ -153,3 +153,41 @@ def _no_surrogates(doc: Any, source: str, hint: str | None) -> None:
 
 def has_surrogates(s: str) -> bool:
     return _SURROGATES.search(s) is not None
+
+
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def wrap_as_rich(text: str, width: int) -> list[str]:
+    """The lines Rich's Console prints a line of printable ASCII text in, at `width` columns
+    (no markup, default justify, overflow fold: words moved to the next line whole, a word
+    longer than a line cut into pieces, whitespace past the width dropped). A command that
+    prints one such line need not import Rich for it (about 55 ms of start-up); a test checks
+    this against Rich itself."""
+    breaks: list[int] = []
+    offset = 0
+    for m in _WORD.finditer(text):
+        start, word = m.start(), m.group()
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width:
+            pieces = [word[i : i + width] for i in range(0, len(word), width)]
+            for i, piece in enumerate(pieces):
+                if start:
+                    breaks.append(start)
+                if i == len(pieces) - 1:
+                    offset = len(piece)
+                else:
+                    start += len(piece)
+        elif offset and start:
+            breaks.append(start)
+            offset = len(word)
+    lines = []
+    for a, b in zip([0, *breaks], [*breaks, len(text)], strict=True):
+        line = text[a:b]
+        if len(line) > width:
+            trailing = len(line) - len(line.rstrip())
+            line = line[: len(line) - min(trailing, len(line) - width)][:width]
+        lines.append(line)
+    return lines

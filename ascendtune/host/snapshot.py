@@ -469,7 +469,10 @@ def _write_archive(p: Path, cap: Capture, *, gzip: bool) -> None:
         sink = io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), 1 << 20)
         _tar_into(sink, cap, gzip=gzip)
         sink.flush()
-        os.fsync(fd)
+        # no fsync, as for a folder's files (and as `tar czf` writes): it waited for the disk
+        # longer than the whole capture took on a busy host (1,024 CPUs: 0.22 s against a
+        # 0.19 s `tar czf`); the archive is read back and put in place by name, so a crash
+        # before the kernel writes it out leaves at worst an empty archive the replay refuses
     finally:
         os.close(fd)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,17 @@ def test_doctor_without_workers_loads_no_redaction() -> None:
     assert "ascendtune.core.redact" not in set(
         modules_after(["doctor", "--demo", "atlas-800i-a2", "--json"])
     )
+
+
+def test_snapshot_loads_no_planner_engine_nor_rich(tmp_path: Path) -> None:
+    """A snapshot gathers doctor's worker facts, whose records name a plan, but plans nothing:
+    the planner's engine (every policy, the vLLM-Ascend table, the traces) is not imported;
+    nor is Rich for its one plain line on stderr (printed as Rich would wrap it)."""
+    rich_reads = ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+    env = {k: v for k, v in os.environ.items() if k not in rich_reads}  # else Rich decides
+    args = ["snapshot", str(tmp_path / "s.tar.gz"), "--demo", "atlas-800i-a2"]
+    mods = modules_after(args, env)
+    assert (tmp_path / "s.tar.gz").is_file()
+    assert "ascendtune.core.planner.model" in mods
+    assert "ascendtune.core.planner.engine" not in mods
+    assert "rich" not in {m.split(".")[0] for m in mods}

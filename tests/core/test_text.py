@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ascendtune.core.errors import InvalidInput
-from ascendtune.core.text import cap_line, inert, inert_line, loads_bounded, strip_ansi
+from ascendtune.core.text import (
+    cap_line,
+    inert,
+    inert_line,
+    loads_bounded,
+    strip_ansi,
+    wrap_as_rich,
+)
 
 # what a terminal would act on, or not show as itself, is shown escaped: nothing is dropped
 INERT = [
@@ -65,3 +72,28 @@ def test_text_helpers() -> None:
         with pytest.raises(InvalidInput, match=match):
             loads_bounded(bad, source="x")
     assert loads_bounded('{"a": [1, {"b": "\\u00e9"}]}', source="x") == {"a": [1, {"b": "é"}]}
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab-./:(), 0123456789"), max_size=300),
+    st.integers(min_value=1, max_value=130),
+)
+def test_wrap_as_rich_wraps_as_rich_does(text: str, width: int) -> None:
+    # the lines Rich prints (its Console, no colour, no markup in the text), cut where it cuts
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=width, no_color=True, highlight=False, emoji=False).print(text)
+    assert "\n".join(wrap_as_rich(text, width)) + "\n" == out.getvalue()
+
+
+def test_wrap_as_rich_cases() -> None:
+    # a line ends after the space of its last word (Rich prints it), within the width
+    line = "snapshot: 3195 files, 0 links, 16 accelerators, 1024 CPUs -> /tmp/t/o.tar.gz (2 absent)"
+    assert wrap_as_rich(line, 80) == [line.removesuffix("absent)"), "absent)"]
+    assert wrap_as_rich(line, 70) == [line.partition("/")[0], "/" + line.partition("/")[2]]
+    assert wrap_as_rich(line, 200) == [line]
+    assert wrap_as_rich("abcdefgh ij", 3) == ["abc", "def", "gh ", "ij"]  # a long word cut
+    assert wrap_as_rich("", 10) == [""]

@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 
-def modules_after(args: list[str]) -> set[str]:
-    """sys.modules after `ascendtune ARGS` in a new interpreter (its exit status ignored)."""
+def modules_after(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """sys.modules after `ascendtune ARGS` in a new interpreter (its exit status ignored; env:
+    its whole environment, else this process's)."""
     code = (
         "import sys, json\n"
         "from ascendtune.cli.app import app\n"
@@ -20,6 +21,11 @@ def modules_after(args: list[str]) -> set[str]:
         "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
     )
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
