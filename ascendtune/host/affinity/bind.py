@@ -13,7 +13,7 @@ import errno
 import itertools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ascendtune.core.bindplan import ROLE_THREADS, BindReport, BindTarget, ThreadFailure
@@ -372,15 +372,15 @@ def _pass(
         # (about 8,000 name reads saved at 16 workers x 500 threads): one renamed into another
         # role since is found off by the final re-read, which reads every name, and written
         # again there (bind_process)
+        role_of = _role_targets(target, tasks, pid)
         for tid in main_first(pid, [t for t in tids if t not in known] if known else tids):
             if tid in failed:
                 continue
-            name = tasks.name(pid, tid)
-            if name is None:
+            got = role_of(tid)
+            if got is None:
                 gone.add(tid)
                 continue
-            role, want = target.thread_target(name, use_roles=True)
-            writes += _settle(tid, role, want, tasks, run, sweep, pending, keep_partial)
+            writes += _settle(tid, got[0], got[1], tasks, run, sweep, pending, keep_partial)
             if run.fatal:
                 break
         return writes
@@ -416,6 +416,39 @@ def _pass(
         if run.fatal:
             break
     return writes
+
+
+def _role_targets(
+    target: BindTarget, tasks: Tasks, pid: int
+) -> Callable[[int], tuple[str, CpuSet] | None]:
+    """tid -> (role, mask) by the thread's name, None when it has exited: Tasks.name and
+    target.thread_target, with the stock Tasks's read made inline and each role name's target
+    looked up once."""
+    if type(tasks).name is not STOCK_NAME:
+
+        def slow(tid: int) -> tuple[str, CpuSet] | None:
+            name = tasks.name(pid, tid)
+            return None if name is None else target.thread_target(name, use_roles=True)
+
+        return slow
+    default = target.thread_target(None, use_roles=True)
+    by_name = {n: target.thread_target(n, use_roles=True) for n in ROLE_THREADS}
+    open_, read, close, rdonly = os.open, os.read, os.close, os.O_RDONLY
+    encoding, base = tasks._encoding, f"{tasks.proc}/{pid}/task/"
+
+    def fast(tid: int) -> tuple[str, CpuSet] | None:
+        try:
+            fd = open_(f"{base}{tid}/comm", rdonly)
+            try:
+                raw = read(fd, 4096)
+            finally:
+                close(fd)
+        except OSError:
+            return None
+        # thread_target strips the name: what Tasks.name makes of a \r changes no match
+        return by_name.get(raw.decode(encoding, "replace").strip(), default)
+
+    return fast
 
 
 def _pool_pass(
@@ -697,27 +730,18 @@ def _survey_roles(pid: int, target: BindTarget, tids: Sequence[int], tasks: Task
     """_survey by roles through the os calls the stock Tasks.name and Tasks.get make, with
     each role name's target looked up once (a name and a mask read per thread: 16,000 reads
     at 16 workers x 500 threads)."""
-    default = target.thread_target(None, use_roles=True)
-    by_name = {n: target.thread_target(n, use_roles=True) for n in ROLE_THREADS}
-    getaff, open_, read, close = os.sched_getaffinity, os.open, os.read, os.close
-    rdonly, encoding = os.O_RDONLY, tasks._encoding
-    base = f"{tasks.proc}/{pid}/task/"
+    role_of = _role_targets(target, tasks, pid)
+    getaff = os.sched_getaffinity
     total = bound = 0
     placed: dict[str, list[int]] = {}
     off: list[tuple[int, CpuSet, str, CpuSet]] = []
     present: set[int] = set()
     on: set[CpuSet] = set()
     for tid in main_first(pid, tids):
-        try:  # Tasks.name: None (skipped) when the thread has exited
-            fd = open_(f"{base}{tid}/comm", rdonly)
-            try:
-                raw = read(fd, 4096)
-            finally:
-                close(fd)
-        except OSError:
+        got = role_of(tid)
+        if got is None:  # exited
             continue
-        # thread_target strips the name: what Tasks.name makes of a \r changes no match
-        role, want = by_name.get(raw.decode(encoding, "replace").strip(), default)
+        role, want = got
         try:
             cur = getaff(tid)
         except ProcessLookupError:  # Tasks.get: None
