@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -403,3 +405,46 @@ def test_the_tail_of_the_listing_anchors_on_a_thread_listed_before(spawn: Spawn)
     gone = [str(2**22 + i) for i in range(len(names))]
     assert bind_engine._list_tail(pid, gone, Tasks()) is None
     assert bind_engine._list_tail(pid, names[:10], Tasks()) is None  # too few to bother
+
+
+def test_the_callers_work_runs_in_the_window_and_only_the_rest_is_slept(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = spawn(threads=8)
+    monkeypatch.setattr(bind_engine, "VERIFY_SETTLE_S", 0.2)
+    slept: list[float] = []
+    real_sleep, real_survey = bind_engine.time.sleep, bind_engine._survey
+    done: list[float] = []
+    reads: list[float] = []
+
+    def sleep(s: float) -> None:
+        if sys._getframe(1).f_globals.get("__name__") == bind_engine.__name__:
+            slept.append(s)
+        real_sleep(s)
+
+    def work() -> None:
+        real_sleep(0.15)  # the caller's imports, say
+        done.append(time.monotonic())
+
+    def survey(*args: object) -> object:
+        reads.append(time.monotonic())
+        return real_survey(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bind_engine.time, "sleep", sleep)
+    monkeypatch.setattr(bind_engine, "_survey", survey)
+    t0 = time.monotonic()
+    report = bind_process(pid, BindTarget(cpus=frozenset({1})), meanwhile=work)
+    assert report.verified and report.threads_changed
+    assert len(done) == 1 and done[0] <= reads[0]  # done before the re-read
+    assert len(slept) == 1 and slept[0] <= 0.2 - 0.15 + 0.01  # only the rest of the window
+    assert reads[0] - t0 >= 0.2  # and the window is whole
+
+    # work that fails is left to the caller; nothing written: no window, the work is not done
+    def broken() -> None:
+        raise RuntimeError("no such module")
+
+    calls: list[int] = []
+    report = bind_process(pid, BindTarget(cpus=frozenset({0})), meanwhile=broken)
+    assert report.verified
+    report = bind_process(pid, BindTarget(cpus=frozenset({0})), meanwhile=lambda: calls.append(1))
+    assert report.verified and not report.threads_changed and not calls

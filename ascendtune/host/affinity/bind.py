@@ -9,6 +9,7 @@ again and what a successful write is taken to mean).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -82,6 +83,7 @@ def bind_process(
     keep_partial: bool = False,
     max_passes: int = DEFAULT_MAX_PASSES,
     tasks: Tasks | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> BindReport:
     """Put every thread of `pid` on its target mask, verify, and report.
 
@@ -106,6 +108,9 @@ def bind_process(
     A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
     changed so far goes back to its previous mask, unless keep_partial (then the other threads
     are still bound and each failure is reported).
+
+    `meanwhile`: work the caller has to do anyway (imports for its output), run inside the
+    window before the final re-read instead of after it (see _final_read).
     """
     return finish_bind(
         begin_bind(
@@ -115,7 +120,8 @@ def bind_process(
             keep_partial=keep_partial,
             max_passes=max_passes,
             tasks=tasks,
-        )
+        ),
+        meanwhile,
     )
 
 
@@ -244,19 +250,21 @@ class PendingBind:
         return frozenset().union(*seen)
 
 
-def settle(pending: Sequence[PendingBind]) -> None:
+def settle(pending: Sequence[PendingBind], meanwhile: Callable[[], object] | None = None) -> None:
     """Wait once until VERIFY_SETTLE_S has passed since the last write of every bind begun:
-    their finish_bind then re-reads at once (each one's own window has passed too)."""
+    their finish_bind then re-reads at once (each one's own window has passed too).
+    `meanwhile` runs first, inside the window (see _final_read)."""
     last = max((p.run.last_write for p in pending if p.run.previous), default=None)
     if last is not None and VERIFY_SETTLE_S > 0:
+        _run_meanwhile(meanwhile)
         left = VERIFY_SETTLE_S - (time.monotonic() - last)
         if left > 0:
             time.sleep(left)
 
 
-def finish_bind(p: PendingBind) -> BindReport:
+def finish_bind(p: PendingBind, meanwhile: Callable[[], object] | None = None) -> BindReport:
     """The final re-read of a bind begun by begin_bind, its fight rounds, rollback and report
-    (see bind_process)."""
+    (see bind_process; `meanwhile` runs inside the window before the first re-read)."""
     pid, target, use, keep_partial, tasks = p.pid, p.target, p.use, p.keep_partial, p.tasks
     run, sweep, tids, tail = p.run, p.sweep, p.tids, p.tail
     passes, converged, listings = p.passes, p.converged, p.listings
@@ -276,7 +284,7 @@ def finish_bind(p: PendingBind) -> BindReport:
     else:
         # `verified` is the final re-read of every thread (SPEC section 3), a moment after the
         # last write so that a process (or another tool) that resets masks shows itself
-        final = _final_read(pid, target, use, tasks, run, p.anchor)
+        final = _final_read(pid, target, use, tasks, run, p.anchor, meanwhile)
         while converged and final.total and rounds < FIGHT_ROUNDS:
             # off again after a pass that wrote nothing: written once more, and re-read
             retry = [o for o in final.off if o[0] not in run.failures]
@@ -652,6 +660,7 @@ def _final_read(
     tasks: Tasks,
     run: _Run,
     anchor: list[str] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> _Survey:
     """Every thread re-read, once VERIFY_SETTLE_S has passed since the last write (`anchor`:
     see _survey).
@@ -661,12 +670,26 @@ def _final_read(
     added to every bind: it runs from the last write, and what the bind did since (a pass that
     wrote nothing, the listings) is time the thread had, so only the rest is slept. A write
     only goes back to pass 1's time when later passes wrote nothing (then the last write is the
-    last thread written, and every other thread had longer)."""
+    last thread written, and every other thread had longer).
+
+    The window is a wait, not work: `meanwhile` (work the caller must do anyway, such as the
+    imports its output needs) runs in it, and only what is left of the window is slept. Work
+    longer than the window makes the window longer, never shorter."""
     if run.previous and VERIFY_SETTLE_S > 0:
+        _run_meanwhile(meanwhile)
         left = VERIFY_SETTLE_S - (time.monotonic() - run.last_write)
         if left > 0:
             time.sleep(left)
     return _survey(pid, target, use, tasks, run, anchor)
+
+
+def _run_meanwhile(meanwhile: Callable[[], object] | None) -> None:
+    """The caller's work in the window. It is only done early: its failure is left for the
+    caller to meet when it does the work again, never raised between the passes and the re-read
+    (which would skip the rollback)."""
+    if meanwhile is not None:
+        with contextlib.suppress(Exception):
+            meanwhile()
 
 
 def _survey(
