@@ -10,7 +10,9 @@ run the child's threads are put back on CPUs 0-1 and checked):
 - in process: `bind_process` called here (verification passes included), against the C floor:
   a small C program (built with `cc` into a temp folder) that lists /proc/P/task once and calls
   sched_setaffinity on each thread; the program times itself (listing + loop) with
-  CLOCK_MONOTONIC, so its own start-up is left out.
+  CLOCK_MONOTONIC, and its CPU time over the same span with CLOCK_PROCESS_CPUTIME_ID, so its
+  own start-up is left out; bind_process's CPU time is time.process_time around the call. The
+  settle window before the final re-read is a sleep: it counts in wall time, not in CPU time.
 
 "missed" counts threads not on CPU 1 right after the tool returns (sleeping threads do not
 create threads, so any miss is the tool's). Each pair ends with its ratio of medians and the
@@ -37,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from timing import run_timed  # noqa: E402
+from timing import run_measured  # noqa: E402
 from verdict import verdict  # noqa: E402
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
@@ -55,17 +57,19 @@ FLOOR_C = r"""
 #include <stdlib.h>
 #include <time.h>
 
-static long long now_ns(void) {
+static long long clock_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+#define now_ns() clock_ns(CLOCK_MONOTONIC)
+#define cpu_ns() clock_ns(CLOCK_PROCESS_CPUTIME_ID)
 
 /* floor PID CPU [PID CPU ...]: every thread of each PID onto its CPU */
 int main(int argc, char **argv) {
     char path[64];
     static int tids[1 << 20];
-    long long loop = 0, t0 = now_ns();
+    long long loop = 0, t0 = now_ns(), c0 = cpu_ns();
     int total = 0, failed = 0;
     for (int a = 1; a + 1 < argc; a += 2) {
         int n = 0;
@@ -85,7 +89,8 @@ int main(int argc, char **argv) {
         loop += now_ns() - s1;
         total += n;
     }
-    printf("%lld %lld %d %d\n", now_ns() - t0, loop, total, failed);
+    long long cpu = cpu_ns() - c0;
+    printf("%lld %lld %d %d %lld\n", now_ns() - t0, loop, total, failed, cpu);
     return 0;
 }
 """
@@ -112,6 +117,7 @@ def missed(pid: int, target: frozenset[int]) -> int:
 @dataclass
 class Sample:
     ms: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # CPU time (user + system), ms
     missed: list[int] = field(default_factory=list)
     errors: int = 0
 
@@ -124,27 +130,28 @@ def run_one(
     pid = child.pid
     floor_loop: list[float] = []
 
-    def c_floor() -> tuple[float, bool]:
+    def c_floor() -> tuple[float, float, bool]:
         out = subprocess.run([floor, str(pid), "1"], capture_output=True, text=True, check=True)
-        whole, loop, _n, failed = (int(v) for v in out.stdout.split())
+        whole, loop, _n, failed, cpu = (int(v) for v in out.stdout.split())
         floor_loop.append(loop / 1e6)
-        return whole / 1e6, failed == 0
+        return whole / 1e6, cpu / 1e6, failed == 0
 
-    def in_process() -> tuple[float, bool]:
-        t0 = time.perf_counter()
+    def in_process() -> tuple[float, float, bool]:
+        t0, c0 = time.perf_counter(), time.process_time()
         ok = bind_process(pid, BindTarget(cpus=NEW)).verified
-        return (time.perf_counter() - t0) * 1000, ok
+        return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000, ok
 
-    def timed(argv: list[str]) -> Callable[[], tuple[float, bool]]:
-        def go() -> tuple[float, bool]:
+    def timed(argv: list[str]) -> Callable[[], tuple[float, float, bool]]:
+        def go() -> tuple[float, float, bool]:
             try:
-                return run_timed(argv, env=env, cwd=str(REPO)) * 1000, True
+                wall, cpu = run_measured(argv, env=env, cwd=str(REPO))
+                return wall * 1000, cpu * 1000, True
             except subprocess.CalledProcessError:
-                return float("nan"), False
+                return float("nan"), float("nan"), False
 
         return go
 
-    tools: dict[str, Callable[[], tuple[float, bool]]] = {
+    tools: dict[str, Callable[[], tuple[float, float, bool]]] = {
         "C floor (list + loop)": c_floor,
         "bind_process (in-process)": in_process,
     }
@@ -166,15 +173,16 @@ def run_one(
         for rep in range(reps):
             for name in names if rep % 2 == 0 else names[::-1]:
                 reset(pid)
-                ms, ok = tools[name]()
+                ms, cpu, ok = tools[name]()
                 s = samples[name]
                 s.ms.append(ms)
+                s.cpu.append(cpu)
                 s.missed.append(missed(pid, NEW))
                 s.errors += not ok
     finally:
         child.kill()
         child.wait()
-    loop = Sample(ms=floor_loop, missed=[0] * len(floor_loop))
+    loop = Sample(ms=floor_loop, cpu=[float("nan")] * len(floor_loop), missed=[0] * len(floor_loop))
     samples["C floor (loop only)"] = loop
     return samples
 
@@ -206,12 +214,14 @@ def main() -> int:
         for n in (int(v) for v in args.threads.split(",")):
             samples = run_one(n, args.reps, floor, not args.no_cli, env)
             print(f"\n{n} sleeping threads, {args.reps} repetitions, medians")
-            header = f"{'tool':<32}{'ms':>10}{'missed':>8}{'missed max':>12}{'errors':>8}"
+            header = (
+                f"{'tool':<32}{'ms':>10}{'CPU ms':>10}{'missed':>8}{'missed max':>12}{'errors':>8}"
+            )
             print(header)
             print("-" * len(header))
             for name, s in samples.items():
                 print(
-                    f"{name:<32}{med(s.ms):>10.3f}{med(s.missed):>8.0f}"
+                    f"{name:<32}{med(s.ms):>10.3f}{med(s.cpu):>10.3f}{med(s.missed):>8.0f}"
                     f"{max(s.missed):>12}{s.errors:>8}"
                 )
             pairs = [("in-process", "bind_process (in-process)", "C floor (list + loop)")]
@@ -226,13 +236,15 @@ def main() -> int:
                 [x / y for x, y in zip(a.ms, b.ms, strict=True)],
                 2.0,
                 every_run=True,
+                cpu_ratios=[x / y for x, y in zip(a.cpu, b.cpu, strict=True)],
                 detail=f"threads missed {sum(a.missed)} over {args.reps} runs",
             )
             for label, ours, base in pairs:
                 a, b = samples[ours], samples[base]
                 print(
                     f"{label}: {ours.split(' (')[0]} / {base.split(' (')[0]} = "
-                    f"{med(a.ms) / med(b.ms):.2f}x; threads missed over {args.reps} runs: "
+                    f"{med(a.ms) / med(b.ms):.2f}x wall, {med(a.cpu) / med(b.cpu):.2f}x CPU; "
+                    f"threads missed over {args.reps} runs: "
                     f"{sum(a.missed)} against {sum(b.missed)} (most in one run {max(a.missed)} "
                     f"against {max(b.missed)})"
                 )

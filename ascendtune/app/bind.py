@@ -4,7 +4,7 @@ preparing a command to start already bound."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -168,7 +168,10 @@ def bind_pid(
     dry_run: bool,
     migrate_memory: bool,
     max_passes: int,
+    meanwhile: Callable[[], object] | None = None,
 ) -> PidOutcome:
+    """`meanwhile`: the caller's own work (imports for its output), done in the bind's window
+    before its final re-read (host.affinity.bind_process)."""
     from ascendtune.core.bindplan import check_cpus_usable
     from ascendtune.host import affinity as aff
     from ascendtune.host.affinity.process import refuse_kernel_thread
@@ -196,7 +199,12 @@ def bind_pid(
 
         with process_lock(pid):  # one ascendtune binder per process at a time
             report = aff.bind_process(
-                pid, target, use_roles=use_roles, keep_partial=keep_partial, max_passes=max_passes
+                pid,
+                target,
+                use_roles=use_roles,
+                keep_partial=keep_partial,
+                max_passes=max_passes,
+                meanwhile=meanwhile,
             )
             if report.threads_changed and not report.rolled_back:  # what `watch` names
                 write_record(pid, target, use_roles=report.use_roles, by="ascendtune bind --pid")

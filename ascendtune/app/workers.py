@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -569,10 +569,11 @@ def _bind_all(
     opts: WorkersOptions,
     root: Root,
     tasks: Tasks | None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[WorkerOutcome, ...]:
     """Every worker's threads written first, then each re-read: the settle window before the
     final re-read (host.affinity.bind.VERIFY_SETTLE_S) runs once, from the last write of all,
-    instead of once per worker."""
+    instead of once per worker (`meanwhile`, the caller's own work, runs in it)."""
     got: list[WorkerOutcome | Begun] = []
     try:
         for w in workers:
@@ -591,7 +592,7 @@ def _bind_all(
         if begun:
             from ascendtune.host.affinity import settle
 
-            settle(begun)  # the one wait: every worker's window has passed after it
+            settle(begun, meanwhile)  # the one wait: every worker's window has passed after it
         return tuple(g if isinstance(g, WorkerOutcome) else finish_worker(g) for g in got)
     finally:
         for g in got:  # released by finish_worker; here only when something raised
@@ -618,9 +619,12 @@ def bind_workers(
     root: Root | None = None,
     tasks: Tasks | None = None,
     pids: frozenset[int] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> WorkersReport:
     """Bind every worker found to one plan; a worker that fails is rolled back and reported.
-    pids: only these processes are workers (`fleet bind`'s ASCENDTUNE_FLEET_PIDS)."""
+    pids: only these processes are workers (`fleet bind`'s ASCENDTUNE_FLEET_PIDS).
+    meanwhile: the caller's own work (imports for its output), done in the window before the
+    final re-reads."""
     from ascendtune.app.hosts import open_root
 
     if root is None:
@@ -639,7 +643,7 @@ def bind_workers(
         )
     targets = resolve_targets(opts, root, host)
     with contextlib.nullcontext() if opts.dry_run else workers_lock():
-        outcomes = _bind_all(workers, targets, opts, root, tasks)
+        outcomes = _bind_all(workers, targets, opts, root, tasks, meanwhile)
     return WorkersReport(
         outcomes,
         targets.source,

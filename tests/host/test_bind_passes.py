@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -205,6 +207,67 @@ class Narrowing(Tasks):
         super().set(tid, cpus & {0} if tid == self.victim else cpus)
 
 
+@pytest.mark.parametrize("extra", [0, 150])
+def test_a_thread_born_before_the_final_re_read_is_read_by_it(
+    monkeypatch: pytest.MonkeyPatch, extra: int
+) -> None:
+    """Bind this test process; just before the final re-read a thread is born and puts itself
+    on the old mask. The re-read must see it (off, so it is written again): with 150 idle
+    threads more it lists only the end of /proc/PID/task after pass 1's listing."""
+    idle, stop = threading.Event(), threading.Event()
+    idlers = [threading.Thread(target=idle.wait) for _ in range(extra)]
+    mine = frozenset(os.sched_getaffinity(0))
+    one = frozenset({max(mine)})
+    born: list[threading.Thread] = []
+    newborn_tid: list[int] = []
+    ready = threading.Event()
+
+    def newborn() -> None:
+        os.sched_setaffinity(0, mine)
+        newborn_tid.append(threading.get_native_id())
+        ready.set()
+        stop.wait()
+
+    real_survey, real_tail = bind_engine._survey, bind_engine._list_tail
+    tails: list[object] = []
+
+    def survey(*args: object) -> object:
+        if not born:
+            born.append(threading.Thread(target=newborn))
+            born[0].start()
+            assert ready.wait(10)
+        return real_survey(*args)  # type: ignore[arg-type]
+
+    def list_tail(*args: object) -> object:
+        got = real_tail(*args)  # type: ignore[arg-type]
+        tails.append(got)
+        return got
+
+    for t in idlers:
+        t.start()
+    try:
+        monkeypatch.setattr(bind_engine, "_survey", survey)
+        monkeypatch.setattr(bind_engine, "_list_tail", list_tail)
+        report = bind_process(os.getpid(), BindTarget(cpus=one))
+        monkeypatch.undo()
+        assert newborn_tid, "the newborn did not run"
+        assert frozenset(os.sched_getaffinity(newborn_tid[0])) == one
+        assert report.verified
+        assert report.threads_total == len(os.listdir("/proc/self/task"))
+        # with 150 idle threads the pass after pass 1, the final re-read and the one after
+        # the newborn was written again take tails
+        assert sum(t is not None for t in tails) == (3 if extra else 0)
+    finally:
+        monkeypatch.undo()
+        for t in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(t), mine)
+        idle.set()
+        stop.set()
+        for t in [*idlers, *born]:
+            t.join()
+
+
 def test_a_write_the_kernel_may_narrow_is_read_back(spawn: Spawn) -> None:
     pid = spawn(threads=5, initial=[0])
     before = masks(pid)
@@ -342,3 +405,46 @@ def test_the_tail_of_the_listing_anchors_on_a_thread_listed_before(spawn: Spawn)
     gone = [str(2**22 + i) for i in range(len(names))]
     assert bind_engine._list_tail(pid, gone, Tasks()) is None
     assert bind_engine._list_tail(pid, names[:10], Tasks()) is None  # too few to bother
+
+
+def test_the_callers_work_runs_in_the_window_and_only_the_rest_is_slept(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = spawn(threads=8)
+    monkeypatch.setattr(bind_engine, "VERIFY_SETTLE_S", 0.2)
+    slept: list[float] = []
+    real_sleep, real_survey = bind_engine.time.sleep, bind_engine._survey
+    done: list[float] = []
+    reads: list[float] = []
+
+    def sleep(s: float) -> None:
+        if sys._getframe(1).f_globals.get("__name__") == bind_engine.__name__:
+            slept.append(s)
+        real_sleep(s)
+
+    def work() -> None:
+        real_sleep(0.15)  # the caller's imports, say
+        done.append(time.monotonic())
+
+    def survey(*args: object) -> object:
+        reads.append(time.monotonic())
+        return real_survey(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bind_engine.time, "sleep", sleep)
+    monkeypatch.setattr(bind_engine, "_survey", survey)
+    t0 = time.monotonic()
+    report = bind_process(pid, BindTarget(cpus=frozenset({1})), meanwhile=work)
+    assert report.verified and report.threads_changed
+    assert len(done) == 1 and done[0] <= reads[0]  # done before the re-read
+    assert len(slept) == 1 and slept[0] <= 0.2 - 0.15 + 0.01  # only the rest of the window
+    assert reads[0] - t0 >= 0.2  # and the window is whole
+
+    # work that fails is left to the caller; nothing written: no window, the work is not done
+    def broken() -> None:
+        raise RuntimeError("no such module")
+
+    calls: list[int] = []
+    report = bind_process(pid, BindTarget(cpus=frozenset({0})), meanwhile=broken)
+    assert report.verified
+    report = bind_process(pid, BindTarget(cpus=frozenset({0})), meanwhile=lambda: calls.append(1))
+    assert report.verified and not report.threads_changed and not calls

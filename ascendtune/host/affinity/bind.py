@@ -9,20 +9,22 @@ again and what a successful write is taken to mean).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ascendtune.core.bindplan import BindReport, BindTarget, ThreadFailure
+from ascendtune.core.bindplan import ROLE_THREADS, BindReport, BindTarget, ThreadFailure
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.errors import MissingError
 from ascendtune.host.affinity.masks import (
     STOCK_ALIVE,
     STOCK_GET,
     STOCK_LIST,
+    STOCK_NAME,
     STOCK_SET,
     STOCK_TGID,
     Tasks,
@@ -81,6 +83,7 @@ def bind_process(
     keep_partial: bool = False,
     max_passes: int = DEFAULT_MAX_PASSES,
     tasks: Tasks | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> BindReport:
     """Put every thread of `pid` on its target mask, verify, and report.
 
@@ -105,6 +108,9 @@ def bind_process(
     A thread that exits meanwhile is skipped. On EPERM/EINVAL the attempt stops and every thread
     changed so far goes back to its previous mask, unless keep_partial (then the other threads
     are still bound and each failure is reported).
+
+    `meanwhile`: work the caller has to do anyway (imports for its output), run inside the
+    window before the final re-read instead of after it (see _final_read).
     """
     return finish_bind(
         begin_bind(
@@ -114,7 +120,8 @@ def bind_process(
             keep_partial=keep_partial,
             max_passes=max_passes,
             tasks=tasks,
-        )
+        ),
+        meanwhile,
     )
 
 
@@ -155,6 +162,7 @@ def begin_bind(
     converged = False
     tids: Sequence[int] = first
     tail: _Tail | None = None
+    anchor: list[str] | None = None  # pass 1's listing, when the final re-read may take a tail
     while passes < max(1, max_passes) and not run.fatal:
         passes += 1
         tail = None
@@ -173,16 +181,31 @@ def begin_bind(
             if again != names:  # else the same threads as last time: the same tids
                 names, tids = again, tids_of(again)
                 listings.append(tids)
+                anchor = None  # pass 1's listing is no longer the last full one
         writes = _pass(pid, tids, target, use, tasks, run, sweep, keep_partial)
         if writes:
             run.last_write = time.monotonic()
+        if passes == 1 and not sweep.gone and not run.failures:
+            anchor = names  # pass 1 read every thread it listed and found none gone
         if run.fatal:
             break
         if writes == 0 and not (tail is not None and sweep.gone):
             converged = True
             break
     return PendingBind(
-        pid, target, use, keep_partial, tasks, run, sweep, listings, tids, tail, passes, converged
+        pid,
+        target,
+        use,
+        keep_partial,
+        tasks,
+        run,
+        sweep,
+        listings,
+        tids,
+        tail,
+        passes,
+        converged,
+        anchor=anchor,
     )
 
 
@@ -207,6 +230,9 @@ class PendingBind:
     tail: _Tail | None
     passes: int
     converged: bool
+    # the last full listing of the threads, when pass 1 read every thread of it and found none
+    # gone (so it skipped none: see _list_tail): the final re-read then lists only the tail
+    anchor: list[str] | None = None
 
     after: CpuSet | None = None  # every mask the final re-read found, merged (finish_bind)
 
@@ -224,19 +250,21 @@ class PendingBind:
         return frozenset().union(*seen)
 
 
-def settle(pending: Sequence[PendingBind]) -> None:
+def settle(pending: Sequence[PendingBind], meanwhile: Callable[[], object] | None = None) -> None:
     """Wait once until VERIFY_SETTLE_S has passed since the last write of every bind begun:
-    their finish_bind then re-reads at once (each one's own window has passed too)."""
+    their finish_bind then re-reads at once (each one's own window has passed too).
+    `meanwhile` runs first, inside the window (see _final_read)."""
     last = max((p.run.last_write for p in pending if p.run.previous), default=None)
     if last is not None and VERIFY_SETTLE_S > 0:
+        _run_meanwhile(meanwhile)
         left = VERIFY_SETTLE_S - (time.monotonic() - last)
         if left > 0:
             time.sleep(left)
 
 
-def finish_bind(p: PendingBind) -> BindReport:
+def finish_bind(p: PendingBind, meanwhile: Callable[[], object] | None = None) -> BindReport:
     """The final re-read of a bind begun by begin_bind, its fight rounds, rollback and report
-    (see bind_process)."""
+    (see bind_process; `meanwhile` runs inside the window before the first re-read)."""
     pid, target, use, keep_partial, tasks = p.pid, p.target, p.use, p.keep_partial, p.tasks
     run, sweep, tids, tail = p.run, p.sweep, p.tids, p.tail
     passes, converged, listings = p.passes, p.converged, p.listings
@@ -256,7 +284,7 @@ def finish_bind(p: PendingBind) -> BindReport:
     else:
         # `verified` is the final re-read of every thread (SPEC section 3), a moment after the
         # last write so that a process (or another tool) that resets masks shows itself
-        final = _final_read(pid, target, use, tasks, run)
+        final = _final_read(pid, target, use, tasks, run, p.anchor, meanwhile)
         while converged and final.total and rounds < FIGHT_ROUNDS:
             # off again after a pass that wrote nothing: written once more, and re-read
             retry = [o for o in final.off if o[0] not in run.failures]
@@ -270,7 +298,7 @@ def finish_bind(p: PendingBind) -> BindReport:
             run.last_write = time.monotonic()
             if run.fatal:
                 break
-            final = _final_read(pid, target, use, tasks, run)
+            final = _final_read(pid, target, use, tasks, run, p.anchor)
     off = final.off
     failures = list(run.failures.values())
     if not run.fatal:
@@ -352,15 +380,15 @@ def _pass(
         # (about 8,000 name reads saved at 16 workers x 500 threads): one renamed into another
         # role since is found off by the final re-read, which reads every name, and written
         # again there (bind_process)
+        role_of = _role_targets(target, tasks, pid)
         for tid in main_first(pid, [t for t in tids if t not in known] if known else tids):
             if tid in failed:
                 continue
-            name = tasks.name(pid, tid)
-            if name is None:
+            got = role_of(tid)
+            if got is None:
                 gone.add(tid)
                 continue
-            role, want = target.thread_target(name, use_roles=True)
-            writes += _settle(tid, role, want, tasks, run, sweep, pending, keep_partial)
+            writes += _settle(tid, got[0], got[1], tasks, run, sweep, pending, keep_partial)
             if run.fatal:
                 break
         return writes
@@ -396,6 +424,39 @@ def _pass(
         if run.fatal:
             break
     return writes
+
+
+def _role_targets(
+    target: BindTarget, tasks: Tasks, pid: int
+) -> Callable[[int], tuple[str, CpuSet] | None]:
+    """tid -> (role, mask) by the thread's name, None when it has exited: Tasks.name and
+    target.thread_target, with the stock Tasks's read made inline and each role name's target
+    looked up once."""
+    if type(tasks).name is not STOCK_NAME:
+
+        def slow(tid: int) -> tuple[str, CpuSet] | None:
+            name = tasks.name(pid, tid)
+            return None if name is None else target.thread_target(name, use_roles=True)
+
+        return slow
+    default = target.thread_target(None, use_roles=True)
+    by_name = {n: target.thread_target(n, use_roles=True) for n in ROLE_THREADS}
+    open_, read, close, rdonly = os.open, os.read, os.close, os.O_RDONLY
+    encoding, base = tasks._encoding, f"{tasks.proc}/{pid}/task/"
+
+    def fast(tid: int) -> tuple[str, CpuSet] | None:
+        try:
+            fd = open_(f"{base}{tid}/comm", rdonly)
+            try:
+                raw = read(fd, 4096)
+            finally:
+                close(fd)
+        except OSError:
+            return None
+        # thread_target strips the name: what Tasks.name makes of a \r changes no match
+        return by_name.get(raw.decode(encoding, "replace").strip(), default)
+
+    return fast
 
 
 def _pool_pass(
@@ -592,25 +653,76 @@ class _Survey:
     masks: set[CpuSet]  # every distinct mask read
 
 
-def _final_read(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
-    """Every thread re-read, once VERIFY_SETTLE_S has passed since the last write.
+def _final_read(
+    pid: int,
+    target: BindTarget,
+    use: bool,
+    tasks: Tasks,
+    run: _Run,
+    anchor: list[str] | None = None,
+    meanwhile: Callable[[], object] | None = None,
+) -> _Survey:
+    """Every thread re-read, once VERIFY_SETTLE_S has passed since the last write (`anchor`:
+    see _survey).
 
     A thread that resets its own mask (or a tool in a loop) shows itself only once it has run
     again: no read can tell it sooner, so the window stays. But it is a window, not a pause
     added to every bind: it runs from the last write, and what the bind did since (a pass that
     wrote nothing, the listings) is time the thread had, so only the rest is slept. A write
     only goes back to pass 1's time when later passes wrote nothing (then the last write is the
-    last thread written, and every other thread had longer)."""
+    last thread written, and every other thread had longer).
+
+    The window is a wait, not work: `meanwhile` (work the caller must do anyway, such as the
+    imports its output needs) runs in it, and only what is left of the window is slept. Work
+    longer than the window makes the window longer, never shorter."""
     if run.previous and VERIFY_SETTLE_S > 0:
+        _run_meanwhile(meanwhile)
         left = VERIFY_SETTLE_S - (time.monotonic() - run.last_write)
         if left > 0:
             time.sleep(left)
-    return _survey(pid, target, use, tasks, run)
+    return _survey(pid, target, use, tasks, run, anchor)
 
 
-def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) -> _Survey:
-    """Re-read every thread listed now."""
-    tids = tasks.list_tids(pid) or []
+def _run_meanwhile(meanwhile: Callable[[], object] | None) -> None:
+    """The caller's work in the window. It is only done early: its failure is left for the
+    caller to meet when it does the work again, never raised between the passes and the re-read
+    (which would skip the rollback)."""
+    if meanwhile is not None:
+        with contextlib.suppress(Exception):
+            meanwhile()
+
+
+def _survey(
+    pid: int,
+    target: BindTarget,
+    use: bool,
+    tasks: Tasks,
+    run: _Run,
+    anchor: list[str] | None = None,
+) -> _Survey:
+    """Re-read every thread listed now.
+
+    `anchor`: pass 1's full listing, which skipped no thread (begin_bind). Every thread alive
+    now is in it or was born since, and a thread born since is in the end of /proc/PID/task
+    from a thread it showed on (_list_tail): the threads of both are read, those gone are
+    skipped as in a full listing. A whole listing walks the thread list once per chunk and
+    costs as much as binding (12 ms of 30 at 4,000 threads); a tail is a few dozen entries."""
+    tids: Sequence[int] | None = None
+    if anchor is not None:
+        tail = _list_tail(pid, anchor, tasks)
+        if tail is not None:
+            # the tail's threads not in the anchor's end were born since (the order is kept)
+            last = set(tids_of(anchor[tail.before :]))
+            tids = run.initial
+            if tail.new:
+                tids = sorted([*tids, *(t for t in tail.tids if t not in last)])
+    if tids is None:
+        tids = tasks.list_tids(pid) or []
+    if type(tasks).get is STOCK_GET and not tasks._ctypes_get:
+        if not use:
+            return _survey_pool(pid, target, tids)
+        if type(tasks).name is STOCK_NAME:
+            return _survey_roles(pid, target, tids, tasks)
     total = bound = 0
     placed: dict[str, list[int]] = {}
     off: list[tuple[int, CpuSet, str, CpuSet]] = []
@@ -635,6 +747,62 @@ def _survey(pid: int, target: BindTarget, use: bool, tasks: Tasks, run: _Run) ->
             off.append((tid, cur, role, want))
     masks = on.union(o[1] for o in off)
     return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
+
+
+def _survey_roles(pid: int, target: BindTarget, tids: Sequence[int], tasks: Tasks) -> _Survey:
+    """_survey by roles through the os calls the stock Tasks.name and Tasks.get make, with
+    each role name's target looked up once (a name and a mask read per thread: 16,000 reads
+    at 16 workers x 500 threads)."""
+    role_of = _role_targets(target, tasks, pid)
+    getaff = os.sched_getaffinity
+    total = bound = 0
+    placed: dict[str, list[int]] = {}
+    off: list[tuple[int, CpuSet, str, CpuSet]] = []
+    present: set[int] = set()
+    on: set[CpuSet] = set()
+    for tid in main_first(pid, tids):
+        got = role_of(tid)
+        if got is None:  # exited
+            continue
+        role, want = got
+        try:
+            cur = getaff(tid)
+        except ProcessLookupError:  # Tasks.get: None
+            continue
+        present.add(tid)
+        total += 1
+        if cur == want:
+            bound += 1
+            on.add(want)
+            if role in ("acl", "release"):
+                placed.setdefault(role, []).append(tid)
+        else:
+            off.append((tid, frozenset(cur), role, want))
+    masks = on.union(o[1] for o in off)
+    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
+
+
+def _survey_pool(pid: int, target: BindTarget, tids: Sequence[int]) -> _Survey:
+    """_survey without roles through the os call the stock Tasks.get makes (every thread has
+    one target): a read and a compare per thread."""
+    role, want = target.thread_target(None, use_roles=False)
+    getaff = os.sched_getaffinity
+    off: list[tuple[int, CpuSet, str, CpuSet]] = []
+    present: list[int] = []
+    keep = present.append
+    for tid in main_first(pid, tids):
+        try:
+            cur = getaff(tid)
+        except ProcessLookupError:  # exited: Tasks.get's None
+            continue
+        keep(tid)
+        if cur != want:
+            off.append((tid, frozenset(cur), role, want))
+    total = len(present)
+    masks = {o[1] for o in off}
+    if total > len(off):
+        masks.add(want)
+    return _Survey(total, total - len(off), {}, off, set(present), masks)
 
 
 def _rollback(

@@ -144,6 +144,7 @@ def tids_of(names: list[str]) -> list[int]:
 
 STOCK_GET, STOCK_SET = Tasks.get, Tasks.set  # _pool_pass inlines these two
 STOCK_LIST = Tasks.list_names  # _list_tail reads the same folder
+STOCK_NAME = Tasks.name  # _survey_roles inlines it
 STOCK_TGID, STOCK_ALIVE = Tasks.tgid, Tasks.alive  # bind_process reads these more cheaply
 
 _CTYPES_GET: list[bool] = []  # decided on first use: os.cpu_count() reads sysfs each call
