@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from itertools import accumulate, compress
 from operator import itemgetter, lt
+from typing import Any
 
 from ascendtune.core.vllm_log import model
 from ascendtune.core.vllm_log.model import MAX_LINE_BYTES
@@ -22,6 +23,7 @@ from ascendtune.core.vllm_log.parser import RUN_CLOCK_BACK_S, LogParser
 from ascendtune.core.vllm_log.patterns import MARKERS, Junk
 from ascendtune.core.vllm_log.records import (
     CUT_MARK,
+    DIRTY,
     LEVELS,
     STAMP_MARKS,
     plain_stamps,
@@ -31,9 +33,9 @@ from ascendtune.core.vllm_log.records import (
 
 BLOCK = 1 << 20  # bytes searched at a time
 SLOW_BLOCKS = 8  # after a block whose stamps were fed one by one, the next ones are too
-# bytes records() removes or splits at (control bytes, ANSI colour, CR): around them a marker can
-# form that the raw line does not hold, so a line holding one is always fed
-_DIRTY = bytes([*range(0, 9), *range(11, 32), 0x7F])
+# around the bytes records() removes or splits at a marker can form that the raw line does not
+# hold, so a line holding one is always fed
+_DIRTY = DIRTY
 _DIRTY_RE = re.compile(b"[" + re.escape(_DIRTY) + b"]")
 
 _FULL, _STAMP = 2, 1  # what a line is fed for: everything, or its time stamps only
@@ -46,17 +48,52 @@ _VALID = rb"\d\d-\d\d (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
 _OTHER = rb"\d\d-\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d"
 
 
-def _level_re(mark: bytes) -> re.Pattern[bytes]:
+def _level_head(mark: bytes) -> bytes:
+    """The regex of a STAMP_MARKS entry's level words and the space after them."""
     word = mark.strip()
     tails = sorted({lv.encode()[len(word) :] for lv in LEVELS if lv.encode().startswith(word)})
     tail = b"(?:" + b"|".join(re.escape(t) for t in reversed(tails)) + b")" if tails[1:] else b""
-    return re.compile(re.escape(word) + tail + b" (?:(" + _VALID + b")|(?:" + _OTHER + b"))")
+    return re.escape(word) + tail + b" "
 
 
-_STAMP_RES = tuple((mark, _level_re(mark)) for mark in STAMP_MARKS)
+_STAMP_TAIL = b"(?:(" + _VALID + b")|(?:" + _OTHER + b"))"
+_STAMP_RES = tuple((mark, re.compile(_level_head(mark) + _STAMP_TAIL)) for mark in STAMP_MARKS)
+# the same stamps of every level, each at the start of a window cut where ahocorasick_rs found a
+# level's mark, the windows joined after a NUL (a clean line holds none): _WINDOW bytes hold the
+# longest (`CRITICAL 2026-09-23T10:11:05`)
+_WINDOW = 32
+_WINDOWED_RE = re.compile(
+    b"\x00(?:" + b"|".join(map(_level_head, STAMP_MARKS)) + b")" + _STAMP_TAIL
+)
 _KEY = len("09-23 10:11:05")  # the bytes of a stamp that say its time, to the second
 _KEY10 = itemgetter(slice(0, len("09-23 10:1")))  # ... to ten minutes
 _Clock = tuple[tuple[int | None, int, int] | None, str]  # LogParser.clock_state()
+
+
+def _automata() -> tuple[Any, Any] | None:
+    """ahocorasick_rs's searchers (Rust's aho-corasick, SIMD for a few patterns) for MARKERS and
+    STAMP_MARKS, built at the first block: one pass each over a block where bytes.find takes
+    one per marker. None where it is not installed: the blocks are then searched marker by
+    marker (the same lines found: tests/core/test_vllm_log_scan.py runs both)."""
+    if not _AC:
+        try:
+            import ahocorasick_rs as ac
+        except ImportError:
+            _AC.append(None)
+        else:
+            # leftmost-first: the kind its SIMD search serves (a line holding overlapping
+            # markers is found by one of them; stamp marks never overlap one another)
+            kind = ac.MATCHKIND_LEFTMOST_FIRST
+            _AC.append(
+                (
+                    ac.BytesAhoCorasick(list(MARKERS), matchkind=kind),
+                    ac.BytesAhoCorasick(list(STAMP_MARKS), matchkind=kind),
+                )
+            )
+    return _AC[0]
+
+
+_AC: list[tuple[Any, Any] | None] = []  # the searchers, once built
 
 
 def parse_chunks(
@@ -64,8 +101,18 @@ def parse_chunks(
 ) -> LogParser:
     """Feed parser (a new one by default) the lines of a byte stream, as `parse_log` would feed
     every line of `split_lines(chunks, max_bytes)`; stops reading once the parser is truncated."""
+    return parse_blocks(((c, False) for c in chunks), parser, max_bytes)
+
+
+def parse_blocks(
+    blocks: Iterable[tuple[bytes, bool]],
+    parser: LogParser | None = None,
+    max_bytes: int = MAX_LINE_BYTES,
+) -> LogParser:
+    """parse_chunks of (chunk, plain) pairs: plain when the reader found that the chunk holds
+    none of the bytes records() removes (DIRTY), so the scan need not look again."""
     p = LogParser() if parser is None else parser
-    _Scan(p, max_bytes).run(chunks)
+    _Scan(p, max_bytes).run(blocks)
     return p
 
 
@@ -75,11 +122,12 @@ class _Scan:
         self.max = max_bytes
         self.slow = 0  # blocks left before the fast path is tried again (after one it refused)
 
-    def run(self, chunks: Iterable[bytes]) -> None:
+    def run(self, chunks: Iterable[tuple[bytes, bool]]) -> None:
         p, cap = self.p, self.max
         buf = b""  # the start of a line the next block ends (at most cap bytes)
+        buf_plain = True  # buf holds no DIRTY byte
         dropping = False  # inside the dropped tail of an over-long line
-        for chunk in _blocks(chunks):
+        for chunk, plain in _blocks(chunks):
             if p.truncated:
                 return
             if dropping:
@@ -88,10 +136,11 @@ class _Scan:
                     continue
                 dropping, chunk = False, chunk[nl + 1 :]
             data = buf + chunk if buf else chunk
+            plain = plain and (buf_plain or not buf)
             end = data.rfind(b"\n") + 1
             if end:
-                self._lines(data, end)
-            buf = data[end:]
+                self._lines(data, end, plain)
+            buf, buf_plain = data[end:], plain
             if len(buf) > cap and not p.truncated:
                 p.feed(buf[:cap] + CUT_MARK)
                 buf, dropping = b"", True
@@ -102,10 +151,11 @@ class _Scan:
             else:
                 p.skip(1)
 
-    def _lines(self, data: bytes, end: int) -> None:
-        """Feed or count the whole lines of data[:end] (data[end - 1] is a newline)."""
+    def _lines(self, data: bytes, end: int, plain: bool) -> None:
+        """Feed or count the whole lines of data[:end] (data[end - 1] is a newline; plain: data
+        holds no DIRTY byte)."""
         p = self.p
-        got, clean = self._wanted(data, end)
+        got, clean = self._wanted(data, end, plain)
         fast = None
         if self.slow:
             self.slow -= 1
@@ -141,8 +191,18 @@ class _Scan:
         p = self.p
         if p.lines + end > model.MAX_LINES:
             return None
-        found = [rx for m, rx in _STAMP_RES if data.find(m, 0, end) >= 0]
         keys: list[bytes]
+        ac = _automata()
+        if ac is not None:
+            starts = [at for _, at, _ in ac[1].find_matches_as_indexes(memoryview(data)[:end])]
+            windows = [data[at : at + _WINDOW] for at in starts]
+            for i in range(len(starts) - 1, -1, -1):  # none past the block's last line
+                if starts[i] + _WINDOW <= end:
+                    break
+                windows[i] = data[starts[i] : end]
+            keys = _WINDOWED_RE.findall(b"\x00" + b"\x00".join(windows))
+            return self._judged(keys)
+        found = [rx for m, rx in _STAMP_RES if data.find(m, 0, end) >= 0]
         if len(found) <= 1:
             keys = found[0].findall(data, 0, end) if found else []
         else:  # several levels: their stamps in the order they stand
@@ -150,6 +210,12 @@ class _Scan:
                 (m.start(), m.group(1) or b"") for rx in found for m in rx.finditer(data, 0, end)
             )
             keys = [k for _, k in hits]
+        return self._judged(keys)
+
+    def _judged(self, keys: list[bytes]) -> list[bytes] | None:
+        """keys (a block's stamps, b"" for one of another form), or None when one may take the
+        clock back by more than RUN_CLOCK_BACK_S."""
+        p = self.p
         if not all(keys):
             return None  # a year, or a field no clock has (hour 25): the values decide
         if not keys:
@@ -182,17 +248,26 @@ class _Scan:
                 return clock, last
         return clock, text
 
-    def _wanted(self, data: bytes, end: int) -> tuple[dict[int, tuple[int, int]], bool]:
+    def _wanted(
+        self, data: bytes, end: int, plain: bool
+    ) -> tuple[dict[int, tuple[int, int]], bool]:
         """The lines of data[:end] to feed whole (start -> (end, kind)), and whether every line
         is clean: none holds a byte records() removes or runs past the cap (the fast path's
-        stamps are those of clean lines)."""
+        stamps are those of clean lines; plain: data holds no such byte)."""
         got: dict[int, tuple[int, int]] = {}
         clean = True
-        for needle in MARKERS:
-            at = data.find(needle, 0, end)
-            while at >= 0:
-                at = data.find(needle, _mark(data, got, at, _FULL), end)
-        if len(data.translate(None, _DIRTY)) != len(data):
+        ac = _automata()
+        if ac is not None:
+            past = 0
+            for _, at, _ in ac[0].find_matches_as_indexes(memoryview(data)[:end]):
+                if at >= past:  # a line not yet noted
+                    past = _mark(data, got, at, _FULL)
+        else:
+            for needle in MARKERS:
+                at = data.find(needle, 0, end)
+                while at >= 0:
+                    at = data.find(needle, _mark(data, got, at, _FULL), end)
+        if not plain and len(data.translate(None, _DIRTY)) != len(data):
             m = _DIRTY_RE.search(data, 0, end)
             while m is not None:
                 clean = False
@@ -259,17 +334,20 @@ def _kind(data: bytes, start: int, stop: int) -> int:
     return _STAMP if any(m in line for m in STAMP_MARKS) else 0
 
 
-def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """The chunks joined into blocks of at least BLOCK bytes (a pipe's reads are small)."""
+def _blocks(chunks: Iterable[tuple[bytes, bool]]) -> Iterator[tuple[bytes, bool]]:
+    """The chunks joined into blocks of at least BLOCK bytes (a pipe's reads are small), each
+    plain when all its chunks are."""
     parts: list[bytes] = []
     size = 0
-    for chunk in chunks:
+    plain = True
+    for chunk, chunk_plain in chunks:
         if not chunk:
             continue
         parts.append(chunk)
         size += len(chunk)
+        plain = plain and chunk_plain
         if size >= BLOCK:
-            yield parts[0] if len(parts) == 1 else b"".join(parts)
-            parts, size = [], 0
+            yield (parts[0] if len(parts) == 1 else b"".join(parts)), plain
+            parts, size, plain = [], 0, True
     if parts:
-        yield b"".join(parts)
+        yield b"".join(parts), plain
