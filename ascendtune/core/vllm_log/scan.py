@@ -135,11 +135,20 @@ class _Scan:
                 if nl < 0:
                     continue
                 dropping, chunk = False, chunk[nl + 1 :]
-            data = buf + chunk if buf else chunk
-            plain = plain and (buf_plain or not buf)
-            end = data.rfind(b"\n") + 1
-            if end:
-                self._lines(data, end, plain)
+            data, start = chunk, 0
+            if buf:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    data, plain = buf + chunk, plain and buf_plain
+                else:  # the line the last block began, alone (the block is not copied)
+                    head = buf + chunk[: nl + 1]
+                    self._lines(head, 0, len(head), plain and buf_plain)
+                    if p.truncated:
+                        return
+                    start = nl + 1
+            end = max(data.rfind(b"\n", start) + 1, start)
+            if end > start:
+                self._lines(data, start, end, plain)
             buf, buf_plain = data[end:], plain
             if len(buf) > cap and not p.truncated:
                 p.feed(buf[:cap] + CUT_MARK)
@@ -151,25 +160,25 @@ class _Scan:
             else:
                 p.skip(1)
 
-    def _lines(self, data: bytes, end: int, plain: bool) -> None:
-        """Feed or count the whole lines of data[:end] (data[end - 1] is a newline; plain: data
-        holds no DIRTY byte)."""
+    def _lines(self, data: bytes, begin: int, end: int, plain: bool) -> None:
+        """Feed or count the whole lines of data[begin:end] (data[begin - 1], where begin > 0,
+        and data[end - 1] are newlines; plain: data holds no DIRTY byte)."""
         p = self.p
-        got, clean = self._wanted(data, end, plain)
+        got, clean = self._wanted(data, begin, end, plain)
         fast = None
         if self.slow:
             self.slow -= 1
         elif clean:
-            fast = self._stamps(data, end)
+            fast = self._stamps(data, begin, end)
             if fast is None:  # a log whose clock goes back often: try again some blocks on
                 self.slow = SLOW_BLOCKS
         saved = p.clock_state()
         if fast is None:  # stamped lines fed one by one
             for needle in STAMP_MARKS:
-                at = data.find(needle, 0, end)
+                at = data.find(needle, begin, end)
                 while at >= 0:
                     at = data.find(needle, _mark(data, got, at, _STAMP), end)
-        pos = 0
+        pos = begin
         for start, (stop, kind) in sorted(got.items()):
             p.skip(data.count(b"\n", pos, start))
             if stop - start > self.max:
@@ -181,35 +190,38 @@ class _Scan:
             pos = stop + 1
         p.skip(data.count(b"\n", pos, end))
         if fast is not None:
-            p.set_clock(*self._clock_after(data, end, fast, saved))
+            p.set_clock(*self._clock_after(data, begin, end, fast, saved))
 
-    def _stamps(self, data: bytes, end: int) -> list[bytes] | None:
-        """The `MM-DD HH:MM:SS` of every stamp of data[:end] in order (a superset of the
+    def _stamps(self, data: bytes, begin: int, end: int) -> list[bytes] | None:
+        """The `MM-DD HH:MM:SS` of every stamp of data[begin:end] in order (a superset of the
         stamps feeding its lines gives the clock), when none of them can take the clock back by
         more than RUN_CLOCK_BACK_S; None when one may (or the block is past the fast path: a
         stamp of another form, a clock read from one, the line limit within reach)."""
         p = self.p
-        if p.lines + end > model.MAX_LINES:
+        if p.lines + end - begin > model.MAX_LINES:
             return None
         keys: list[bytes]
         ac = _automata()
         if ac is not None:
-            starts = [at for _, at, _ in ac[1].find_matches_as_indexes(memoryview(data)[:end])]
-            windows = [data[at : at + _WINDOW] for at in starts]
-            for i in range(len(starts) - 1, -1, -1):  # none past the block's last line
-                if starts[i] + _WINDOW <= end:
+            hits = ac[1].find_matches_as_indexes(memoryview(data)[begin:end])
+            windows = [data[begin + i : begin + i + _WINDOW] for _, i, _ in hits]
+            for i in range(len(hits) - 1, -1, -1):  # none past the block's last line
+                at = begin + hits[i][1]
+                if at + _WINDOW <= end:
                     break
-                windows[i] = data[starts[i] : end]
+                windows[i] = data[at:end]
             keys = _WINDOWED_RE.findall(b"\x00" + b"\x00".join(windows))
             return self._judged(keys)
-        found = [rx for m, rx in _STAMP_RES if data.find(m, 0, end) >= 0]
+        found = [rx for m, rx in _STAMP_RES if data.find(m, begin, end) >= 0]
         if len(found) <= 1:
-            keys = found[0].findall(data, 0, end) if found else []
+            keys = found[0].findall(data, begin, end) if found else []
         else:  # several levels: their stamps in the order they stand
-            hits = sorted(
-                (m.start(), m.group(1) or b"") for rx in found for m in rx.finditer(data, 0, end)
+            ordered = sorted(
+                (m.start(), m.group(1) or b"")
+                for rx in found
+                for m in rx.finditer(data, begin, end)
             )
-            keys = [k for _, k in hits]
+            keys = [k for _, k in ordered]
         return self._judged(keys)
 
     def _judged(self, keys: list[bytes]) -> list[bytes] | None:
@@ -226,22 +238,26 @@ class _Scan:
             return None
         runs = list(accumulate(keys, max, initial=first))
         # going back by more than ten minutes drops the ten-minute key: only those are judged
-        for j in compress(range(len(keys)), map(lt, map(_KEY10, keys), map(_KEY10, runs))):
+        for j in compress(range(len(keys)), map(lt, keys, runs)):
+            if _KEY10(keys[j]) >= _KEY10(runs[j]):
+                continue
             t, top = stamp_seconds(keys[j].decode()), stamp_seconds(runs[j].decode())
             assert t is not None and top is not None
             if (top[1], top[2] - RUN_CLOCK_BACK_S) > (t[1], t[2]):
                 return None
         return keys
 
-    def _clock_after(self, data: bytes, end: int, keys: list[bytes], saved: _Clock) -> _Clock:
-        """Where feeding every line of data[:end] leaves the clock (saved before), none going
+    def _clock_after(
+        self, data: bytes, begin: int, end: int, keys: list[bytes], saved: _Clock
+    ) -> _Clock:
+        """Where feeding every line of data[begin:end] leaves the clock (saved before), none going
         back: at the latest stamp, its text that of the last stamp of that second."""
         clock, text = saved
         floor = _clock_key(clock) if clock is not None else None
-        for key in sorted(set(keys), reverse=True):
+        for key in _descending(keys):
             if floor is not None and key < floor:
                 break
-            last = _last_stamp(data, end, key)
+            last = _last_stamp(data, begin, end, key)
             if last is not None:
                 if floor is None or key > floor:
                     clock = stamp_seconds(last)
@@ -249,9 +265,9 @@ class _Scan:
         return clock, text
 
     def _wanted(
-        self, data: bytes, end: int, plain: bool
+        self, data: bytes, begin: int, end: int, plain: bool
     ) -> tuple[dict[int, tuple[int, int]], bool]:
-        """The lines of data[:end] to feed whole (start -> (end, kind)), and whether every line
+        """The lines of data[begin:end] to feed whole (start -> (end, kind)), and whether every line
         is clean: none holds a byte records() removes or runs past the cap (the fast path's
         stamps are those of clean lines; plain: data holds no such byte)."""
         got: dict[int, tuple[int, int]] = {}
@@ -259,29 +275,29 @@ class _Scan:
         ac = _automata()
         if ac is not None:
             past = 0
-            for _, at, _ in ac[0].find_matches_as_indexes(memoryview(data)[:end]):
+            for _, at, _ in ac[0].find_matches_as_indexes(memoryview(data)[begin:end]):
                 if at >= past:  # a line not yet noted
-                    past = _mark(data, got, at, _FULL)
+                    past = _mark(data, got, begin + at, _FULL) - begin
         else:
             for needle in MARKERS:
-                at = data.find(needle, 0, end)
+                at = data.find(needle, begin, end)
                 while at >= 0:
                     at = data.find(needle, _mark(data, got, at, _FULL), end)
         if not plain and len(data.translate(None, _DIRTY)) != len(data):
-            m = _DIRTY_RE.search(data, 0, end)
+            m = _DIRTY_RE.search(data, begin, end)
             while m is not None:
                 clean = False
                 m = _DIRTY_RE.search(data, _mark(data, got, m.start(), _FULL), end)
         # a line longer than the cap holds a whole window of half the cap with no newline
         half = max(1, self.max // 2)
-        at = 0
+        at = begin
         while at + half <= end:
             if data.find(b"\n", at, at + half) >= 0:
                 at += half
                 continue
             clean = False
             stop = _mark(data, got, at, _FULL)
-            at = stop + (-stop) % half  # the next window past this line
+            at = stop + (begin - stop) % half  # the next window past this line
         return got, clean
 
 
@@ -295,6 +311,15 @@ def _mark(data: bytes, got: dict[int, tuple[int, int]], at: int, kind: int) -> i
     return stop + 1
 
 
+def _descending(keys: list[bytes]) -> Iterator[bytes]:
+    """The distinct keys, latest first (the latest is nearly always the one asked for)."""
+    if not keys:
+        return
+    top = max(keys)
+    yield top
+    yield from sorted({k for k in keys if k < top}, reverse=True)
+
+
 def _clock_key(clock: tuple[int | None, int, int]) -> bytes | None:
     """The `MM-DD HH:MM:SS` of a clock read from such a stamp (None for a year's clock)."""
     year, month, secs = clock
@@ -304,11 +329,12 @@ def _clock_key(clock: tuple[int | None, int, int]) -> bytes | None:
     return b"%02d-%02d %02d:%02d:%02d" % (month, day, rest // 3600, rest // 60 % 60, rest % 60)
 
 
-def _last_stamp(data: bytes, end: int, key: bytes) -> str | None:
-    """The last stamp of data[:end]'s lines, as feeding them reads it, of the second key says."""
+def _last_stamp(data: bytes, begin: int, end: int, key: bytes) -> str | None:
+    """The last stamp of data[begin:end]'s lines, as feeding them reads it, of the second key
+    says."""
     at = end
     while True:
-        at = data.rfind(key, 0, at)
+        at = data.rfind(key, begin, at)
         if at < 0:
             return None
         start = data.rfind(b"\n", 0, at) + 1
