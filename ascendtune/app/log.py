@@ -248,11 +248,11 @@ def plan_cells(w: WorkerLog) -> tuple[str, str, str, str]:
 def read_log(path: str) -> LogReport:
     """Parse the log at path ('-' for stdin): any compressed form, bounded in memory and time;
     what is not text is refused (exit 5)."""
-    from ascendtune.core.vllm_log import parse_chunks
+    from ascendtune.core.vllm_log import parse_blocks
     from ascendtune.host.logfile import LogInput
 
     src = LogInput(path)
-    p = parse_chunks(src.chunks())
+    p = parse_blocks(src.blocks())
     if src.stopped and not p.truncated:
         p.stop(src.stopped)
     return p.report()

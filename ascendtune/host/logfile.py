@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from ascendtune.core.errors import InvalidInput, MissingError, PermissionDenied
+from ascendtune.core.vllm_log.records import DIRTY
 
 CHUNK = 64 * 1024  # text is judged (binary or not) this much at a time
 BLOCK = 1024 * 1024  # read this much at a time
@@ -219,6 +220,12 @@ class LogInput:
         self.form = "text"
 
     def chunks(self) -> Iterator[bytes]:
+        for block, _ in self.blocks():
+            yield block
+
+    def blocks(self) -> Iterator[tuple[bytes, bool]]:
+        """The text in blocks, each with whether it is plain: ASCII with none of the bytes
+        core.vllm_log's records() removes (DIRTY), so the scan need not look for them again."""
         import sys
 
         if self.path == "-":
@@ -251,7 +258,9 @@ class LogInput:
         with os.fdopen(fd, "rb", buffering=0) as f:
             yield from self._read(f, fd, regular, f)
 
-    def _read(self, stream: Any, fd: int | None, regular: bool, file: Any) -> Iterator[bytes]:
+    def _read(
+        self, stream: Any, fd: int | None, regular: bool, file: Any
+    ) -> Iterator[tuple[bytes, bool]]:
         raw = _Timed(stream, fd, self.name, regular)
         errors = _corrupt()
         try:
@@ -274,13 +283,24 @@ class LogInput:
             what = f"not a readable {self.form} stream" if self.form != "text" else "read failed"
             raise InvalidInput(f"{self.name}: {what} ({type(e).__name__}: {e})") from None
 
-    def _text(self, dec: Any, raw: _Timed) -> Iterator[bytes]:
+    def _text(self, dec: Any, raw: _Timed) -> Iterator[tuple[bytes, bool]]:
         total = nuls = 0
         seen_text = False
         while True:
             block = dec.read(BLOCK)
             if not block:
                 break
+            if (
+                total + len(block) < MAX_BYTES
+                and block.isascii()
+                and len(block.translate(None, DIRTY)) == len(block)
+            ):
+                # a plain block (no NUL, no control byte, no byte past ASCII): every chunk of it
+                # is text, as the loop below would find chunk by chunk
+                seen_text = seen_text or bool(block.strip())
+                total += len(block)
+                yield block, True
+                continue
             kept: list[bytes] = []
             for at in range(0, len(block), CHUNK):
                 chunk = block[at : at + CHUNK]
@@ -304,7 +324,7 @@ class LogInput:
                     self.stopped = f"stopped after {MAX_BYTES >> 20} MiB of text"
                     break
             whole = len(kept) * CHUNK >= len(block) and b"\x00" not in block
-            yield block if whole else b"".join(kept)
+            yield (block if whole else b"".join(kept)), False
             if self.stopped:
                 return
         if nuls and not seen_text:

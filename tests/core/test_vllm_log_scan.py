@@ -383,3 +383,77 @@ def test_the_clock_text_is_the_last_stamp_of_its_latest_second() -> None:
             assert parse_chunks([data]).clock_state() == want, block
         finally:
             scan.BLOCK = old
+
+
+# -- the two searches: ahocorasick_rs's one pass, bytes.find marker by marker ---------------------
+
+
+@pytest.fixture
+def find_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search without ahocorasick_rs (as where it is not installed)."""
+    monkeypatch.setattr(scan, "_AC", [None])
+
+
+def test_ahocorasick_is_used_where_installed() -> None:
+    pytest.importorskip("ahocorasick_rs")
+    assert scan._automata() is not None
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+def test_every_fixture_reads_alike_searched_marker_by_marker(path: Path, find_only: None) -> None:
+    data = path.read_bytes()
+    padded = b"\n".join(FILLER * 30) + b"\n" + data + b"\n".join(FILLER * 30)
+    for log in (data, padded):
+        assert fast(pieces(log, [333])) == slow([log])
+
+
+def read_both(log: bytes, sizes: list[int], block: int) -> tuple[vllm_log.LogParser, ...]:
+    """The log read with ahocorasick_rs (where installed), without it, and with each chunk's
+    plain flag given as a reader gives it."""
+    chunks = pieces(log, sizes)
+    old = scan.BLOCK, scan._AC
+    scan.BLOCK = block
+    try:
+        with_ac = parse_chunks(chunks)
+        scan._AC = [None]
+        without = parse_chunks(chunks)
+        scan._AC = old[1]
+        flagged = vllm_log.parse_blocks(
+            (c, c.isascii() and len(c.translate(None, scan._DIRTY)) == len(c)) for c in chunks
+        )
+    finally:
+        scan.BLOCK, scan._AC = old
+    return with_ac, without, flagged
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(mutated(), clocked()),
+    st.lists(st.integers(1, 300), min_size=1, max_size=4),
+    st.integers(1, 600),
+)
+def test_both_searches_and_plain_blocks_read_alike(
+    log: bytes, sizes: list[int], block: int
+) -> None:
+    """Markers, stamps and control bytes found in one pass or marker by marker, blocks a reader
+    called plain or not: the report and the clock are those of feeding every line."""
+    want = oracle(log)
+    for p in read_both(log, sizes, block):
+        assert p.report() == want.report()
+        assert p.clock_state() == want.clock_state()
+
+
+def test_overlapping_markers_and_levels_are_each_found() -> None:
+    """One pass reports no overlapping matches: a line whose marker overlaps another, or a
+    level's mark, is still read (`WARNPU`, `CPUCpu`, `INFO INFO 09-23 ...`)."""
+    head = (FIX / "a2_tp4_bound.log").read_bytes()
+    lines = [
+        b"(Worker_TP0 pid=61) WARNPU0: main=[1 2]  acl=[3]  release=[[4]]",
+        b"(Worker_TP0 pid=61) INFO 09-23 10:11:07 [x.py:1] WARNPU0: main=[1 2]  acl=[3]",
+        b"(Worker_TP1 pid=62) INFO 09-23 10:11:08 [x.py:1] CPUCpucpu [cpu_bind_mode] mode=x rank=1",
+        b"INFO INFO 09-23 09:00:00 [x.py:1] back an hour",
+        b"WARNWARNING 09-23 08:00:00 [x.py:1] back again",
+    ]
+    log = head + b"\n".join(lines + FILLER) + b"\n"
+    for p in read_both(log, [4096], 1 << 20):
+        assert p.report() == oracle(log).report()

@@ -222,3 +222,22 @@ def test_a_big_log_in_any_form_reads_as_line_by_line(form: str, tmp_path: Path) 
     path.write_bytes(data if form == "text" else FORMS[form](data))
     want = parse_log(split_lines([data]))
     assert read_log(str(path)) == want and want.failed
+
+
+@pytest.mark.parametrize(
+    ("junk", "plain"),
+    [(b"", True), (b"\r", False), (b"\x1b[0m", False), (b"\x00", False), ("✓".encode(), False)],
+)
+def test_blocks_are_called_plain_only_when_they_are(
+    junk: bytes, plain: bool, tmp_path: Path
+) -> None:
+    """A block is plain (the scan skips its own look for control bytes) only when it is ASCII
+    with none of the bytes records() removes; the text is the same either way."""
+    filler = b'(APIServer pid=5200) INFO:     10.0.3.7:40123 - "POST /v1/completions HTTP/1.1"\n'
+    data = filler * 20000 + FAILED.replace(b"INFO", b"INFO" + junk, 1) + filler * 20000
+    path = tmp_path / "server.log"
+    path.write_bytes(data)
+    blocks = list(LogInput(str(path)).blocks())
+    assert len(blocks) > 2 and all(flag for _, flag in blocks[:1])
+    assert all(flag for _, flag in blocks) is plain
+    assert b"".join(b for b, _ in blocks) == data.replace(b"\x00", b"")

@@ -28,7 +28,7 @@ from ascendtune.core.vllm_log.model import (
 from ascendtune.core.vllm_log.parser import LogParser, parse_log, parse_text
 from ascendtune.core.vllm_log.patterns import safe_literal
 from ascendtune.core.vllm_log.records import Record, records, split_lines
-from ascendtune.core.vllm_log.scan import parse_chunks
+from ascendtune.core.vllm_log.scan import parse_blocks, parse_chunks
 
 __all__ = [
     "CAUSES",
@@ -47,6 +47,7 @@ __all__ = [
     "cause_of",
     "check_target",
     "compare_with_plan",
+    "parse_blocks",
     "parse_chunks",
     "parse_log",
     "parse_text",

@@ -3,11 +3,15 @@ covers its workers, and each logged pool compared with the predicted one."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ascendtune.core.cpulist import format_cpulist
 from ascendtune.core.findings import Finding
-from ascendtune.core.planner.model import Plan, PlanRequest
 from ascendtune.core.vllm_log.findings import worker_name
 from ascendtune.core.vllm_log.model import LogReport
+
+if TYPE_CHECKING:  # the planner (its engine and vendors) is imported only where a plan is made
+    from ascendtune.core.planner.model import Plan, PlanRequest
 
 
 def check_target(report: LogReport) -> tuple[str | None, str]:
@@ -56,6 +60,7 @@ def plan_request(report: LogReport) -> PlanRequest:
     """What to ask the planner so its vllm-ascend prediction covers the logged workers, on the
     version the log names when it is known."""
     from ascendtune.core import vllm_ascend
+    from ascendtune.core.planner.model import PlanRequest
 
     name, _ = check_target(report)
     visible: list[int] = []

@@ -28,6 +28,8 @@ _HEAD = re.compile(rf"(?:{_PREFIX})?{_LEVEL} (?P<stamp>{_STAMP}) {_WHERE} ?")
 _LEVEL_STAMP = re.compile(rf"{_LEVEL} {_STAMP} ")
 _PREFIX_TAIL = re.compile(_PREFIX + r"$")
 CUT_MARK = b"\x00cut"
+# the bytes records() removes or splits at (control bytes, ANSI colour's ESC, CR)
+DIRTY = bytes([*range(0, 9), *range(11, 32), 0x7F])
 _ONLY_PREFIX = re.compile(_PREFIX)
 # vLLM-Ascend's own formatter (logger.py): `[vllm-ascend] - msg`, `[vllm-ascend] [module] - msg`
 _ASCEND_TAG = re.compile(r"^\[vllm-ascend\](?: \[[\w.\-]+\])? - ")
