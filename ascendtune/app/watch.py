@@ -256,7 +256,16 @@ def _share(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
 
-def _worker_doc(w: WorkerReport) -> dict[str, Any]:
+class _Cpulists(dict[CpuSet, str]):
+    """format_cpulist of each set once per document: a worker's threads ran on, and are masked
+    to, a handful of distinct sets."""
+
+    def __missing__(self, cpus: CpuSet) -> str:
+        text = self[cpus] = format_cpulist(cpus)
+        return text
+
+
+def _worker_doc(w: WorkerReport, cpulist: _Cpulists) -> dict[str, Any]:
     t = w.target
     planned = t.plan_cpus is not None
     noded = t.node_cpus is not None
@@ -265,7 +274,7 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
         d: dict[str, Any] = {
             "tid": th.tid,
             "name": th.name,
-            "cpus_ran": format_cpulist(th.cpus_ran),
+            "cpus_ran": cpulist[th.cpus_ran],
             "last_cpu": th.last_cpu,
             "migrations": th.migrations,
             "migrations_source": th.migrations_source,
@@ -284,7 +293,7 @@ def _worker_doc(w: WorkerReport) -> dict[str, Any]:
             d["role_cpus"] = None if th.role_cpus is None else format_cpulist(th.role_cpus)
             d["role_stayed"] = th.role_stayed
         if w.attributed and th.mask is not None:
-            d["mask"] = format_cpulist(th.mask)
+            d["mask"] = cpulist[th.mask]
             d["mask_changes"] = th.mask_changes
             d["set_by"] = None if th.set_by is None else th.set_by.to_json()
         threads.append(d)
@@ -363,12 +372,13 @@ def document(report: WatchReport) -> dict[str, Any]:
     """`watch --json` without schema_version (the printer adds it)."""
     from ascendtune.app.documents import plain
 
+    cpulists = _Cpulists()
     doc: WatchDocument = {
         "interval_s": report.interval_s,
         "elapsed_s": round(report.elapsed_s, 3),
         "samples": report.samples,
         "clock_ticks": report.clock_ticks,
-        "workers": [_worker_doc(w) for w in report.workers],
+        "workers": [_worker_doc(w, cpulists) for w in report.workers],
     }
     return plain(doc)
 

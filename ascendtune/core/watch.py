@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from heapq import heapify, heappop, heappush
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ascendtune.core.bindplan import ROLE_THREADS
 from ascendtune.core.cpulist import CpuSet
@@ -19,6 +20,19 @@ from ascendtune.core.errors import AscendtuneError
 
 if TYPE_CHECKING:
     from ascendtune.core.binders.attribution import SetBy
+
+_T = TypeVar("_T")
+_new = object.__new__
+
+
+def built(cls: type[_T], **fields: Any) -> _T:
+    """cls(**fields) for a frozen dataclass of this module, every field given, without its
+    __init__: that sets each field through object.__setattr__ (ThreadReport's 19 cost 5-7 us
+    against 2 this way, for every thread at every sample). Tests hold the two ways equal."""
+    obj = _new(cls)
+    obj.__dict__.update(fields)
+    return obj
+
 
 NEIGHBOUR_TRACK_CAP = 256  # neighbour threads remembered per worker; the smallest are dropped
 NEIGHBOUR_TOP = 10  # neighbours reported per worker
@@ -176,10 +190,12 @@ class _Thread:
     base_invol: int | None
     last_invol: int | None
     last_cpu: int | None
-    cpus_ran: set[int]
+    cpus_ran: CpuSet  # replaced (not grown) when a CPU is new: reports share it
     ticks_by_cpu: dict[int, int]
     samples_by_cpu: dict[int, int]
     moves_seen: int = 0
+    ticks_gained: int = 0  # the sum of ticks_by_cpu
+    ticks_sorted: dict[int, int] | None = None  # ticks_by_cpu in CPU order, until it changes
     mask: CpuSet | None = None
     mask_changes: int = 0
     set_by: SetBy | None = None
@@ -192,6 +208,7 @@ class _Neighbour:
     name: str
     ticks: int
     cpus: set[int]
+    order: int  # when it was (last) put in the table: the table's iteration order
 
 
 @dataclass
@@ -206,6 +223,10 @@ class _Worker:
     allowed: CpuSet | None = None
     neighbours: dict[int, _Neighbour] = field(default_factory=dict)
     neighbours_dropped: int = 0
+    # (ticks, order, tid) of the table's entries once it is full, stale ones skipped when read:
+    # the smallest valid entry is what min() over the table would pick, without the walk
+    smallest: list[tuple[int, int, int]] | None = None
+    added: int = 0  # entries ever put in the table
     started: int | None = None  # the watched process's start time
     reused: bool = False  # its PID now belongs to a process started later
     changes: deque[MaskChange] = field(default_factory=lambda: deque(maxlen=MASK_CHANGES_KEPT))
@@ -214,11 +235,29 @@ class _Worker:
     binders: tuple[tuple[str, str, str, str], ...] | None = None
 
 
+def _smallest(w: _Worker) -> int:
+    """The neighbour min() over w's table by ticks would pick: the fewest ticks, the first put
+    in the table among equals (a table entry's ticks only grow; each value is in the heap)."""
+    heap = w.smallest
+    if heap is None:
+        heap = w.smallest = [(n.ticks, n.order, tid) for tid, n in w.neighbours.items()]
+        heapify(heap)
+    while True:
+        ticks, order, tid = heap[0]
+        n = w.neighbours.get(tid)
+        if n is not None and n.order == order and n.ticks == ticks:
+            return tid
+        heappop(heap)
+
+
 def _share(by_cpu: Mapping[int, int], inside: CpuSet) -> float | None:
-    total = sum(by_cpu.values())
+    total = off = 0
+    for c, v in by_cpu.items():  # one or two CPUs for most threads: no generator, one pass
+        total += v
+        if c not in inside:
+            off += v
     if total <= 0:
         return None
-    off = sum(v for c, v in by_cpu.items() if c not in inside)
     return off / total
 
 
@@ -292,6 +331,7 @@ class Watch:
         w.exited += len(gone) + (0 if first else ps.vanished)
         for tid, t in now.items():
             st = w.threads.get(tid)
+            cpu = t.processor
             if st is None:
                 w.seen_count += 1
                 # a thread born while watched ran all its life under watch: count from zero
@@ -306,26 +346,31 @@ class Watch:
                     last_vol=t.ctx_voluntary,
                     base_invol=0 if born and t.ctx_involuntary is not None else t.ctx_involuntary,
                     last_invol=t.ctx_involuntary,
-                    last_cpu=t.processor,
-                    cpus_ran=set(),
+                    last_cpu=cpu,
+                    cpus_ran=frozenset(),
                     ticks_by_cpu={},
                     samples_by_cpu={},
                 )
                 w.threads[tid] = st
-            elif t.processor is not None and st.last_cpu is not None and t.processor != st.last_cpu:
+            elif cpu is not None and st.last_cpu is not None and cpu != st.last_cpu:
                 st.moves_seen += 1
             if t.mask is not None and t.mask != st.mask:
                 self._mask_seen(w, ps.pid, tid, t, st)
-            gained = max(0, t.cpu_ticks - st.last_ticks)
-            if t.processor is not None:
-                st.cpus_ran.add(t.processor)
-                st.samples_by_cpu[t.processor] = st.samples_by_cpu.get(t.processor, 0) + 1
-                if gained:
+            gained = t.cpu_ticks - st.last_ticks
+            if cpu is not None:
+                if cpu not in st.cpus_ran:
+                    st.cpus_ran = st.cpus_ran | {cpu}
+                by_cpu = st.samples_by_cpu
+                by_cpu[cpu] = by_cpu.get(cpu, 0) + 1
+                if gained > 0:
                     # the time since the last sample is put on the CPU it was last seen on
-                    st.ticks_by_cpu[t.processor] = st.ticks_by_cpu.get(t.processor, 0) + gained
+                    by_cpu = st.ticks_by_cpu
+                    by_cpu[cpu] = by_cpu.get(cpu, 0) + gained
+                    st.ticks_gained += gained
+                    st.ticks_sorted = None
             st.name = t.name
             st.last_ticks = t.cpu_ticks
-            st.last_cpu = t.processor
+            st.last_cpu = cpu
             st.last_mig = t.nr_migrations
             st.last_vol = t.ctx_voluntary
             st.last_invol = t.ctx_involuntary
@@ -369,42 +414,50 @@ class Watch:
             st.set_by = change.set_by
 
     def _update_neighbours(self, sample: HostSample, *, first: bool) -> None:
-        refs: dict[int, CpuSet] = {}
+        # CPU -> the live workers whose reference CPUs hold it, in the workers' order
+        on_cpu: dict[int, list[int]] = {}
         for pid, w in self._workers.items():
             ref = self._reference(w)
             if w.alive and ref:
-                refs[pid] = ref
+                for c in ref:
+                    on_cpu.setdefault(c, []).append(pid)
+        workers = self._workers
+        last = self._others
         seen: dict[int, int] = {}
         for proc in (*sample.others, *sample.workers.values()):
             for t in proc.threads:
                 seen[t.tid] = t.cpu_ticks
-                prev = self._others.get(t.tid)
+                prev = last.get(t.tid)
                 if first or prev is None or t.processor is None:
                     continue
                 gained = t.cpu_ticks - prev
                 if gained <= 0:
                     continue
-                for pid, ref in refs.items():
-                    if proc.pid == pid or t.processor not in ref:
-                        continue
-                    self._add_neighbour(self._workers[pid], proc, t, gained)
+                for pid in on_cpu.get(t.processor, ()):
+                    if proc.pid != pid:
+                        self._add_neighbour(workers[pid], proc, t, gained)
         self._others = seen
 
     def _add_neighbour(self, w: _Worker, proc: ProcessSample, t: ThreadSample, gained: int) -> None:
         n = w.neighbours.get(t.tid)
         if n is None:
             if len(w.neighbours) >= self.neighbour_cap:
-                smallest = min(w.neighbours, key=lambda k: w.neighbours[k].ticks)
+                smallest = _smallest(w)
                 if w.neighbours[smallest].ticks > gained:
                     w.neighbours_dropped += 1
                     return
                 del w.neighbours[smallest]
                 w.neighbours_dropped += 1
-            n = w.neighbours[t.tid] = _Neighbour(proc.pid, proc.name, t.name, 0, set())
+            w.added += 1
+            n = w.neighbours[t.tid] = _Neighbour(proc.pid, proc.name, t.name, 0, set(), w.added)
         n.ticks += gained
         n.name = t.name
         if t.processor is not None:
             n.cpus.add(t.processor)
+        if w.smallest is not None:
+            heappush(w.smallest, (n.ticks, n.order, t.tid))
+            if len(w.smallest) > 4 * self.neighbour_cap:  # mostly stale: start again
+                w.smallest = None
 
     def _reference(self, w: _Worker) -> CpuSet | None:
         return w.target.plan_cpus if w.target.plan_cpus is not None else w.allowed
@@ -471,17 +524,11 @@ class Watch:
         )
 
     def _report_thread(self, tid: int, st: _Thread, tgt: WatchTarget) -> ThreadReport:
-        gained = sum(st.ticks_by_cpu.values())
         # with no run time gained, where the thread sat at each sample is all there is
-        weights = st.ticks_by_cpu if gained else st.samples_by_cpu
-        basis = "cpu_time" if gained else "samples"
-
-        def share(inside: CpuSet | None) -> float | None:
-            if inside is None:
-                return None
-            got = _share(weights, inside)
-            return 0.0 if got is None else got
-
+        if st.ticks_gained:
+            weights, basis = st.ticks_by_cpu, "cpu_time"
+        else:
+            weights, basis = st.samples_by_cpu, "samples"
         if st.base_mig is not None and st.last_mig is not None:
             migrations, source = max(0, st.last_mig - st.base_mig), "sched"
         else:
@@ -491,18 +538,22 @@ class Watch:
         stayed: bool | None = None
         if role is not None and st.cpus_ran:
             stayed = len(st.cpus_ran) == 1 and (role_cpus is None or st.cpus_ran <= role_cpus)
-        return ThreadReport(
+        ticks = st.ticks_sorted
+        if ticks is None:
+            ticks = st.ticks_sorted = dict(sorted(st.ticks_by_cpu.items()))
+        return built(
+            ThreadReport,
             tid=tid,
             name=st.name,
-            cpus_ran=frozenset(st.cpus_ran),
+            cpus_ran=st.cpus_ran,
             migrations=migrations,
             migrations_source=source,
             ctx_voluntary=_delta(st.base_vol, st.last_vol),
             ctx_involuntary=_delta(st.base_invol, st.last_invol),
             cpu_time_s=max(0, st.last_ticks - st.base_ticks) / float(self.clock_ticks),
-            cpu_ticks_by_cpu=dict(sorted(st.ticks_by_cpu.items())),
-            off_plan_share=share(tgt.plan_cpus),
-            off_node_share=share(tgt.node_cpus),
+            cpu_ticks_by_cpu=ticks,
+            off_plan_share=_inside_share(weights, tgt.plan_cpus),
+            off_node_share=_inside_share(weights, tgt.node_cpus),
             share_basis=basis,
             last_cpu=st.last_cpu,
             role=role,
@@ -512,6 +563,14 @@ class Watch:
             mask_changes=st.mask_changes,
             set_by=st.set_by,
         )
+
+
+def _inside_share(weights: Mapping[int, int], inside: CpuSet | None) -> float | None:
+    """A thread's share off `inside` (None without one; 0.0 where it has no weight at all)."""
+    if inside is None:
+        return None
+    got = _share(weights, inside)
+    return 0.0 if got is None else got
 
 
 def _delta(base: int | None, last: int | None) -> int | None:

@@ -4,14 +4,25 @@ in for status's only where sched prints them."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ascendtune.core.errors import ParseError
 from ascendtune.core.parsers.procfs import parse_numa_maps, parse_sched_migrations, parse_stat
-from ascendtune.host.watch import ProcSampler, _numa_bytes, _read_bytes, _sched_number, _stat
+from ascendtune.host.watch import (
+    NumaMaps,
+    ProcSampler,
+    _numa_bytes,
+    _read_bytes,
+    _sched_number,
+    _stat,
+)
+from tests.support.children import Spawn
 
 NAMES = st.text(alphabet=st.sampled_from("ab )(:\t\r\n\\\x1b\u00e9\u202e0"), max_size=12)
 NUMS = st.one_of(st.integers(0, 10**12).map(str), st.sampled_from(["", "-1", "x", "1_0", " 7"]))
@@ -139,3 +150,48 @@ def test_a_live_threads_mask_is_the_kernels(tmp_path: Path) -> None:
     # a neighbour's thread: no mask read
     n = ProcSampler().thread(os.getpid(), tid, detail=False)
     assert n is not None and n.mask is None
+
+
+@settings(max_examples=100)
+@given(
+    files=st.lists(st.lists(st.lists(MAP_WORDS, max_size=6), max_size=6), min_size=1, max_size=5),
+    page=st.sampled_from([4096, 65536]),
+)
+def test_numa_maps_parsed_sample_after_sample_read_as_each_alone(
+    files: list[list[list[str]]], page: int
+) -> None:
+    # a process's file read again and again (lines kept, changed, dropped, the same file twice)
+    numa = NumaMaps(page)
+    for lines in [*files, files[-1]]:
+        text = "".join("7f00 default " + " ".join(words) + "\n" for words in lines)
+        got = numa.parse(text.encode())
+        assert got == parse_numa_maps(text, page_size_bytes=page)
+        got[99] = 1  # the caller's to keep: the next answer is not this dict
+    assert 99 not in numa.parse(text.encode())
+
+
+def test_live_reads_say_what_the_files_say_of_the_same_threads(spawn: Spawn) -> None:
+    """This machine's /proc read the live way (masks through the kernel, the process's name
+    from its leader's stat) and the crafted tree's way (every answer from a file) on the same
+    still threads: the same samples."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "sched_getaffinity"):
+        pytest.skip("needs Linux")
+    cpus = sorted(os.sched_getaffinity(0))
+    pid = spawn(threads=6, names=["still", "", "acl_thread"], masks=[cpus[:1], cpus])
+    live = ProcSampler(live=True)
+    files = ProcSampler("/proc", "/sys", live=False)
+    assert live._tasks is not None and files._tasks is None
+    for _ in range(3):  # the threads wait on an event: nothing of theirs moves between reads
+        a = live.sample([pid], neighbours=False)
+        b = files.sample([pid], neighbours=False)
+        if a.workers == b.workers:
+            break
+    assert a.workers == b.workers
+    [ps] = a.workers.values()
+    assert len(ps.threads) == 7 and ps.name
+    assert {t.mask for t in ps.threads} >= {frozenset(cpus[:1])}
+    assert all(t.mask is not None and t.nr_migrations is not None for t in ps.threads)
+    # a neighbour: its name from its leader's stat, as its comm file says
+    n_live = live.process(pid, detail=False)
+    n_files = files.process(pid, detail=False)
+    assert n_live is not None and n_live == n_files
