@@ -34,13 +34,17 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from timing import run_timed  # noqa: E402
-from verdict import absolute  # noqa: E402
+from verdict import absolute, verdict  # noqa: E402
 
 from ascendtune.host.demos import DEMOS  # noqa: E402
 from ascendtune.synth.render import render  # noqa: E402
 from ascendtune.synth.standard import DEMO_SPECS  # noqa: E402
 
 TARGET_US = 30.0
+# issue 17's 30 us was set where a file system call cost well under 1 us; on a machine where
+# each costs 2-4 us (a nested VM) no scan reaches it, so the same target is also judged as a
+# ratio to the C floor measured beside it: at most twice what C pays for the same reads
+FLOOR_X = 2.0
 TARGET_TOTAL_MS = 500.0  # 10,000 processes audited, the whole process
 HOLDERS = 4  # fake processes holding an NPU
 
@@ -200,6 +204,16 @@ def main() -> None:
         absolute(
             "`doctor` cost per process scanned, whole process", per, TARGET_US, "us", detail=detail
         )
+        if floor_us:  # the same target as a ratio to this machine's floor, run by run
+            floor_x = [
+                (b1 - b0) / n * 1e6 / f for b0, b1, f in zip(c0, c1, floor_us, strict=True) if f > 0
+            ]
+            verdict(
+                "`doctor` CPU per process scanned, in process",
+                "the same reads from C",
+                floor_x,
+                FLOOR_X,
+            )
         print(
             f"10,000 processes audited: {total_ms:.0f} ms whole process"
             f" ({total_ms / (b * 1e3):.2f}x the baseline's {b * 1e3:.0f} ms)"

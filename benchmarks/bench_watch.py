@@ -5,8 +5,9 @@ threads in the same run; and the share of one core it takes at 16 workers x 100 
 The cost of one sample is the difference between a run of 12 samples and a run of 2 (so the
 interpreter's start-up is not counted against sampling), in CPU time (user + system).
 
-Targets (issue 28): CPU per sample at most 1.5x pidstat's; at 16 workers x 100 threads under 2%
-of one core.
+Targets (issue 28): CPU per sample at most 1.5x pidstat's, at both sizes; at 16 workers x 100
+threads under 2% of one core (printed with pidstat's own share beside it: reading each thread's
+stat and sched files alone costs several times 2% there).
 
 Run: python benchmarks/bench_watch.py [--runs N] (needs pidstat: apt-get install sysstat)
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,12 +106,20 @@ def main() -> int:
                         flush=True,
                     )
                 label = f"{workers} workers x {threads} threads at 1 Hz"
-                if threads == 500:
-                    met &= verdict(
-                        f"`watch` CPU per sample, {label}", "pidstat -t -p PIDS 1", ratios, 1.5
+                met &= verdict(
+                    f"`watch` CPU per sample, {label}", "pidstat -t -p PIDS 1", ratios, 1.5
+                )
+                if threads == 100:  # issue 28's fixed share; pidstat's own share is beside it
+                    mean_base = statistics.median(
+                        m / r for m, r in zip(shares, ratios, strict=True)
                     )
-                else:
-                    met &= absolute(f"`watch` share of one core, {label}", shares, 2.0, "%")
+                    met &= absolute(
+                        f"`watch` share of one core, {label}",
+                        shares,
+                        2.0,
+                        "%",
+                        detail=f"pidstat -t on the same threads {mean_base:.1f}%",
+                    )
             finally:
                 for p in procs:
                     p.kill()

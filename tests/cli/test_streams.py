@@ -239,6 +239,7 @@ def test_ctrl_c_during_start_up_is_one_line_not_a_traceback(
 # a signal that lands where Typer, not the command, catches it, or inside a finalizer
 _STOP_WHILE_BUILDING = """
 import os, signal, time, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent may have ignored it
 from ascendtune.cli import app
 real = app.build_command
 def build(name):
@@ -252,6 +253,7 @@ app.main()
 
 _STOP_IN_A_FINALIZER = """
 import os, signal, time, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent may have ignored it
 from ascendtune.cli import app
 real = app.build_command
 class Dies:
