@@ -245,18 +245,26 @@ class ProcSampler:
         if st is None or st[1] in _GONE:
             return None  # cut short as the thread exited, or exited and waiting to be reaped
         name, _, ticks, processor = st
-        if not detail:
-            return built(
-                ThreadSample,
-                tid=tid,
-                name=name,
-                processor=processor,
-                cpu_ticks=ticks,
-                nr_migrations=None,
-                ctx_voluntary=None,
-                ctx_involuntary=None,
-                mask=None,
-            )
+        migrations = vol = invol = None
+        mask: CpuSet | None = None
+        if detail:
+            migrations, vol, invol, mask = self._detail(base, tid)
+        return built(
+            ThreadSample,
+            tid=tid,
+            name=name,
+            processor=processor,
+            cpu_ticks=ticks,
+            nr_migrations=migrations,
+            ctx_voluntary=vol,
+            ctx_involuntary=invol,
+            mask=mask,
+        )
+
+    def _detail(
+        self, base: str, tid: int
+    ) -> tuple[int | None, int | None, int | None, CpuSet | None]:
+        """A thread's migrations, context switches and mask (None where unreadable)."""
         sched = _read_bytes(base + "sched")
         migrations = vol = invol = None
         if sched is not None:
@@ -283,17 +291,7 @@ class ProcSampler:
                 vol, invol = fields.ctx_voluntary, fields.ctx_involuntary
             else:
                 vol = invol = None
-        return built(
-            ThreadSample,
-            tid=tid,
-            name=name,
-            processor=processor,
-            cpu_ticks=ticks,
-            nr_migrations=migrations,
-            ctx_voluntary=vol,
-            ctx_involuntary=invol,
-            mask=mask,
-        )
+        return migrations, vol, invol, mask
 
     def process(self, pid: int, *, detail: bool = True) -> ProcessSample | None:
         """Every thread of pid, its memory per node and mask; None once the process is gone."""

@@ -14,7 +14,8 @@ import errno
 import itertools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ascendtune.core.bindplan import ROLE_THREADS, BindReport, BindTarget, ThreadFailure
@@ -723,52 +724,28 @@ def _survey(
             return _survey_pool(pid, target, tids)
         if type(tasks).name is STOCK_NAME:
             return _survey_roles(pid, target, tids, tasks)
+
+    def reads() -> Iterator[tuple[int, str, CpuSet, AbstractSet[int]]]:
+        for tid in main_first(pid, tids):
+            name = tasks.name(pid, tid) if use else None
+            if use and name is None:
+                continue
+            role, want = target.thread_target(name, use_roles=use)
+            cur = tasks.get(tid)
+            if cur is not None:
+                yield tid, role, want, cur
+
+    return _survey_of(reads())
+
+
+def _survey_of(reads: Iterable[tuple[int, str, CpuSet, AbstractSet[int]]]) -> _Survey:
+    """The survey of (tid, role, target, mask read) per thread alive."""
     total = bound = 0
     placed: dict[str, list[int]] = {}
     off: list[tuple[int, CpuSet, str, CpuSet]] = []
     present: set[int] = set()
     on: set[CpuSet] = set()  # the targets the threads found on them have
-    for tid in main_first(pid, tids):
-        name = tasks.name(pid, tid) if use else None
-        if use and name is None:
-            continue
-        role, want = target.thread_target(name, use_roles=use)
-        cur = tasks.get(tid)
-        if cur is None:
-            continue
-        present.add(tid)
-        total += 1
-        if cur == want:
-            bound += 1
-            on.add(want)
-            if role in ("acl", "release"):
-                placed.setdefault(role, []).append(tid)
-        else:
-            off.append((tid, cur, role, want))
-    masks = on.union(o[1] for o in off)
-    return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
-
-
-def _survey_roles(pid: int, target: BindTarget, tids: Sequence[int], tasks: Tasks) -> _Survey:
-    """_survey by roles through the os calls the stock Tasks.name and Tasks.get make, with
-    each role name's target looked up once (a name and a mask read per thread: 16,000 reads
-    at 16 workers x 500 threads)."""
-    role_of = _role_targets(target, tasks, pid)
-    getaff = os.sched_getaffinity
-    total = bound = 0
-    placed: dict[str, list[int]] = {}
-    off: list[tuple[int, CpuSet, str, CpuSet]] = []
-    present: set[int] = set()
-    on: set[CpuSet] = set()
-    for tid in main_first(pid, tids):
-        got = role_of(tid)
-        if got is None:  # exited
-            continue
-        role, want = got
-        try:
-            cur = getaff(tid)
-        except ProcessLookupError:  # Tasks.get: None
-            continue
+    for tid, role, want, cur in reads:
         present.add(tid)
         total += 1
         if cur == want:
@@ -780,6 +757,27 @@ def _survey_roles(pid: int, target: BindTarget, tids: Sequence[int], tasks: Task
             off.append((tid, frozenset(cur), role, want))
     masks = on.union(o[1] for o in off)
     return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
+
+
+def _survey_roles(pid: int, target: BindTarget, tids: Sequence[int], tasks: Tasks) -> _Survey:
+    """_survey by roles through the os calls the stock Tasks.name and Tasks.get make, with
+    each role name's target looked up once (a name and a mask read per thread: 16,000 reads
+    at 16 workers x 500 threads)."""
+    role_of = _role_targets(target, tasks, pid)
+    getaff = os.sched_getaffinity
+
+    def reads() -> Iterator[tuple[int, str, CpuSet, AbstractSet[int]]]:
+        for tid in main_first(pid, tids):
+            got = role_of(tid)
+            if got is None:  # exited
+                continue
+            try:
+                cur = getaff(tid)
+            except ProcessLookupError:  # Tasks.get: None
+                continue
+            yield tid, got[0], got[1], cur
+
+    return _survey_of(reads())
 
 
 def _survey_pool(pid: int, target: BindTarget, tids: Sequence[int]) -> _Survey:

@@ -182,6 +182,17 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def _read_sized(name: str, dir_fd: int, size: int) -> str | None:
+    """A regular file `stat` found `size` bytes long, read at `dir_fd` in one read; None when
+    it has grown since the stat (the caller's full read decides then)."""
+    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    try:
+        data = os.read(fd, size + 1)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace") if len(data) <= size else None
+
+
 class DirRoot(Root):
     """The live `/`, or a captured host in a folder: a closed world.
 
@@ -501,7 +512,7 @@ class DirRoot(Root):
             return super().read_files(rels)
         out: list[str | None] = []
         add = out.append
-        open_dir, sstat, sopen, sread, sclose = self._open_dir, os.stat, os.open, os.read, os.close
+        open_dir, sstat = self._open_dir, os.stat
         isreg = stat.S_ISREG
         for rel in rels:
             cut = rel.rfind("/")
@@ -512,13 +523,9 @@ class DirRoot(Root):
                     st = sstat(name, dir_fd=at, follow_symlinks=False)
                     size = st.st_size
                     if isreg(st.st_mode) and size < MAX_FILE_BYTES:
-                        fd = sopen(name, _FILE_FLAGS, dir_fd=at)
-                        try:
-                            data = sread(fd, size + 1)
-                        finally:
-                            sclose(fd)
-                        if len(data) <= size:
-                            add(data.decode("utf-8", errors="replace"))
+                        text = _read_sized(name, at, size)
+                        if text is not None:
+                            add(text)
                             continue
             except FileNotFoundError:
                 add(None)  # no such entry in a plain folder (or no such folder on the way)
@@ -552,11 +559,10 @@ class DirRoot(Root):
         prefix = f"{prefix}/" if prefix else ""
         out: list[tuple[str | None, list[str] | None]] = []
         add = out.append
-        sopen, sclose, sstat, sread, listdir, readlink = (
+        sopen, sclose, sstat, listdir, readlink = (
             os.open,
             os.close,
             os.stat,
-            os.read,
             os.listdir,
             os.readlink,
         )
@@ -589,14 +595,8 @@ class DirRoot(Root):
                             elif size >= cap:
                                 text = self.read_text(f"{prefix}{name}/{file}")
                             else:
-                                opened = sopen(file, _FILE_FLAGS, dir_fd=d)
-                                try:
-                                    data = sread(opened, size + 1)
-                                finally:
-                                    sclose(opened)
-                                if len(data) <= size:
-                                    text = data.decode("utf-8", errors="replace")
-                                else:  # grew since the stat: the full read decides
+                                text = _read_sized(file, d, size)
+                                if text is None:  # grew since the stat: the full read decides
                                     text = self.read_text(f"{prefix}{name}/{file}")
                         except FileNotFoundError:
                             pass
