@@ -593,6 +593,12 @@ def edges() -> dict[str, tuple[bytes, int]]:
             200,
         ),
     }
+    # the latest stamp only inside a message (records() reads none there): every key is asked
+    inside = b"(APIServer pid=5200) said INFO 10-11 11:01:00 [x.py:1] in a message"
+    out["the latest stamp inside a message"] = (
+        b"\n".join([BOUND, stamped(T0), inside, stamped(T0 + 5), stamped(T0 - 3)]) + b"\n",
+        cap,
+    )
     for back in (599, 600, 601):
         tail = [stamped(T0), stamped(T0 + 700), stamped(T0 + 700 - back)]
         out[f"back {back} s"] = (BOUND + b"\n".join(tail) + b"\n", cap)
