@@ -4,6 +4,9 @@ chunking, over-long lines and the line limit; and the markers cover every patter
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import os
 import re
 import shutil
 import sysconfig
@@ -618,3 +621,30 @@ def test_the_edges_read_alike_every_way(name: str) -> None:
                 assert p.clock_state() == want.clock_state(), (way, block, sizes)
     if name.startswith("back"):
         assert len(want.report().runs) == (2 if name == "back 601 s" else 1)
+
+
+@needs_c
+def test_the_compiled_loops_read_nothing_outside_the_data() -> None:
+    """Data between two pages no process may read (a read past either end would kill the test
+    run): cut stamps, heads and control bytes at the very first and last byte."""
+    page = mmap.PAGESIZE
+    area = mmap.mmap(-1, 3 * page)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    base = ctypes.addressof(ctypes.c_char.from_buffer(area))
+    for at in (base, base + 2 * page):
+        assert libc.mprotect(at, page, 0) == 0, os.strerror(ctypes.get_errno())  # PROT_NONE
+    c = scan.native()
+    view = memoryview(area)
+    tails = [b"INFO 10-11 11:0", b"INFO 2026-10-11 11:00:0", b"WARNING 10-1", b"-", b"5-", b"\x7f"]
+    for tail in tails:
+        for data in (tail, b"x" * 40 + tail, tail + b"\nINFO "):
+            for start in (page, 2 * page - len(data)):  # against the page before, the page after
+                view[start : start + len(data)] = data
+                buf = view[start : start + len(data)]
+                n = len(data)
+                assert c.newlines(buf, 0, n) == data.count(b"\n")
+                assert c.plain(buf) is (b"\x7f" not in data)
+                assert c.first_dirty(buf, 0, n) == data.find(b"\x7f")
+                assert c.stamps(buf, 0, n, scan._HEADS, None, RUN_CLOCK_BACK_S)[0] in (-1, 0)
+                view[start : start + len(data)] = bytes(len(data))
