@@ -284,16 +284,19 @@ class LogInput:
             raise InvalidInput(f"{self.name}: {what} ({type(e).__name__}: {e})") from None
 
     def _text(self, dec: Any, raw: _Timed) -> Iterator[tuple[bytes, bool]]:
+        from ascendtune.core.vllm_log.scan import native
+
+        c = native()
         total = nuls = 0
         seen_text = False
         while True:
             block = dec.read(BLOCK)
             if not block:
                 break
-            if (
-                total + len(block) < MAX_BYTES
-                and block.isascii()
-                and len(block.translate(None, DIRTY)) == len(block)
+            if total + len(block) < MAX_BYTES and (
+                c.plain(block)
+                if c is not None
+                else block.isascii() and len(block.translate(None, DIRTY)) == len(block)
             ):
                 # a plain block (no NUL, no control byte, no byte past ASCII): every chunk of it
                 # is text, as the loop below would find chunk by chunk

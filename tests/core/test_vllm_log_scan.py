@@ -4,7 +4,12 @@ chunking, over-long lines and the line limit; and the markers cover every patter
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import os
 import re
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -14,7 +19,8 @@ from hypothesis import strategies as st
 from ascendtune.core import vllm_log
 from ascendtune.core.vllm_log import LogReport, parse_chunks, parse_log, records, scan, split_lines
 from ascendtune.core.vllm_log import patterns as pat
-from ascendtune.core.vllm_log.records import STAMP_MARKS, plain_stamps
+from ascendtune.core.vllm_log.parser import RUN_CLOCK_BACK_S
+from ascendtune.core.vllm_log.records import DIRTY, STAMP_MARKS, plain_stamps
 
 FIX = Path(__file__).parents[1] / "fixtures" / "vllm_log"
 LOGS = sorted(FIX.glob("*.log"))
@@ -407,23 +413,38 @@ def test_every_fixture_reads_alike_searched_marker_by_marker(path: Path, find_on
         assert fast(pieces(log, [333])) == slow([log])
 
 
-def read_both(log: bytes, sizes: list[int], block: int) -> tuple[vllm_log.LogParser, ...]:
-    """The log read with ahocorasick_rs (where installed), without it, and with each chunk's
-    plain flag given as a reader gives it."""
+def read_every_way(
+    log: bytes, sizes: list[int], block: int, cap: int = vllm_log.MAX_LINE_BYTES
+) -> dict[str, vllm_log.LogParser]:
+    """The log read by the compiled loops (where built) and by the Python alone, each with
+    ahocorasick_rs (where installed) and without it, and with each chunk's plain flag given as
+    a reader gives it."""
     chunks = pieces(log, sizes)
-    old = scan.BLOCK, scan._AC
+    old = scan.BLOCK, scan._AC, scan._C
+    c, ac = scan.native(), scan._automata()
+    ways = {
+        "C": (c, ac),
+        "C, no ahocorasick": (c, None),
+        "Python": (None, ac),
+        "Python, no ahocorasick": (None, None),
+    }
+    got = {}
     scan.BLOCK = block
     try:
-        with_ac = parse_chunks(chunks)
-        scan._AC = [None]
-        without = parse_chunks(chunks)
-        scan._AC = old[1]
-        flagged = vllm_log.parse_blocks(
-            (c, c.isascii() and len(c.translate(None, scan._DIRTY)) == len(c)) for c in chunks
-        )
+        for way, (c_way, ac_way) in ways.items():
+            scan._C, scan._AC = [c_way], [ac_way]
+            got[way] = parse_chunks(chunks, max_bytes=cap)
+            if way in ("C", "Python"):
+                got[f"{way}, plain flags"] = vllm_log.parse_blocks(
+                    (
+                        (ch, ch.isascii() and len(ch.translate(None, DIRTY)) == len(ch))
+                        for ch in chunks
+                    ),
+                    max_bytes=cap,
+                )
     finally:
-        scan.BLOCK, scan._AC = old
-    return with_ac, without, flagged
+        scan.BLOCK, scan._AC, scan._C = old
+    return got
 
 
 @settings(max_examples=300)
@@ -435,12 +456,13 @@ def read_both(log: bytes, sizes: list[int], block: int) -> tuple[vllm_log.LogPar
 def test_both_searches_and_plain_blocks_read_alike(
     log: bytes, sizes: list[int], block: int
 ) -> None:
-    """Markers, stamps and control bytes found in one pass or marker by marker, blocks a reader
-    called plain or not: the report and the clock are those of feeding every line."""
+    """Markers, stamps and control bytes found by the compiled loops or the Python, in one pass
+    or marker by marker, blocks a reader called plain or not: the report and the clock are
+    those of feeding every line."""
     want = oracle(log)
-    for p in read_both(log, sizes, block):
-        assert p.report() == want.report()
-        assert p.clock_state() == want.clock_state()
+    for way, p in read_every_way(log, sizes, block).items():
+        assert p.report() == want.report(), way
+        assert p.clock_state() == want.clock_state(), way
 
 
 def test_overlapping_markers_and_levels_are_each_found() -> None:
@@ -455,5 +477,174 @@ def test_overlapping_markers_and_levels_are_each_found() -> None:
         b"WARNWARNING 09-23 08:00:00 [x.py:1] back again",
     ]
     log = head + b"\n".join(lines + FILLER) + b"\n"
-    for p in read_both(log, [4096], 1 << 20):
-        assert p.report() == oracle(log).report()
+    for way, p in read_every_way(log, [4096], 1 << 20).items():
+        assert p.report() == oracle(log).report(), way
+
+
+# -- the compiled loops (_scanc.c) against the Python they stand for ------------------------------
+
+needs_c = pytest.mark.skipif(scan.native() is None, reason="installed without a C compiler")
+
+
+def test_the_compiled_loops_are_built_where_a_compiler_is() -> None:
+    cc = (sysconfig.get_config_var("CC") or "").split()
+    if not cc or shutil.which(cc[0]) is None:
+        pytest.skip("no C compiler: the Python path runs alone")
+    assert scan.native() is not None, "pip install -e . builds ascendtune/core/vllm_log/_scanc.c"
+
+
+# bytes a log's scan tells apart: newlines, tab, the removed ones (NUL, ESC, CR, DEL), past ASCII
+ALPHABET = b"\n\t\x00\x01\x08\x0b\x0c\r\x1b\x1f\x7f\x80\xff -:0123456789INFOWARNG"
+odd_bytes = st.lists(st.sampled_from(list(ALPHABET)), max_size=300).map(bytes)
+
+
+@needs_c
+@settings(max_examples=300)
+@given(st.one_of(odd_bytes, st.binary(max_size=100), mutated(), clocked()), st.data())
+def test_the_compiled_counts_answer_as_python(data: bytes, draw: st.DataObject) -> None:
+    c = scan.native()
+    begin = draw.draw(st.integers(0, len(data)))
+    end = draw.draw(st.integers(begin, len(data)))
+    assert c.newlines(data, begin, end) == data.count(b"\n", begin, end)
+    assert c.plain(data) is (data.isascii() and len(data.translate(None, DIRTY)) == len(data))
+    m = scan._DIRTY_RE.search(data, begin, end)
+    assert c.first_dirty(data, begin, end) == (m.start() if m else -1)
+
+
+def python_stamps(data: bytes, begin: int, end: int, clock: tuple[int | None, int, int] | None):
+    """(verdict, latest key) as the Python judges data[begin:end]'s stamps (regex search)."""
+    p = vllm_log.LogParser()
+    p.set_clock(clock, "")
+    old = scan._C, scan._AC
+    scan._C, scan._AC = [None], [None]
+    try:
+        keys = scan._Scan(p, vllm_log.MAX_LINE_BYTES)._stamps(data, begin, end)
+    finally:
+        scan._C, scan._AC = old
+    if keys is None:
+        return -1, None
+    return (1, max(keys)) if keys else (0, None)
+
+
+CLOCKS = [None, (None, 9, 22 * 86400 + 36600), (2026, 9, 0), (None, 100, 0), (None, 1, 0)]
+
+
+@needs_c
+@settings(max_examples=300)
+@given(st.one_of(clocked(), mutated(), odd_bytes), st.sampled_from(CLOCKS), st.data())
+def test_the_compiled_stamps_are_judged_as_python(
+    data: bytes, clock: tuple[int | None, int, int] | None, draw: st.DataObject
+) -> None:
+    """Every level's stamp found from its '-' (each form, any bytes around it, cut at either
+    end), judged from any clock: the verdict and the latest stamp are the Python's."""
+    begin = draw.draw(st.integers(0, len(data)))
+    end = draw.draw(st.integers(begin, len(data)))
+    start = None if clock is None else (scan._clock_key(clock) or b"")
+    got = scan.native().stamps(data, begin, end, scan._HEADS, start, RUN_CLOCK_BACK_S)
+    assert got == python_stamps(data, begin, end, clock)
+
+
+def test_the_heads_are_the_windowed_regex_alternatives() -> None:
+    assert scan._HEADS == (b"DEBUG ", b"INFO ", b"WARNING ", b"WARN ", b"ERROR ", b"CRITICAL ")
+    for head in scan._HEADS:
+        assert scan._WINDOWED_RE.match(b"\x00" + head + b"09-23 10:11:05")
+
+
+@needs_c
+def test_the_compiled_loops_refuse_spans_outside_the_data() -> None:
+    c = scan.native()
+    for begin, end in ((-1, 3), (0, 5), (3, 2)):
+        with pytest.raises(ValueError):
+            c.newlines(b"a\nb\n", begin, end)
+        with pytest.raises(ValueError):
+            c.stamps(b"a\nb\n", begin, end, scan._HEADS, None, RUN_CLOCK_BACK_S)
+    with pytest.raises(ValueError):
+        c.stamps(b"x\n", 0, 2, scan._HEADS, b"25-99", RUN_CLOCK_BACK_S)
+
+
+def stamped(t: int, form: str = "plain", level: str = "INFO") -> bytes:
+    return f"(APIServer pid=5200) {level} {stamp_text(t, form)} [loggers.py:123] Engine 000: x".encode()
+
+
+T0 = 9 * MONTH_S + 10 * 86400 + 11 * 3600  # 10-11 11:00:00, after BOUND's stamps
+BOUND = (FIX / "a2_tp4_bound.log").read_bytes().replace(b"09-23", b"10-11")
+
+
+def edges() -> dict[str, tuple[bytes, int]]:
+    """Logs at the scan's edges, each with the line cap to read it under."""
+    cap = vllm_log.MAX_LINE_BYTES
+    lines = [stamped(T0 + s) for s in range(0, 4000, 7)]
+    out = {
+        "stamps at every block end": (b"\n".join(lines) + b"\n", cap),
+        "a block of one line": (stamped(T0) + b"\n", cap),
+        "one line, no newline": (stamped(T0), cap),
+        "hour 24": (b"\n".join([stamped(T0), b"INFO 10-11 24:00:00 [x.py:1] y", stamped(T0)]), cap),
+        "a year stamp": (
+            b"\n".join([BOUND, stamped(T0, "year"), stamped(T0 - 700), stamped(T0, "year")]),
+            cap,
+        ),
+        "NUL and DEL": (
+            b"\n".join(
+                [BOUND, stamped(T0), b"\x00INFO 10-11 09:00:00 [x.py:1] \x7f", stamped(T0 - 601)]
+            ),
+            cap,
+        ),
+        "lines past the cap": (
+            b"\n".join(
+                [BOUND, stamped(T0) * 40, stamped(T0 - 5), b"NPU0" * 300, stamped(T0 - 700)]
+            ),
+            200,
+        ),
+    }
+    # the latest stamp only inside a message (records() reads none there): every key is asked
+    inside = b"(APIServer pid=5200) said INFO 10-11 11:01:00 [x.py:1] in a message"
+    out["the latest stamp inside a message"] = (
+        b"\n".join([BOUND, stamped(T0), inside, stamped(T0 + 5), stamped(T0 - 3)]) + b"\n",
+        cap,
+    )
+    for back in (599, 600, 601):
+        tail = [stamped(T0), stamped(T0 + 700), stamped(T0 + 700 - back)]
+        out[f"back {back} s"] = (BOUND + b"\n".join(tail) + b"\n", cap)
+    return out
+
+
+@pytest.mark.parametrize("name", list(edges()))
+def test_the_edges_read_alike_every_way(name: str) -> None:
+    log, cap = edges()[name]
+    want = vllm_log.LogParser()
+    for line in split_lines([log], cap):
+        want.feed(line)
+    for block in (1, 23, 150, 4096, 1 << 20):
+        for sizes in ([len(log) or 1], [1], [150], [61, 7]):
+            for way, p in read_every_way(log, sizes, block, cap).items():
+                assert p.report() == want.report(), (way, block, sizes)
+                assert p.clock_state() == want.clock_state(), (way, block, sizes)
+    if name.startswith("back"):
+        assert len(want.report().runs) == (2 if name == "back 601 s" else 1)
+
+
+@needs_c
+def test_the_compiled_loops_read_nothing_outside_the_data() -> None:
+    """Data between two pages no process may read (a read past either end would kill the test
+    run): cut stamps, heads and control bytes at the very first and last byte."""
+    page = mmap.PAGESIZE
+    area = mmap.mmap(-1, 3 * page)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    base = ctypes.addressof(ctypes.c_char.from_buffer(area))
+    for at in (base, base + 2 * page):
+        assert libc.mprotect(at, page, 0) == 0, os.strerror(ctypes.get_errno())  # PROT_NONE
+    c = scan.native()
+    view = memoryview(area)
+    tails = [b"INFO 10-11 11:0", b"INFO 2026-10-11 11:00:0", b"WARNING 10-1", b"-", b"5-", b"\x7f"]
+    for tail in tails:
+        for data in (tail, b"x" * 40 + tail, tail + b"\nINFO "):
+            for start in (page, 2 * page - len(data)):  # against the page before, the page after
+                view[start : start + len(data)] = data
+                buf = view[start : start + len(data)]
+                n = len(data)
+                assert c.newlines(buf, 0, n) == data.count(b"\n")
+                assert c.plain(buf) is (b"\x7f" not in data)
+                assert c.first_dirty(buf, 0, n) == data.find(b"\x7f")
+                assert c.stamps(buf, 0, n, scan._HEADS, None, RUN_CLOCK_BACK_S)[0] in (-1, 0)
+                view[start : start + len(data)] = bytes(len(data))

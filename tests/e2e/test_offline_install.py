@@ -19,7 +19,7 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
 # what a wheel of ascendtune is built from (the rest of a checkout only slows the copy)
-SOURCES = ("pyproject.toml", "README.md", "ascendtune")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "ascendtune")
 
 
 def offline_lines() -> list[str]:
@@ -54,7 +54,9 @@ def test_the_readme_offline_install_works_with_no_index(tmp_path: Path) -> None:
     for name in SOURCES:
         src = TOP / name
         if src.is_dir():
-            shutil.copytree(src, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                src, checkout / name, ignore=shutil.ignore_patterns("__pycache__", "*.so")
+            )
         else:
             shutil.copy2(src, checkout / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}

@@ -7,7 +7,12 @@ Time stamps matter only where the clock goes back by more than RUN_CLOCK_BACK_S 
 block's stamps are found with one regex per level and judged as bytes (`MM-DD HH:MM:SS` sorts as
 its time), and the parser's clock set to where feeding them would have left it; only a block
 where a stamp may go back that far (or holds a year-stamped, malformed or hidden stamp) has its
-stamped lines fed one by one."""
+stamped lines fed one by one.
+
+Where the package was built with a C compiler, the loops over every byte of a block (newlines,
+the bytes records() removes, the stamps found and judged) run in _scanc.c and hand back only
+their answers (no list of a block's stamps); elsewhere the same answers come from the Python
+here, which the tests hold to the same report."""
 
 from __future__ import annotations
 
@@ -96,6 +101,33 @@ def _automata() -> tuple[Any, Any] | None:
 _AC: list[tuple[Any, Any] | None] = []  # the searchers, once built
 
 
+def native() -> Any | None:
+    """The compiled loops (_scanc.c: newlines counted, the bytes records() removes found, a
+    block's stamps found and judged), loaded at the first block; None where the package was
+    installed without a C compiler: the same answers then come from the Python below
+    (tests/core/test_vllm_log_scan.py runs both)."""
+    if not _C:
+        try:
+            from ascendtune.core.vllm_log import _scanc
+        except ImportError:
+            _C.append(None)
+        else:
+            _C.append(_scanc)
+    return _C[0]
+
+
+_C: list[Any] = []  # the compiled module, once loaded (or None)
+# every level head _WINDOWED_RE tries at a mark, in its order (`WARNING ` before `WARN `)
+_HEADS = tuple(
+    mark.strip() + tail + b" "
+    for mark in STAMP_MARKS
+    for tail in sorted(
+        {lv.encode()[len(mark.strip()) :] for lv in LEVELS if lv.encode().startswith(mark.strip())},
+        reverse=True,
+    )
+)
+
+
 def parse_chunks(
     chunks: Iterable[bytes], parser: LogParser | None = None, max_bytes: int = MAX_LINE_BYTES
 ) -> LogParser:
@@ -178,9 +210,10 @@ class _Scan:
                 at = data.find(needle, begin, end)
                 while at >= 0:
                     at = data.find(needle, _mark(data, got, at, _STAMP), end)
+        c = native()
         pos = begin
         for start, (stop, kind) in sorted(got.items()):
-            p.skip(data.count(b"\n", pos, start))
+            p.skip(data.count(b"\n", pos, start) if c is None else c.newlines(data, pos, start))
             if stop - start > self.max:
                 p.feed(data[start : start + self.max] + CUT_MARK)
             else:
@@ -188,7 +221,7 @@ class _Scan:
             if p.truncated:
                 return
             pos = stop + 1
-        p.skip(data.count(b"\n", pos, end))
+        p.skip(data.count(b"\n", pos, end) if c is None else c.newlines(data, pos, end))
         if fast is not None:
             p.set_clock(*self._clock_after(data, begin, end, fast, saved))
 
@@ -201,6 +234,16 @@ class _Scan:
         if p.lines + end - begin > model.MAX_LINES:
             return None
         keys: list[bytes]
+        c = native()
+        if c is not None:  # judged in C: the latest stamp is all _clock_after needs
+            clock, _ = p.clock_state()
+            start = None if clock is None else (_clock_key(clock) or b"")
+            verdict, top = c.stamps(data, begin, end, _HEADS, start, RUN_CLOCK_BACK_S)
+            if verdict <= 0:
+                return None if verdict else []
+            if _last_stamp(data, begin, end, top) is not None:
+                return [top]
+            # the latest is named only where records() reads no stamp: every key, below
         ac = _automata()
         if ac is not None:
             hits = ac[1].find_matches_as_indexes(memoryview(data)[begin:end])
@@ -283,8 +326,15 @@ class _Scan:
                 at = data.find(needle, begin, end)
                 while at >= 0:
                     at = data.find(needle, _mark(data, got, at, _FULL), end)
-        if not plain and len(data.translate(None, _DIRTY)) != len(data):
-            m = _DIRTY_RE.search(data, begin, end)
+        c = native()
+        if plain:
+            first = -1
+        elif c is not None:
+            first = c.first_dirty(data, begin, end)
+        else:
+            first = begin if len(data.translate(None, _DIRTY)) != len(data) else -1
+        if first >= 0:
+            m = _DIRTY_RE.search(data, first, end)
             while m is not None:
                 clean = False
                 m = _DIRTY_RE.search(data, _mark(data, got, m.start(), _FULL), end)
