@@ -148,3 +148,35 @@ def test_check_config_pid_narrower_than_its_cpuset_warns(sysroot: SysrootBuilder
     _, found = check("--pid", "4000", "--sysroot", str(sysroot.root))
     [f] = found
     assert "started under `numactl --physcpubind=144-155 bash x`" in f["message"]
+
+
+@pytest.mark.parametrize("vllm_server", [True, False])
+def test_the_version_is_looked_up_only_for_a_vllm_worker(
+    sysroot: SysrootBuilder, cli: Cli, monkeypatch: pytest.MonkeyPatch, vllm_server: bool
+) -> None:
+    """Only a worker with a vLLM command line needs the version's defaults: with a plan file,
+    workers of another server cost no search of their memory maps for vllm_ascend, and vLLM
+    workers one lookup for all."""
+    from ascendtune.app import plan as app_plan
+
+    sb = server(sysroot, None)
+    if not vllm_server:
+        sb.proc(4000, comm="mindie", cmdline=["/usr/bin/mindie_daemon"], cpus_allowed="0-191")
+    plan = sysroot.root.parent / "plan.json"
+    plan.write_text(cli("plan", "--sysroot", str(sysroot.root), "--json").stdout)
+    calls: list[str] = []
+    real = app_plan.resolve_version
+
+    def counted(*args: Any) -> Any:
+        calls.append("resolve_version")
+        return real(*args)
+
+    monkeypatch.setattr(app_plan, "resolve_version", counted)
+    res = cli("bind", "--workers", "--dry-run", "--sysroot", str(sysroot.root), "--plan", str(plan))
+    assert res.exit_code == 0, res.stderr
+    if vllm_server:
+        assert calls == ["resolve_version"]
+        assert "vLLM-Ascend binds worker(s) 4100, 4101 itself" in res.stdout
+    else:
+        assert calls == []
+        assert "note:" not in res.stdout
