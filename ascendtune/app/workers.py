@@ -220,15 +220,19 @@ def self_binding(root: Root, w: WorkerFacts, targets: Targets) -> bool | None:
     `vllm serve` command line (the worker's, else a parent's), the default of the targets'
     version filled in. None when no vLLM command line is found (not a vLLM worker, or
     unreadable)."""
-    from ascendtune.core.vllm_config import checker, inputs
-
     lines = [list(w.command)]
     for a in w.ancestors:
         text = root.read_text(f"proc/{a.pid}/cmdline")
         lines.append([x for x in (text or "").split("\0") if x])
+    if not any("vllm" in x for argv in lines for x in argv):
+        return None  # what is_vllm says of each line, without loading the config rules
+    from ascendtune.core.vllm_config import inputs
+
     for argv in lines:
         if not argv or not inputs.is_vllm(argv):
             continue
+        from ascendtune.core.vllm_config import checker  # a vLLM worker's only (its rules)
+
         try:
             parsed = inputs.parse_cmdline(argv, f"PID {w.pid}")
             cfg = inputs.parse_config(parsed.config_text or "{}", "--additional-config")
