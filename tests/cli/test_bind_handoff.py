@@ -180,3 +180,43 @@ def test_the_version_is_looked_up_only_for_a_vllm_worker(
     else:
         assert calls == []
         assert "note:" not in res.stdout
+
+
+@pytest.mark.parametrize(
+    "name", ["VLLM::Worker_TP", "VLLM::Wörker", "worker [bold]x[/]", "w" * 150]
+)
+def test_the_workers_table_without_rich_is_what_rich_prints(
+    sysroot: SysrootBuilder,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+) -> None:
+    """Piped, `bind --workers` prints its table without Rich where it can tell Rich's lines
+    (core.text.table_as_rich): the same bytes; a name Rich would treat otherwise (not ASCII,
+    markup, too wide for the pipe) leaves it to Rich."""
+    from dataclasses import replace
+
+    from ascendtune.app.options import HostSource
+    from ascendtune.app.workers import WorkersOptions, bind_workers
+    from ascendtune.cli import bind as cli_bind
+
+    for var in cli_bind._RICH_ENV:
+        monkeypatch.delenv(var, raising=False)
+    opts = WorkersOptions(source=HostSource(sysroot=server(sysroot, None).root), dry_run=True)
+    report = bind_workers(opts)
+    first = replace(report.workers[0], name=name, error=f"holds NPUs 0,1: {name}")
+    report = replace(report, workers=(first, *report.workers[1:]))
+    cli_bind._rich_workers(report)
+    rich_out = capsys.readouterr().out
+    lines = cli_bind._plain_workers(report)
+    if name == "VLLM::Worker_TP":
+        assert lines is not None
+        assert "\n".join(lines) + "\n" == rich_out
+        cli_bind._render_workers(report)
+        assert capsys.readouterr().out == rich_out
+    else:
+        assert lines is None
+        cli_bind._render_workers(report)
+        assert capsys.readouterr().out == rich_out
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert cli_bind._plain_workers(report) is None
