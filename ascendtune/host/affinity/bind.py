@@ -816,12 +816,20 @@ def _survey(
         if type(tasks).name is STOCK_NAME and run.names is not None:
             return _survey_roles(pid, target, tids, tasks, run)
 
+    # by roles: Tasks.name and thread_target, the names read again through the files pass 1
+    # kept open where Tasks.name is the stock one (a host of over 64 CPUs reads masks here)
+    role_of = _role_targets(target, tasks, pid, run) if use else None
+    pool = target.thread_target(None, use_roles=False)
+
     def reads() -> Iterator[tuple[int, str, CpuSet, AbstractSet[int]]]:
         for tid in main_first(pid, tids):
-            name = tasks.name(pid, tid) if use else None
-            if use and name is None:
-                continue
-            role, want = target.thread_target(name, use_roles=use)
+            if role_of is None:
+                role, want = pool
+            else:
+                got = role_of(tid)
+                if got is None:  # exited
+                    continue
+                role, want = got
             cur = tasks.get(tid)
             if cur is not None:
                 yield tid, role, want, cur
