@@ -9,6 +9,7 @@ of their own."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -147,8 +148,16 @@ class WorkersReport:
 class Targets:
     by_device: dict[int, BindTarget]
     source: str
-    version: str | None = None  # the vLLM-Ascend version whose defaults the handoff uses
+    # finds the vLLM-Ascend version whose defaults the handoff uses (`version`)
+    find_version: Callable[[], str | None] = field(default=lambda: None, repr=False)
     vendor: str | None = None  # whose devices the plan's ranks run on ("huawei", "nvidia")
+
+    @functools.cached_property
+    def version(self) -> str | None:
+        """Looked up on first use: only a worker with a vLLM command line needs it, and the
+        lookup reads each worker's memory map until one imports vllm_ascend (16 workers that
+        are not vLLM's: about 35 ms)."""
+        return self.find_version()
 
 
 def check_plan_identity(doc: Any, here: dict[str, Any], path: Path, *, force: bool) -> None:
@@ -167,13 +176,14 @@ def check_plan_identity(doc: Any, here: dict[str, Any], path: Path, *, force: bo
 
 
 def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
-    from ascendtune.app.plan import resolve_version
+    def version() -> str | None:
+        from ascendtune.app.plan import resolve_version
 
-    version = None
-    try:
-        version = resolve_version(host, opts.plan.target, root).entry.name
-    except AscendtuneError:
-        version = None
+        try:
+            return resolve_version(host, opts.plan.target, root).entry.name
+        except AscendtuneError:
+            return None
+
     if opts.plan_file is not None:
         from ascendtune.app.bind import read_plan_file
         from ascendtune.app.hosts import identity
@@ -205,23 +215,28 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
 # ---- vLLM-Ascend's own binding ------------------------------------------------------------------
 
 
-def self_binding(root: Root, w: WorkerFacts, version: str | None) -> bool | None:
+def self_binding(root: Root, w: WorkerFacts, targets: Targets) -> bool | None:
     """Whether the worker's vLLM-Ascend binds by itself: enable_cpu_binding of the nearest
-    `vllm serve` command line (the worker's, else a parent's), the version's default filled in.
-    None when no vLLM command line is found (not a vLLM worker, or unreadable)."""
-    from ascendtune.core.vllm_config import checker, inputs
-
+    `vllm serve` command line (the worker's, else a parent's), the default of the targets'
+    version filled in. None when no vLLM command line is found (not a vLLM worker, or
+    unreadable)."""
     lines = [list(w.command)]
     for a in w.ancestors:
         text = root.read_text(f"proc/{a.pid}/cmdline")
         lines.append([x for x in (text or "").split("\0") if x])
+    if not any("vllm" in x for argv in lines for x in argv):
+        return None  # what is_vllm says of each line, without loading the config rules
+    from ascendtune.core.vllm_config import inputs
+
     for argv in lines:
         if not argv or not inputs.is_vllm(argv):
             continue
+        from ascendtune.core.vllm_config import checker  # a vLLM worker's only (its rules)
+
         try:
             parsed = inputs.parse_cmdline(argv, f"PID {w.pid}")
             cfg = inputs.parse_config(parsed.config_text or "{}", "--additional-config")
-            eff = checker.check(cfg, version).effective
+            eff = checker.check(cfg, targets.version).effective
         except AscendtuneError:
             return None
         return bool(eff.get("enable_cpu_binding", True))
@@ -407,7 +422,7 @@ def begin_worker(
     from ascendtune.core import vendors
 
     word = vendors.profile(w.vendor).word
-    selfb = self_binding(root, w, targets.version)
+    selfb = self_binding(root, w, targets)
     if not w.present:
         return unbound(
             w,
@@ -485,6 +500,7 @@ def begin_worker(
     except AscendtuneError as e:
         hold.close()
         return _failed(w, target, selfb, e, time.perf_counter() - t0, now())
+    hold.callback(pending.close)  # what it holds open for the re-read, if never finished
     dt = time.perf_counter() - t0
     begun = Begun(w, target, pending.before(), pending, selfb, dt, hold, tasks)
     # a write refused: what it moved goes back now, not after the other workers' passes

@@ -349,9 +349,9 @@ def _bind_workers(args: BindArgs) -> None:
     """--workers: every worker of the running server, each to its device's rank."""
     from ascendtune.app import workers as app_workers
 
+    rich = not (args.json_out or args.quiet) and _rich_prints()
     report = app_workers.bind_workers(
-        args.workers_options(),
-        meanwhile=_render_imports if not (args.json_out or args.quiet) else None,
+        args.workers_options(), meanwhile=_render_imports if rich else None
     )
     if args.json_out:
         print_json(report.to_json())
@@ -421,18 +421,16 @@ def _render_imports() -> None:
     import rich.text  # noqa: F401
 
 
-def _render_workers(report: Any) -> None:
-    from rich.table import Table
-    from rich.text import Text
+WORKER_COLUMNS = ("PID", "NAME", "DEVICE", "RANK", "BEFORE", "AFTER", "THREADS", "STATE")
+# what Rich reads from the environment for its width or its styles (then Rich prints)
+_RICH_ENV = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
 
-    con = stdout_console()
+
+def _worker_rows(report: Any) -> tuple[str, list[tuple[str, ...]], list[str]]:
+    """The first line, the table's rows (NAME and STATE made inert) and the lines after it."""
     head = "Dry run: " if report.dry_run else ""
-    con.print(
-        Text(plain(f"{head}{len(report.workers)} workers on {report.root}, plan: {report.source}"))
-    )
-    table = Table(box=None, pad_edge=False, show_edge=False)
-    for col in ("PID", "NAME", "DEVICE", "RANK", "BEFORE", "AFTER", "THREADS", "STATE"):
-        table.add_column(col)
+    first = plain(f"{head}{len(report.workers)} workers on {report.root}, plan: {report.source}")
+    rows: list[tuple[str, ...]] = []
     for w in report.workers:
         if w.error:
             state = f"NOT bound: {w.error}"
@@ -441,21 +439,71 @@ def _render_workers(report: Any) -> None:
             state = f"{n} would change" if n else "unchanged"
         else:
             state = "verified" + (f", {w.threads_changed} moved" if w.changed else ", unchanged")
-        table.add_row(
-            str(w.pid),
-            Text(plain(w.name or "?")),
-            "?" if w.device is None else str(w.device),
-            "-" if w.rank is None else str(w.rank),
-            format_cpulist(w.cpus_before),
-            format_cpulist(w.cpus_after),
-            f"{w.threads_bound}/{w.threads_total}",
-            Text(plain(state)),
+        rows.append(
+            (
+                str(w.pid),
+                plain(w.name or "?"),
+                "?" if w.device is None else str(w.device),
+                "-" if w.rank is None else str(w.rank),
+                format_cpulist(w.cpus_before),
+                format_cpulist(w.cpus_after),
+                f"{w.threads_bound}/{w.threads_total}",
+                plain(state),
+            )
         )
-    con.print(table)
-    for note in report.handoff:
-        con.print(Text(plain(f"note: {note}")))
+    after = [plain(f"note: {note}") for note in report.handoff]
     if report.dry_run:
-        con.print(Text("Nothing was changed."))
+        after.append("Nothing was changed.")
+    return first, rows, after
+
+
+def _rich_prints() -> bool:
+    """Whether Rich prints the workers' table: on a terminal, or where the environment sets
+    what Rich reads (else _plain_workers does, where it can)."""
+    import os
+
+    return sys.stdout.isatty() or any(k in os.environ for k in _RICH_ENV)
+
+
+def _plain_workers(report: Any) -> list[str] | None:
+    """The lines _rich_workers prints, where they can be told without Rich (stdout piped, the
+    environment setting nothing Rich reads, every line printable ASCII, the table no wider than
+    the pipe's width): core.text.table_as_rich. None: let Rich print them."""
+    from ascendtune.cli.common import PIPE_WIDTH
+    from ascendtune.core.text import table_as_rich
+
+    if _rich_prints():
+        return None
+    first, rows, after = _worker_rows(report)
+    if not all(line.isascii() and line.isprintable() for line in [first, *after]):
+        return None
+    table = table_as_rich(WORKER_COLUMNS, rows, PIPE_WIDTH)
+    return None if table is None else [first, *table, *after]
+
+
+def _render_workers(report: Any) -> None:
+    lines = _plain_workers(report)
+    if lines is None:
+        _rich_workers(report)
+    else:
+        sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _rich_workers(report: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    con = stdout_console()
+    first, rows, after = _worker_rows(report)
+    con.print(Text(first))
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for col in WORKER_COLUMNS:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r[0], Text(r[1]), *r[2:7], Text(r[7]))
+    con.print(table)
+    for line in after:
+        con.print(Text(line))
 
 
 def _render_show(shown: Any) -> None:

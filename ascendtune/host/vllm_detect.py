@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 PROJECT = "vllm_ascend"
 OMNI = "vllm_omni"
 _SITE = re.compile(r"^(/\S*?/(?:site|dist)-packages)(?:/|$)")
+_HIT = "-packages"  # in every path _SITE matches
 # where a default python keeps its packages (no PID to follow)
 _SYSTEM_LIBS = ("usr/local/lib", "usr/lib", "usr/local/python3/lib", "opt/conda/lib")
 
@@ -54,13 +55,7 @@ def _rel(path: str) -> str:
 
 def site_dirs(root: Root, pid: int) -> list[str]:
     """The site-packages folders PID uses, absolute as the process sees them, first seen first."""
-    out: list[str] = []
-    for line in (root.read_text(f"proc/{pid}/maps") or "").splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6:
-            m = _SITE.match(parts[5].strip())
-            if m:
-                out.append(m.group(1))
+    out = _maps_sites(root.read_text(f"proc/{pid}/maps") or "")
     from ascendtune.core.vllm_config.inputs import parse_environ  # only when a PID is looked at
 
     env = parse_environ(root.read_text(f"proc/{pid}/environ") or "")
@@ -77,6 +72,32 @@ def site_dirs(root: Root, pid: int) -> list[str]:
     if cwd and cwd.startswith("/"):
         out.append(cwd)  # a source checkout run from its own folder
     return list(dict.fromkeys(out))
+
+
+def _maps_sites(text: str) -> list[str]:
+    """The site-packages folders of the files mapped in a proc/PID/maps text, in its order.
+
+    Only a line holding "-packages" can name one: the lines around each such hit are cut out
+    and parsed, not every line (a worker of 500 threads maps about 1,600 areas, most of them
+    stacks and anonymous memory)."""
+    out: list[str] = []
+    at = text.find(_HIT)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        # the same lines as text.splitlines() gives: a piece between two "\n" split again
+        for line in text[start:end].splitlines():
+            if _HIT not in line:
+                continue
+            parts = line.split(None, 5)
+            if len(parts) == 6:
+                m = _SITE.match(parts[5].strip())
+                if m:
+                    out.append(m.group(1))
+        at = text.find(_HIT, end)
+    return out
 
 
 def _look(root: Root, prefix: str, site: str) -> tuple[str, str, bool] | None:

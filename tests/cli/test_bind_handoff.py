@@ -148,3 +148,75 @@ def test_check_config_pid_narrower_than_its_cpuset_warns(sysroot: SysrootBuilder
     _, found = check("--pid", "4000", "--sysroot", str(sysroot.root))
     [f] = found
     assert "started under `numactl --physcpubind=144-155 bash x`" in f["message"]
+
+
+@pytest.mark.parametrize("vllm_server", [True, False])
+def test_the_version_is_looked_up_only_for_a_vllm_worker(
+    sysroot: SysrootBuilder, cli: Cli, monkeypatch: pytest.MonkeyPatch, vllm_server: bool
+) -> None:
+    """Only a worker with a vLLM command line needs the version's defaults: with a plan file,
+    workers of another server cost no search of their memory maps for vllm_ascend, and vLLM
+    workers one lookup for all."""
+    from ascendtune.app import plan as app_plan
+
+    sb = server(sysroot, None)
+    if not vllm_server:
+        sb.proc(4000, comm="mindie", cmdline=["/usr/bin/mindie_daemon"], cpus_allowed="0-191")
+    plan = sysroot.root.parent / "plan.json"
+    plan.write_text(cli("plan", "--sysroot", str(sysroot.root), "--json").stdout)
+    calls: list[str] = []
+    real = app_plan.resolve_version
+
+    def counted(*args: Any) -> Any:
+        calls.append("resolve_version")
+        return real(*args)
+
+    monkeypatch.setattr(app_plan, "resolve_version", counted)
+    res = cli("bind", "--workers", "--dry-run", "--sysroot", str(sysroot.root), "--plan", str(plan))
+    assert res.exit_code == 0, res.stderr
+    if vllm_server:
+        assert calls == ["resolve_version"]
+        assert "vLLM-Ascend binds worker(s) 4100, 4101 itself" in res.stdout
+    else:
+        assert calls == []
+        assert "note:" not in res.stdout
+
+
+@pytest.mark.parametrize(
+    "name", ["VLLM::Worker_TP", "VLLM::Wörker", "worker [bold]x[/]", "w" * 150]
+)
+def test_the_workers_table_without_rich_is_what_rich_prints(
+    sysroot: SysrootBuilder,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+) -> None:
+    """Piped, `bind --workers` prints its table without Rich where it can tell Rich's lines
+    (core.text.table_as_rich): the same bytes; a name Rich would treat otherwise (not ASCII,
+    markup, too wide for the pipe) leaves it to Rich."""
+    from dataclasses import replace
+
+    from ascendtune.app.options import HostSource
+    from ascendtune.app.workers import WorkersOptions, bind_workers
+    from ascendtune.cli import bind as cli_bind
+
+    for var in cli_bind._RICH_ENV:
+        monkeypatch.delenv(var, raising=False)
+    opts = WorkersOptions(source=HostSource(sysroot=server(sysroot, None).root), dry_run=True)
+    report = bind_workers(opts)
+    first = replace(report.workers[0], name=name, error=f"holds NPUs 0,1: {name}")
+    report = replace(report, workers=(first, *report.workers[1:]))
+    cli_bind._rich_workers(report)
+    rich_out = capsys.readouterr().out
+    lines = cli_bind._plain_workers(report)
+    if name == "VLLM::Worker_TP":
+        assert lines is not None
+        assert "\n".join(lines) + "\n" == rich_out
+        cli_bind._render_workers(report)
+        assert capsys.readouterr().out == rich_out
+    else:
+        assert lines is None
+        cli_bind._render_workers(report)
+        assert capsys.readouterr().out == rich_out
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert cli_bind._plain_workers(report) is None

@@ -14,6 +14,7 @@ from ascendtune.core.text import (
     inert_line,
     loads_bounded,
     strip_ansi,
+    table_as_rich,
     wrap_as_rich,
 )
 
@@ -97,3 +98,47 @@ def test_wrap_as_rich_cases() -> None:
     assert wrap_as_rich(line, 200) == [line]
     assert wrap_as_rich("abcdefgh ij", 3) == ["abc", "def", "gh ", "ij"]  # a long word cut
     assert wrap_as_rich("", 10) == [""]
+
+
+_CELL = st.text(alphabet=st.sampled_from("ab-./:(), 0123456789[é"), max_size=24)
+
+
+@given(
+    st.integers(min_value=1, max_value=5).flatmap(
+        lambda n: st.tuples(
+            st.lists(_CELL.filter(bool), min_size=n, max_size=n),
+            st.lists(st.lists(_CELL, min_size=n, max_size=n), max_size=6),
+        )
+    ),
+    st.integers(min_value=10, max_value=200),
+)
+def test_table_as_rich_prints_as_rich_does(
+    table: tuple[list[str], list[list[str]]], width: int
+) -> None:
+    # the lines Rich prints for the same Table (no colour), where table_as_rich tells them
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    headers, rows = table
+    lines = table_as_rich(headers, rows, width)
+    plain = all(
+        (c.isascii() and c.isprintable() and "[" not in c)
+        for c in [*headers, *(c for r in rows for c in r)]
+    )
+    natural = sum(max(len(c) for c in col) for col in zip(headers, *rows, strict=True))
+    assert (lines is None) == (not plain or natural + 2 * (len(headers) - 1) > width)
+    if lines is None:
+        return
+    out = io.StringIO()
+    t = Table(box=None, pad_edge=False, show_edge=False)
+    for h in headers:
+        t.add_column(h)
+    for r in rows:  # as bind --workers adds them: some cells strings (markup), some Text
+        t.add_row(*(c if i % 2 else Text(c) for i, c in enumerate(r)))
+    Console(
+        file=out, width=width, no_color=True, highlight=False, emoji=False, soft_wrap=True
+    ).print(t)
+    assert "\n".join(lines) + "\n" == out.getvalue()

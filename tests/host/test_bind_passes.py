@@ -448,3 +448,104 @@ def test_the_callers_work_runs_in_the_window_and_only_the_rest_is_slept(
     assert report.verified
     report = bind_process(pid, BindTarget(cpus=frozenset({0})), meanwhile=lambda: calls.append(1))
     assert report.verified and not report.threads_changed and not calls
+
+
+@pytest.mark.parametrize("masks_by", ["os", "libc"])
+def test_a_real_thread_renamed_before_the_final_re_read_gets_its_new_role(masks_by: str) -> None:
+    """The stock path keeps each thread's comm file open from pass 1 and reads it again from
+    the start at the final re-read (masks.ThreadNames): the kernel prints the name anew, so a
+    thread that renames itself into another role in the window is found off and written.
+    "libc": masks read as on a host of over 64 CPUs (per-thread loops, not the inline ones)."""
+    mine = frozenset(os.sched_getaffinity(0))
+    stop = threading.Event()
+    tids: list[int] = []
+    started = threading.Barrier(4)
+
+    def idle() -> None:
+        tids.append(threading.get_native_id())
+        started.wait()
+        stop.wait()
+
+    idlers = [threading.Thread(target=idle) for _ in range(3)]
+    for t in idlers:
+        t.start()
+    started.wait()
+    victim = tids[0]
+
+    def rename() -> None:  # in the window between the passes and the re-read
+        with open(f"/proc/self/task/{victim}/comm", "w") as f:
+            f.write("acl_thread")
+
+    target = BindTarget(
+        cpus=BOTH, roles={"main": frozenset({0}), "acl": frozenset({1})}, source="test"
+    )
+    try:
+        tasks = Tasks()
+        if masks_by == "libc":
+            if mask_io._libc() is None:
+                pytest.skip("libc's affinity calls cannot be loaded here")
+            tasks._ctypes_get = True
+        report = bind_process(os.getpid(), target, tasks=tasks, meanwhile=rename)
+        got = {
+            int(t): frozenset(os.sched_getaffinity(int(t))) for t in os.listdir("/proc/self/task")
+        }
+        assert report.verified
+        assert got[victim] == frozenset({1})
+        assert all(m == frozenset({0}) for t, m in got.items() if t != victim)
+        assert report.roles_placed == {"acl": (victim,)}
+    finally:
+        for t in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(t), mine)
+        stop.set()
+        for t in idlers:
+            t.join()
+
+
+def test_thread_names_kept_open_follow_their_thread_and_are_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stop, ready = threading.Event(), threading.Barrier(3)
+    tids: dict[bytes, int] = {}
+
+    def idle(name: bytes) -> None:
+        tids[name] = threading.get_native_id()
+        with open(f"/proc/self/task/{tids[name]}/comm", "wb") as f:
+            f.write(name)
+        ready.wait()
+        stop.wait()
+
+    threads = [threading.Thread(target=idle, args=(n,)) for n in (b"first", b"second")]
+    for t in threads:
+        t.start()
+    ready.wait()
+    first, second = tids[b"first"], tids[b"second"]
+    names = mask_io.thread_names("/proc", os.getpid())
+    read = names.reader(bytes)
+    try:
+        assert (read(first), read(second)) == (b"first\n", b"second\n")
+        held = [*names._kept.values(), names._dir]
+        assert len(names._kept) == 2 and None not in held
+        with open(f"/proc/self/task/{first}/comm", "w") as f:
+            f.write("renamed")
+        assert read(first) == b"renamed\n"  # read anew through the file kept open
+        stop.set()
+        for t in threads:
+            t.join()
+        assert read(first) is None and read(second) is None  # exited
+        assert read(2**22 + 7) is None  # never there
+    finally:
+        stop.set()
+        names.close()
+    for fd in held:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # type: ignore[arg-type]
+
+    # no room left under the file limit: each file is closed after its read
+    monkeypatch.setattr(mask_io, "_KEEP", [0])
+    names = mask_io.thread_names("/proc", os.getpid())
+    try:
+        assert names.reader(bytes)(os.getpid()) is not None
+        assert not names._kept
+    finally:
+        names.close()

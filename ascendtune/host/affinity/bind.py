@@ -29,8 +29,10 @@ from ascendtune.host.affinity.masks import (
     STOCK_SET,
     STOCK_TGID,
     Tasks,
+    ThreadNames,
     errno_text,
     main_first,
+    thread_names,
     tids_of,
 )
 from ascendtune.host.affinity.process import dying_stopped, refuse_zombie, require_process
@@ -57,6 +59,13 @@ class _Run:
     initial: Sequence[int]  # the first listing (a set only if a rollback needs one)
     fatal: bool = False
     last_write: float = 0.0  # time.monotonic() at the end of the last pass or round that wrote
+    # the threads' names, read through the stock Tasks.name's files (binding by roles), kept
+    # open from pass 1 to the final re-read (ThreadNames); closed by finish_bind
+    names: ThreadNames | None = None
+
+    def close(self) -> None:
+        if self.names is not None:
+            self.names.close()
 
 
 @dataclass
@@ -157,6 +166,27 @@ def begin_bind(
         raise MissingError(f"process {pid} exited before it could be bound")
     first = tids_of(names)
     run = _Run(previous={}, failures={}, initial=first)
+    if use and type(tasks).name is STOCK_NAME:
+        run.names = thread_names(tasks.proc, pid)
+    try:
+        return _passes(pid, target, use, keep_partial, max_passes, tasks, names, first, run)
+    except BaseException:
+        run.close()
+        raise
+
+
+def _passes(
+    pid: int,
+    target: BindTarget,
+    use: bool,
+    keep_partial: bool,
+    max_passes: int,
+    tasks: Tasks,
+    names: list[str],
+    first: list[int],
+    run: _Run,
+) -> PendingBind:
+    """begin_bind's passes, from pass 1's listing `names` (`first`, its tids)."""
     sweep = _Sweep()
     listings = [first]  # every distinct listing, for threads_exited
     passes = 0
@@ -237,6 +267,11 @@ class PendingBind:
 
     after: CpuSet | None = None  # every mask the final re-read found, merged (finish_bind)
 
+    def close(self) -> None:
+        """Close what the passes hold open for the final re-read (finish_bind does; a bind
+        begun and never finished must)."""
+        self.run.close()
+
     @property
     def fatal(self) -> bool:
         """A write was refused (EPERM/EINVAL): finish it at once, so what it moved goes back."""
@@ -266,6 +301,13 @@ def settle(pending: Sequence[PendingBind], meanwhile: Callable[[], object] | Non
 def finish_bind(p: PendingBind, meanwhile: Callable[[], object] | None = None) -> BindReport:
     """The final re-read of a bind begun by begin_bind, its fight rounds, rollback and report
     (see bind_process; `meanwhile` runs inside the window before the first re-read)."""
+    try:
+        return _finish(p, meanwhile)
+    finally:
+        p.close()
+
+
+def _finish(p: PendingBind, meanwhile: Callable[[], object] | None) -> BindReport:
     pid, target, use, keep_partial, tasks = p.pid, p.target, p.use, p.keep_partial, p.tasks
     run, sweep, tids, tail = p.run, p.sweep, p.tids, p.tail
     passes, converged, listings = p.passes, p.converged, p.listings
@@ -381,8 +423,11 @@ def _pass(
         # (about 8,000 name reads saved at 16 workers x 500 threads): one renamed into another
         # role since is found off by the final re-read, which reads every name, and written
         # again there (bind_process)
-        role_of = _role_targets(target, tasks, pid)
-        for tid in main_first(pid, [t for t in tids if t not in known] if known else tids):
+        role_of = _role_targets(target, tasks, pid, run)
+        order = main_first(pid, [t for t in tids if t not in known] if known else tids)
+        if not pending and _stock_io(tasks, target.masks(use_roles=True)):
+            return _roles_pass(order, role_of, tasks, run, sweep, keep_partial)
+        for tid in order:
             if tid in failed:
                 continue
             got = role_of(tid)
@@ -401,12 +446,7 @@ def _pass(
     if pending or failed:
         slow = [t for t in order if t in pending]  # written last pass: read back
         order = [t for t in order if t not in pending and t not in failed]
-    if (
-        type(tasks).get is STOCK_GET
-        and type(tasks).set is STOCK_SET
-        and not tasks._ctypes_get
-        and len(want) <= tasks._os_set_max
-    ):
+    if _stock_io(tasks, (want,)):
         fresh = not run.previous  # no thread of this pass was written by an earlier one
         at = 0
         while True:
@@ -427,13 +467,73 @@ def _pass(
     return writes
 
 
+def _stock_io(tasks: Tasks, wants: Iterable[CpuSet]) -> bool:
+    """Whether the stock Tasks.get and Tasks.set would make plain os calls for these targets
+    (a host of up to 64 CPUs, targets of up to 16): the inline loops make them instead."""
+    kind = type(tasks)
+    return (
+        kind.get is STOCK_GET
+        and kind.set is STOCK_SET
+        and not tasks._ctypes_get
+        and all(len(w) <= tasks._os_set_max for w in wants)
+    )
+
+
+def _roles_pass(
+    order: Sequence[int],
+    role_of: Callable[[int], tuple[str, CpuSet] | None],
+    tasks: Tasks,
+    run: _Run,
+    sweep: _Sweep,
+    keep_partial: bool,
+) -> int:
+    """_pass by roles with no write to read back: _settle for each thread of `order`, inline
+    with the os calls the stock Tasks makes (_stock_io). A thread whose call raises goes
+    through _settle, which reads it again and tells exited from refused."""
+    getaff, setaff = os.sched_getaffinity, os.sched_setaffinity
+    known, check, previous = sweep.known, sweep.check, run.previous
+    failed, gone = run.failures, sweep.gone
+    writes = 0
+    last: set[int] | None = None
+    old: CpuSet = frozenset()
+    for tid in order:
+        if failed and tid in failed:
+            continue
+        got = role_of(tid)
+        if got is None:
+            gone.add(tid)
+            continue
+        want = got[1]
+        try:
+            cur = getaff(tid)
+            if cur == want:
+                known[tid] = got
+                continue
+            setaff(tid, want)
+        except OSError:
+            writes += _settle(tid, got[0], want, tasks, run, sweep, {}, keep_partial)
+            if run.fatal:
+                break
+            continue
+        if cur != last:  # a process has a handful of distinct masks: freeze each once
+            last, old = cur, frozenset(cur)
+        if tid not in previous:
+            previous[tid] = old
+        if want <= old:
+            known[tid] = got
+        else:
+            check[tid] = got  # the kernel may have narrowed it: read back next pass
+        writes += 1
+    return writes
+
+
 def _role_targets(
-    target: BindTarget, tasks: Tasks, pid: int
+    target: BindTarget, tasks: Tasks, pid: int, run: _Run
 ) -> Callable[[int], tuple[str, CpuSet] | None]:
     """tid -> (role, mask) by the thread's name, None when it has exited: Tasks.name and
-    target.thread_target, with the stock Tasks's read made inline and each role name's target
-    looked up once."""
-    if type(tasks).name is not STOCK_NAME:
+    target.thread_target, with the stock Tasks's read made by the run's ThreadNames and each
+    name's target looked up once."""
+    if type(tasks).name is not STOCK_NAME or run.names is None:
 
         def slow(tid: int) -> tuple[str, CpuSet] | None:
             name = tasks.name(pid, tid)
@@ -442,22 +542,13 @@ def _role_targets(
         return slow
     default = target.thread_target(None, use_roles=True)
     by_name = {n: target.thread_target(n, use_roles=True) for n in ROLE_THREADS}
-    open_, read, close, rdonly = os.open, os.read, os.close, os.O_RDONLY
-    encoding, base = tasks._encoding, f"{tasks.proc}/{pid}/task/"
+    encoding = tasks._encoding
 
-    def fast(tid: int) -> tuple[str, CpuSet] | None:
-        try:
-            fd = open_(f"{base}{tid}/comm", rdonly)
-            try:
-                raw = read(fd, 4096)
-            finally:
-                close(fd)
-        except OSError:
-            return None
+    def of(raw: bytes) -> tuple[str, CpuSet]:
         # thread_target strips the name: what Tasks.name makes of a \r changes no match
         return by_name.get(raw.decode(encoding, "replace").strip(), default)
 
-    return fast
+    return run.names.reader(of)
 
 
 def _pool_pass(
@@ -722,15 +813,23 @@ def _survey(
     if type(tasks).get is STOCK_GET and not tasks._ctypes_get:
         if not use:
             return _survey_pool(pid, target, tids)
-        if type(tasks).name is STOCK_NAME:
-            return _survey_roles(pid, target, tids, tasks)
+        if type(tasks).name is STOCK_NAME and run.names is not None:
+            return _survey_roles(pid, target, tids, tasks, run)
+
+    # by roles: Tasks.name and thread_target, the names read again through the files pass 1
+    # kept open where Tasks.name is the stock one (a host of over 64 CPUs reads masks here)
+    role_of = _role_targets(target, tasks, pid, run) if use else None
+    pool = target.thread_target(None, use_roles=False)
 
     def reads() -> Iterator[tuple[int, str, CpuSet, AbstractSet[int]]]:
         for tid in main_first(pid, tids):
-            name = tasks.name(pid, tid) if use else None
-            if use and name is None:
-                continue
-            role, want = target.thread_target(name, use_roles=use)
+            if role_of is None:
+                role, want = pool
+            else:
+                got = role_of(tid)
+                if got is None:  # exited
+                    continue
+                role, want = got
             cur = tasks.get(tid)
             if cur is not None:
                 yield tid, role, want, cur
@@ -759,25 +858,40 @@ def _survey_of(reads: Iterable[tuple[int, str, CpuSet, AbstractSet[int]]]) -> _S
     return _Survey(total, bound, {r: tuple(t) for r, t in placed.items()}, off, present, masks)
 
 
-def _survey_roles(pid: int, target: BindTarget, tids: Sequence[int], tasks: Tasks) -> _Survey:
+def _survey_roles(
+    pid: int, target: BindTarget, tids: Sequence[int], tasks: Tasks, run: _Run
+) -> _Survey:
     """_survey by roles through the os calls the stock Tasks.name and Tasks.get make, with
-    each role name's target looked up once (a name and a mask read per thread: 16,000 reads
-    at 16 workers x 500 threads)."""
-    role_of = _role_targets(target, tasks, pid)
+    each role name's target looked up once (a name and a mask read per thread: the name one
+    pread of the file pass 1 opened, ThreadNames)."""
+    role_of = _role_targets(target, tasks, pid, run)
     getaff = os.sched_getaffinity
-
-    def reads() -> Iterator[tuple[int, str, CpuSet, AbstractSet[int]]]:
-        for tid in main_first(pid, tids):
-            got = role_of(tid)
-            if got is None:  # exited
-                continue
-            try:
-                cur = getaff(tid)
-            except ProcessLookupError:  # Tasks.get: None
-                continue
-            yield tid, got[0], got[1], cur
-
-    return _survey_of(reads())
+    present: list[int] = []
+    keep = present.append
+    off: list[tuple[int, CpuSet, str, CpuSet]] = []
+    on: set[CpuSet] = set()  # the targets the threads found on them have
+    placed: dict[str, list[int]] = {}
+    for tid in main_first(pid, tids):
+        got = role_of(tid)
+        if got is None:  # exited
+            continue
+        try:
+            cur = getaff(tid)
+        except ProcessLookupError:  # Tasks.get: None
+            continue
+        keep(tid)
+        role, want = got
+        if cur != want:
+            off.append((tid, frozenset(cur), role, want))
+            continue
+        on.add(want)
+        if role == "acl" or role == "release":
+            placed.setdefault(role, []).append(tid)
+    masks = on.union(o[1] for o in off)
+    total = len(present)
+    return _Survey(
+        total, total - len(off), {r: tuple(t) for r, t in placed.items()}, off, set(present), masks
+    )
 
 
 def _survey_pool(pid: int, target: BindTarget, tids: Sequence[int]) -> _Survey:
