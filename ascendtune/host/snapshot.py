@@ -9,9 +9,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
 import re
+import threading
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -457,37 +460,119 @@ def _remove(p: Path) -> None:
 def archive_bytes(cap: Capture, *, gzip: bool = True) -> bytes:
     """A deterministic tar (sorted members, mtime 0, root-owned) of the capture."""
     raw = io.BytesIO()
-    _tar_into(raw, cap, gzip=gzip)
+    sink: _GzipSink | io.BytesIO = _GzipSink(raw) if gzip else raw
+    for piece in _tar_pieces(cap):
+        sink.write(piece)
+    if isinstance(sink, _GzipSink):
+        sink.close()
     return raw.getvalue()
 
 
 def _write_archive(p: Path, cap: Capture, *, gzip: bool) -> None:
-    """archive_bytes(cap) streamed into a new private file: the tar is never held whole."""
+    """archive_bytes(cap) streamed into a new private file: the tar is never held whole.
+
+    With gzip, the tar is deflated and written by a second thread (_Deflater) while this one
+    makes the next pieces: zlib lets go of the GIL while it compresses, so the two run on two
+    cores, as `tar czf`'s tar and gzip do."""
     fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        # buffered: gzip hands over each compressed block as it goes, one write(2) apiece
-        sink = io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), 1 << 20)
-        _tar_into(sink, cap, gzip=gzip)
-        sink.flush()
-        # no fsync, as for a folder's files (and as `tar czf` writes): it waited for the disk
-        # longer than the whole capture took on a busy host (1,024 CPUs: 0.22 s against a
-        # 0.19 s `tar czf`); the archive is read back and put in place by name, so a crash
-        # before the kernel writes it out leaves at worst an empty archive the replay refuses
-    finally:
+        raw = io.FileIO(fd, "wb")
+    except BaseException:
         os.close(fd)
+        raise
+    # buffered: gzip hands over each compressed block as it goes, one write(2) apiece; raw
+    # closed (and fd with it) on every path, so the buffer is never flushed after that
+    sink = io.BufferedWriter(raw, 1 << 20)
+    # no fsync, as for a folder's files (and as `tar czf` writes): it waited for the disk
+    # longer than the whole capture took on a busy host (1,024 CPUs: 0.22 s against a
+    # 0.19 s `tar czf`); the archive is read back and put in place by name, so a crash
+    # before the kernel writes it out leaves at worst an empty archive the replay refuses
+    if gzip:
+        _Deflater(sink, raw).run(_tar_pieces(cap))
+        return
+    try:
+        for piece in _tar_pieces(cap):
+            sink.write(piece)
+        sink.flush()
+    finally:
+        raw.close()
 
 
-def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
-    """The capture as a tar stream (gzip-compressed with gzip) into out.
+class _Deflater:
+    """A thread that deflates (_GzipSink) the tar pieces handed to it and writes them to out,
+    then closes raw (out's file): the file is the thread's, so it is never closed while the
+    thread writes.
+
+    At most _QUEUED pieces (about 1 MiB each) wait between the threads, so memory stays flat
+    whatever the host's size. The thread ends on every path: the pieces end (gzip trailer
+    written and flushed), the tar's thread fails or is interrupted (it stops at its next piece,
+    nothing more written), or a write fails (the error is kept, the pieces still coming are
+    dropped, and run raises the error in the tar's thread)."""
+
+    def __init__(self, out: IO[bytes], raw: IO[bytes]) -> None:
+        self.out = out
+        self.raw = raw
+        self.pieces: queue.Queue[bytes | None] = queue.Queue(_QUEUED)
+        self.error: BaseException | None = None
+        self.abandoned = False  # the tar's thread stopped short: write no trailer
+
+    def run(self, pieces: Iterator[bytes]) -> None:
+        """Hand pieces to the thread and wait for it: the archive is whole on return, and any
+        error of either thread is raised here."""
+        thread = threading.Thread(target=self._deflate, name="snapshot-deflate", daemon=True)
+        try:
+            thread.start()
+        except BaseException:
+            self.raw.close()
+            raise
+        try:
+            for piece in pieces:
+                if self.error is not None:
+                    break
+                self.pieces.put(piece)
+        except BaseException:  # the tar failed, or Ctrl-C: let the thread go at once
+            self.abandoned = True
+            while True:  # emptied here (only this thread puts), so the stop never waits
+                try:
+                    self.pieces.get_nowait()
+                except queue.Empty:
+                    break
+            raise
+        finally:
+            self.pieces.put(None)
+            thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _deflate(self) -> None:
+        stopped = False  # the stop (None) taken from the queue: no piece comes after it
+        try:
+            gz = _GzipSink(self.out)
+            while (piece := self.pieces.get()) is not None:
+                gz.write(piece)
+            stopped = True
+            if not self.abandoned:
+                gz.close()
+                self.out.flush()
+        except BaseException as e:  # kept for run; the tar's thread stops at its next piece
+            self.error = e
+            while not stopped and self.pieces.get() is not None:
+                pass  # dropped, so that the tar's thread never waits for room
+        finally:
+            self.raw.close()
+
+
+def _tar_pieces(cap: Capture) -> Iterator[bytes]:
+    """The capture as a tar stream, in pieces of about _FLUSH_AT bytes.
 
     The tar is what tarfile writes in PAX format (a plain ustar header per member, a PAX header
     only for a long or non-ASCII name; sorted, mtime 0, root-owned), so every reader of the
     older archives reads these: the headers are built here rather than through a TarInfo per
     member, which cost more than reading and compressing tens of thousands of small sysfs files
-    together. The gzip is GzipFile's framing (mtime 0) at level GZIP_LEVEL.
+    together. The gzip around it (_GzipSink) is GzipFile's framing (mtime 0) at level
+    GZIP_LEVEL.
     """
-    sink = _GzipSink(out) if gzip else out
-    pending: list[bytes] = []  # handed on in pieces of about _FLUSH_AT bytes
+    pending: list[bytes] = []
     size = 0
     written = 0
     links = cap.links
@@ -509,7 +594,7 @@ def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
                 pending.append(_ZEROS[:pad])
             size += len(head) + n + pad
         if size >= _FLUSH_AT:
-            sink.write(b"".join(pending))
+            yield b"".join(pending)
             written += size
             pending.clear()
             size = 0
@@ -517,9 +602,7 @@ def _tar_into(out: IO[bytes], cap: Capture, *, gzip: bool) -> None:
     end = 2 * _BLOCK
     end += -(written + size + end) % _RECORD
     pending.append(bytes(end))
-    sink.write(b"".join(pending))
-    if isinstance(sink, _GzipSink):
-        sink.close()  # the gzip trailer; `out` stays open
+    yield b"".join(pending)
 
 
 # zlib's fast deflate (levels 1-3) takes a third of the time of gzip's default 6 on a large
@@ -531,6 +614,9 @@ _BLOCK = 512
 _RECORD = 20 * _BLOCK
 _ZEROS = bytes(_BLOCK)
 _FLUSH_AT = 1 << 20
+# pieces waiting for the deflate thread: with the one it deflates and the one being made, at
+# most about 6 MiB of tar in memory beside the capture
+_QUEUED = 4
 # the fields every member shares, as tarfile writes them for mtime 0, root:root (uid/gid 0)
 _IDS = b"0000000\0" * 2  # uid, gid
 _MTIME = b"00000000000\0"

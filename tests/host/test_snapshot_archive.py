@@ -4,20 +4,28 @@ archives reads the new ones; and the capture reads each file of the host once.""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import tarfile
+import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ascendtune.core.errors import InvalidInput
 from ascendtune.host import snapshot as snap
 from ascendtune.host.roots import DirRoot, Root, open_archive
 from ascendtune.synth import standard
 from ascendtune.synth.spec import NpuProcess, Process, Task
 from tests.support.builder import SysrootBuilder
+from tests.support.hosts import atlas_a2
 
 
 def tarfile_bytes(cap: snap.Capture, *, compress: bool) -> bytes:
@@ -120,3 +128,120 @@ def test_the_capture_reads_each_file_of_the_host_once(sysroot: SysrootBuilder) -
     assert twice == []
     # and what it took is what a capture straight from the folder takes
     assert snap.capture(DirRoot(sysroot.root)).files == cap.files
+
+
+# -- the deflate thread (_Deflater): same bytes, and it ends on every path -----------------------
+
+
+def deflate_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "snapshot-deflate"]
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch, sysroot: SysrootBuilder) -> snap.Capture:
+    """The A2 host's capture, its tar handed over in 4 KiB pieces (about 160 of them), so the
+    queue between the threads fills and the threads take turns many times."""
+    atlas_a2(sysroot)
+    monkeypatch.setattr(snap, "_FLUSH_AT", 4096)
+    return snap.capture(DirRoot(sysroot.root))
+
+
+def test_the_archive_written_beside_a_deflate_thread_is_archive_bytes(
+    small_pieces: snap.Capture, tmp_path: Path
+) -> None:
+    cap = small_pieces
+    assert len(list(snap._tar_pieces(cap))) > 100
+    out = snap.write(cap, str(tmp_path / "out" / "s.tar.gz"))
+    assert out.read_bytes() == snap.archive_bytes(cap)
+    assert deflate_threads() == []
+
+
+def test_a_failure_making_the_tar_ends_the_deflate_thread_and_leaves_nothing(
+    small_pieces: snap.Capture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = 0
+    header = snap._header
+
+    def fails_midway(name: str, kind: bytes, size: int, link: str) -> bytes:
+        nonlocal made
+        made += 1
+        if made == 500:
+            raise RuntimeError("a defect while making the tar")
+        return header(name, kind, size, link)
+
+    monkeypatch.setattr(snap, "_header", fails_midway)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="a defect"):
+        snap.write(small_pieces, str(out / "s.tar.gz"))
+    assert made == 500
+    assert deflate_threads() == []
+    assert list(out.iterdir()) == []
+
+
+def test_ctrl_c_while_the_deflate_thread_lags_ends_at_once_and_leaves_nothing(
+    small_pieces: snap.Capture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the deflate thread slow (a slow disk): the queue is full when Ctrl-C reaches the tar's
+    # thread, which must neither wait for the queue to drain nor leave the thread behind
+    made = 0
+    deflated = 0
+    header = snap._header
+    write = snap._GzipSink.write
+    interrupted_at = 0.0
+    behind = 0
+
+    def slow(self: snap._GzipSink, data: bytes) -> None:
+        nonlocal deflated
+        time.sleep(0.02)
+        write(self, data)
+        deflated += 1
+
+    def interrupted(name: str, kind: bytes, size: int, link: str) -> bytes:
+        nonlocal made, interrupted_at, behind
+        made += 1
+        if made == 200:
+            behind = deflated
+            interrupted_at = time.monotonic()
+            raise KeyboardInterrupt
+        return header(name, kind, size, link)
+
+    monkeypatch.setattr(snap._GzipSink, "write", slow)
+    monkeypatch.setattr(snap, "_header", interrupted)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        snap.write(small_pieces, str(out / "s.tar.gz"))
+    ended = time.monotonic() - interrupted_at
+    pieces = sum(1 for _ in snap._tar_pieces(small_pieces))
+    assert pieces > 100
+    # the tar's thread was held back by the full queue, and then did not wait for it to drain:
+    # the thread ended after the piece it was deflating (0.02 s), not the 4 queued behind it
+    assert 0 < behind < made
+    assert deflated <= behind + 2
+    assert ended < 1.0
+    assert deflate_threads() == []
+    assert list(out.iterdir()) == []
+
+
+def test_a_failed_write_in_the_deflate_thread_stops_the_tar_and_is_raised(
+    small_pieces: snap.Capture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pieces = 0
+    tar_pieces = snap._tar_pieces
+
+    def counted(cap: snap.Capture) -> Iterator[bytes]:
+        nonlocal pieces
+        for piece in tar_pieces(cap):
+            pieces += 1
+            yield piece
+
+    def full(self: snap._GzipSink, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(snap, "_tar_pieces", counted)
+    monkeypatch.setattr(snap._GzipSink, "write", full)
+    out = tmp_path / "out"
+    with pytest.raises(InvalidInput, match=r"s\.tar\.gz.*No space left on device"):
+        snap.write(small_pieces, str(out / "s.tar.gz"))
+    assert pieces < 20  # the tar's thread stopped soon after, not at the end of ~160 pieces
+    assert deflate_threads() == []
+    assert list(out.iterdir()) == []

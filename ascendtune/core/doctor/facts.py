@@ -42,7 +42,11 @@ def path_matches(pattern: str, path: str) -> bool:
     from fnmatch import fnmatchcase
 
     want, got = pattern.split("/"), path.split("/")
-    return len(want) == len(got) and all(map(fnmatchcase, got, want))
+    # a component without a glob character matches only itself: compared as it is, not
+    # through fnmatch's regular expression (doctor asks this of every file it gathered)
+    return len(want) == len(got) and all(
+        g == w or (is_pattern(w) and fnmatchcase(g, w)) for g, w in zip(got, want, strict=True)
+    )
 
 
 class FileValue(NamedTuple):

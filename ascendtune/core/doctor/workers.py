@@ -2,15 +2,19 @@
 with the plan of the device it drives, and which workers share CPUs."""
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ascendtune.core import vendors
-from ascendtune.core.bindplan import BindTarget, target_of_rank
 from ascendtune.core.cpulist import CpuSet, format_cpulist
 from ascendtune.core.doctor.facts import DoctorInput, PlanFacts, ThreadFacts, WorkerFacts
 from ascendtune.core.doctor.report import Check, Status, join_ids
 from ascendtune.core.model import Host, Vendor
 from ascendtune.core.planner.model import RankPlan
+
+if TYPE_CHECKING:
+    # imported where a worker's rank is compared with its plan: its five frozen dataclasses
+    # cost about 7 ms of every `doctor` start-up, and a host without workers needs none
+    from ascendtune.core.bindplan import BindTarget
 
 ROLE_THREAD_NAMES = ("acl_thread", "release_thread")
 # Processes that start unrelated jobs: a parent or grandparent among these does not make two
@@ -58,7 +62,7 @@ def _vllm_ascend(w: WorkerFacts) -> bool:
     return w.vendor == Vendor.HUAWEI.value
 
 
-def _match(threads: Sequence[ThreadFacts], target: BindTarget) -> str | None:
+def _match(threads: Sequence[ThreadFacts], target: "BindTarget") -> str | None:
     """Which plan the threads follow: "roles" (each its role's mask), "pool" (all the pool)."""
     if target.has_roles and all(
         t.cpus == target.thread_target(t.name, use_roles=True)[1] for t in threads
@@ -110,7 +114,7 @@ class _Reading(NamedTuple):
     nodes: tuple[int, ...]  # the NUMA nodes its threads may run on
     device_node: int | None  # the node of the one device it holds
     roles: dict[str, list[ThreadFacts]]  # acl_thread / release_thread by name
-    target: BindTarget | None  # its rank's plan
+    target: "BindTarget | None"  # its rank's plan
     matched: str | None  # which form of the plan its threads follow (see _match)
 
 
@@ -152,7 +156,11 @@ def _read(w: WorkerFacts, inp: DoctorInput, word: str, devs: str) -> _Reading:
     unbound = tuple(t.tid for t in threads if t.cpus >= cpuset)
     one = w.devices[0] if len(w.devices) == 1 else None
     rank = plan.rank_of(one) if one is not None else None
-    target = target_of_rank(rank, plan.policy) if rank is not None else None
+    target = None
+    if rank is not None:
+        from ascendtune.core.bindplan import target_of_rank
+
+        target = target_of_rank(rank, plan.policy)
     return _Reading(
         audit=_Audit(w, used, cpuset, unbound, rank),
         word=word,
