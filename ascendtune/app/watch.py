@@ -234,7 +234,7 @@ class Session:
 
     @property
     def all_exited(self) -> bool:
-        return all(not w.alive for w in self.watch.report().workers)
+        return self.watch.all_exited
 
 
 def watch_once(

@@ -394,6 +394,11 @@ class Watch:
         st.set_by = None
         self._pending.append(change)
 
+    @property
+    def all_exited(self) -> bool:
+        """Every watched process has exited (what report() would say of each, without it)."""
+        return all(not w.alive for w in self._workers.values())
+
     def started(self, pid: int) -> int | None:
         """The watched process's start time (stat field 22), once sampled."""
         w = self._workers.get(pid)

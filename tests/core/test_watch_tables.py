@@ -122,3 +122,18 @@ def test_built_reports_equal_constructed_ones() -> None:
     )
     assert sample == ThreadSample(1, "n", 0, 3)
     assert set(vars(sample)) == {f.name for f in dataclasses.fields(ThreadSample)}
+
+
+def test_all_exited_says_what_the_report_says() -> None:
+    w = Watch([WatchTarget(pid=1), WatchTarget(pid=2)])
+    both = {p: ProcessSample(p, "w", (ThreadSample(p, "w", 0, 0),)) for p in (1, 2)}
+    for workers, want in (
+        (both, False),
+        ({2: both[2]}, False),
+        ({2: both[2]}, False),
+        ({}, True),
+        ({1: both[1]}, True),  # an exited worker stays exited
+    ):
+        w.update(HostSample(0.0, workers))
+        assert w.all_exited is want
+        assert w.all_exited == all(not r.alive for r in w.report().workers)
