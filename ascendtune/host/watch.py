@@ -360,14 +360,16 @@ class ProcSampler:
             migrations, vol, invol, mask = self._detail(base, tid)
         return built(
             ThreadSample,
-            tid=tid,
-            name=name,
-            processor=processor,
-            cpu_ticks=ticks,
-            nr_migrations=migrations,
-            ctx_voluntary=vol,
-            ctx_involuntary=invol,
-            mask=mask,
+            {
+                "tid": tid,
+                "name": name,
+                "processor": processor,
+                "cpu_ticks": ticks,
+                "nr_migrations": migrations,
+                "ctx_voluntary": vol,
+                "ctx_involuntary": invol,
+                "mask": mask,
+            },
         )
 
     def _detail(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,19 +110,22 @@ def test_built_reports_equal_constructed_ones() -> None:
     assert th == ThreadReport(**vars(th))
     assert set(vars(th)) == {f.name for f in dataclasses.fields(ThreadReport)}
     assert (th.cpus_ran, th.migrations, th.ctx_voluntary) == (frozenset({0, 1}), 2, 4)
-    sample = built(
-        ThreadSample,
-        tid=1,
-        name="n",
-        processor=0,
-        cpu_ticks=3,
-        nr_migrations=None,
-        ctx_voluntary=None,
-        ctx_involuntary=None,
-        mask=None,
-    )
+    fields = {
+        "tid": 1,
+        "name": "n",
+        "processor": 0,
+        "cpu_ticks": 3,
+        "nr_migrations": None,
+        "ctx_voluntary": None,
+        "ctx_involuntary": None,
+        "mask": None,
+    }
+    sample = built(ThreadSample, fields)
     assert sample == ThreadSample(1, "n", 0, 3)
     assert set(vars(sample)) == {f.name for f in dataclasses.fields(ThreadSample)}
+    assert hash(sample) == hash(ThreadSample(1, "n", 0, 3)) and sample.tid == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sample.tid = 2  # type: ignore[misc]  # still frozen
 
 
 def test_all_exited_says_what_the_report_says() -> None:
