@@ -17,7 +17,7 @@ from ascendtune.core.watch import HostSample, Watch, WatchReport, WatchTarget, W
 
 if TYPE_CHECKING:
     from ascendtune.app.documents import WatchDocument
-    from ascendtune.core.binders.attribution import Attributor, Own
+    from ascendtune.core.binders.attribution import Attributor, Own, SetBy
     from ascendtune.core.watch import MaskChange
 
 
@@ -234,7 +234,7 @@ class Session:
 
     @property
     def all_exited(self) -> bool:
-        return all(not w.alive for w in self.watch.report().workers)
+        return self.watch.all_exited
 
 
 def watch_once(
@@ -265,7 +265,16 @@ class _Cpulists(dict[CpuSet, str]):
         return text
 
 
-def _worker_doc(w: WorkerReport, cpulist: _Cpulists) -> dict[str, Any]:
+class _SetBys(dict["SetBy", dict[str, object]]):
+    """SetBy.to_json of each attribution once per document: a worker's threads share a
+    handful (the JSON encoder writes each where it appears)."""
+
+    def __missing__(self, set_by: SetBy) -> dict[str, object]:
+        got = self[set_by] = set_by.to_json()
+        return got
+
+
+def _worker_doc(w: WorkerReport, cpulist: _Cpulists, set_bys: _SetBys) -> dict[str, Any]:
     t = w.target
     planned = t.plan_cpus is not None
     noded = t.node_cpus is not None
@@ -295,7 +304,7 @@ def _worker_doc(w: WorkerReport, cpulist: _Cpulists) -> dict[str, Any]:
         if w.attributed and th.mask is not None:
             d["mask"] = cpulist[th.mask]
             d["mask_changes"] = th.mask_changes
-            d["set_by"] = None if th.set_by is None else th.set_by.to_json()
+            d["set_by"] = None if th.set_by is None else set_bys[th.set_by]
         threads.append(d)
     doc: dict[str, Any] = {
         "pid": w.pid,
@@ -372,13 +381,13 @@ def document(report: WatchReport) -> dict[str, Any]:
     """`watch --json` without schema_version (the printer adds it)."""
     from ascendtune.app.documents import plain
 
-    cpulists = _Cpulists()
+    cpulists, set_bys = _Cpulists(), _SetBys()
     doc: WatchDocument = {
         "interval_s": report.interval_s,
         "elapsed_s": round(report.elapsed_s, 3),
         "samples": report.samples,
         "clock_ticks": report.clock_ticks,
-        "workers": [_worker_doc(w, cpulists) for w in report.workers],
+        "workers": [_worker_doc(w, cpulists, set_bys) for w in report.workers],
     }
     return plain(doc)
 

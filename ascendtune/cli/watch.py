@@ -236,6 +236,12 @@ def register(app: typer.Typer) -> None:
             respond(watch.run(opts), json_out, watch.document, _render_once)
             return
         session = watch.start(opts)
+        # everything imported and set up so far lives as long as the watch: out of the
+        # collector's way, so the full collections a long watch runs walk only what its
+        # samples made (11 -> 3 ms of CPU per sample at 16 workers x 100 threads)
+        import gc
+
+        gc.freeze()
         if json_out:
             _json_lines(session, interval, count)
         else:

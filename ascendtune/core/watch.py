@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 _new = object.__new__
+_set = object.__setattr__
 
 
-def built(cls: type[_T], **fields: Any) -> _T:
-    """cls(**fields) for a frozen dataclass of this module, every field given, without its
-    __init__: that sets each field through object.__setattr__ (ThreadReport's 19 cost 5-7 us
-    against 2 this way, for every thread at every sample). Tests hold the two ways equal."""
+def built(cls: type[_T], fields: dict[str, Any]) -> _T:
+    """cls(**fields) for a frozen dataclass of this module, every field given in a dict the
+    caller made for it (it becomes the object's own), without __init__: that sets each field
+    through object.__setattr__ (a ThreadReport's 19 for every thread at every sample), and a
+    call with 19 keywords builds their dict anyway. Tests hold the two ways equal."""
     obj = _new(cls)
-    obj.__dict__.update(fields)
+    _set(obj, "__dict__", fields)
     return obj
 
 
@@ -394,6 +396,11 @@ class Watch:
         st.set_by = None
         self._pending.append(change)
 
+    @property
+    def all_exited(self) -> bool:
+        """Every watched process has exited (what report() would say of each, without it)."""
+        return all(not w.alive for w in self._workers.values())
+
     def started(self, pid: int) -> int | None:
         """The watched process's start time (stat field 22), once sampled."""
         w = self._workers.get(pid)
@@ -529,8 +536,9 @@ class Watch:
             weights, basis = st.ticks_by_cpu, "cpu_time"
         else:
             weights, basis = st.samples_by_cpu, "samples"
-        if st.base_mig is not None and st.last_mig is not None:
-            migrations, source = max(0, st.last_mig - st.base_mig), "sched"
+        base, last = st.base_mig, st.last_mig
+        if base is not None and last is not None:
+            migrations, source = (last - base if last > base else 0), "sched"
         else:
             migrations, source = st.moves_seen, "samples"
         role = ROLE_THREADS.get(st.name.strip())
@@ -541,27 +549,48 @@ class Watch:
         ticks = st.ticks_sorted
         if ticks is None:
             ticks = st.ticks_sorted = dict(sorted(st.ticks_by_cpu.items()))
+        # the shares off the plan and off the node (_inside_share of each) in one pass over
+        # the thread's one or two CPUs
+        plan, node = tgt.plan_cpus, tgt.node_cpus
+        total = off_plan = off_node = 0
+        for c, v in weights.items():
+            total += v
+            if plan is not None and c not in plan:
+                off_plan += v
+            if node is not None and c not in node:
+                off_node += v
+        base, last = st.base_vol, st.last_vol
+        vol = None if base is None or last is None else (last - base if last > base else 0)
+        base, last = st.base_invol, st.last_invol
+        invol = None if base is None or last is None else (last - base if last > base else 0)
+        gained = st.last_ticks - st.base_ticks
         return built(
             ThreadReport,
-            tid=tid,
-            name=st.name,
-            cpus_ran=st.cpus_ran,
-            migrations=migrations,
-            migrations_source=source,
-            ctx_voluntary=_delta(st.base_vol, st.last_vol),
-            ctx_involuntary=_delta(st.base_invol, st.last_invol),
-            cpu_time_s=max(0, st.last_ticks - st.base_ticks) / float(self.clock_ticks),
-            cpu_ticks_by_cpu=ticks,
-            off_plan_share=_inside_share(weights, tgt.plan_cpus),
-            off_node_share=_inside_share(weights, tgt.node_cpus),
-            share_basis=basis,
-            last_cpu=st.last_cpu,
-            role=role,
-            role_cpus=role_cpus,
-            role_stayed=stayed,
-            mask=st.mask,
-            mask_changes=st.mask_changes,
-            set_by=st.set_by,
+            {
+                "tid": tid,
+                "name": st.name,
+                "cpus_ran": st.cpus_ran,
+                "migrations": migrations,
+                "migrations_source": source,
+                "ctx_voluntary": vol,
+                "ctx_involuntary": invol,
+                "cpu_time_s": (gained if gained > 0 else 0) / float(self.clock_ticks),
+                "cpu_ticks_by_cpu": ticks,
+                "off_plan_share": None
+                if plan is None
+                else (off_plan / total if total > 0 else 0.0),
+                "off_node_share": None
+                if node is None
+                else (off_node / total if total > 0 else 0.0),
+                "share_basis": basis,
+                "last_cpu": st.last_cpu,
+                "role": role,
+                "role_cpus": role_cpus,
+                "role_stayed": stayed,
+                "mask": st.mask,
+                "mask_changes": st.mask_changes,
+                "set_by": st.set_by,
+            },
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import locale
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterable
 
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
@@ -58,6 +59,101 @@ def _read_bytes(path: str, *, records: bool = False) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+# open /proc files held between samples: at most half the soft RLIMIT_NOFILE, and never more
+# than this (the kernel keeps a page for each open seq_file it has printed: 4,096 files are
+# 16 MiB of its memory)
+HELD_MAX = 4096
+
+
+def held_cap() -> int:
+    """How many /proc files a live sampler keeps open: well below the soft limit on open
+    files, so the rest of the process (and a watch beside a bind) keeps room."""
+    import resource
+
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return 0
+    if soft == resource.RLIM_INFINITY:
+        return HELD_MAX
+    return max(0, min(HELD_MAX, soft // 2))
+
+
+class HeldFiles:
+    """Live threads' /proc files kept open from one sample to the next, each re-read with one
+    pread at offset 0 (proc prints the file afresh for a read from its start): one system call
+    per file where opening, reading and closing it takes three, and proc's path walk is the
+    dearer part (stat 29 against 13.5 ms, sched 39 against 23 ms for 1,600 threads).
+
+    A held file stays bound to the task it was opened for: once that task has exited, a read
+    fails (ESRCH), the file is closed and its path opened afresh, so a thread id reused by a
+    new thread is read from the new thread. A file not read in a sample (its thread gone) is
+    closed when the sample ends (`end_sample`); at most `cap` files are open at once, beyond
+    that a file is opened, read and closed as before."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._now: dict[str, int] = {}  # path -> fd: read in this sample
+        self._last: dict[str, int] = {}  # held from the last sample, not read again yet
+
+    def __len__(self) -> int:
+        return len(self._now) + len(self._last)
+
+    def read(self, path: str) -> bytes | None:
+        """The whole file (as _read_bytes reads it); None when it is gone or unreadable."""
+        fd = self._last.pop(path, None)
+        if fd is None:
+            fd = self._now.pop(path, None)  # read twice in one sample
+        if fd is not None:
+            try:
+                data = os.pread(fd, _CHUNK, 0)
+                if len(data) == _CHUNK:
+                    data = _rest(fd, data)
+            except OSError:  # the task it was opened for has exited: open the path afresh
+                os.close(fd)
+            else:
+                self._now[path] = fd
+                return data
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return None
+        try:
+            data = os.read(fd, _CHUNK)
+            if len(data) == _CHUNK:
+                data = _rest(fd, data)
+        except OSError:  # ESRCH: the thread exited between open and read
+            os.close(fd)
+            return None
+        if len(self._now) + len(self._last) < self.cap:
+            self._now[path] = fd
+        else:
+            os.close(fd)
+        return data
+
+    def end_sample(self) -> None:
+        """Close the files this sample did not read (their threads are gone)."""
+        for fd in self._last.values():
+            os.close(fd)
+        self._last, self._now = self._now, {}
+
+    def close(self) -> None:
+        for held in (self._now, self._last):
+            for fd in held.values():
+                os.close(fd)
+            held.clear()
+
+
+def _rest(fd: int, head: bytes) -> bytes:
+    """head and the rest of the file after it, to its end (positioned reads)."""
+    parts = [head]
+    at = len(head)
+    while part := os.pread(fd, _CHUNK, at):
+        parts.append(part)
+        at += len(part)
+    return b"".join(parts)
 
 
 def _stat(raw: bytes, encoding: str) -> tuple[str, bytes, int, int | None] | None:
@@ -171,6 +267,19 @@ class ProcSampler:
             live = os.path.realpath(proc) == PROC
         self._tasks: Tasks | None = Tasks(proc) if live else None
         self._numa: dict[int, NumaMaps] = {}  # each watched process's, from the last sample
+        # threads' stat and sched held open between samples on this machine's /proc (a crafted
+        # tree's files are read afresh: a test may replace one between samples)
+        self._held: HeldFiles | None = None
+        self._read_thread_file: Callable[[str], bytes | None] = _read_bytes
+        if live:
+            held = self._held = HeldFiles(held_cap())
+            self._read_thread_file = held.read
+            weakref.finalize(self, held.close)
+
+    def close(self) -> None:
+        """Close the files held open between samples (a sampler dropped closes them too)."""
+        if self._held is not None:
+            self._held.close()
 
     # ---- the host ------------------------------------------------------------------------
 
@@ -238,7 +347,7 @@ class ProcSampler:
         # status is read only where sched does not say them (a kernel without SCHED_DEBUG).
         # Bytes and os.read: no text layer, no per-file buffer; only the name is decoded.
         base = f"{self.proc}/{pid}/task/{tid}/"
-        raw = _read_bytes(base + "stat")
+        raw = self._read_thread_file(base + "stat")
         if raw is None:
             return None
         st = _stat(raw, self._encoding)
@@ -251,21 +360,23 @@ class ProcSampler:
             migrations, vol, invol, mask = self._detail(base, tid)
         return built(
             ThreadSample,
-            tid=tid,
-            name=name,
-            processor=processor,
-            cpu_ticks=ticks,
-            nr_migrations=migrations,
-            ctx_voluntary=vol,
-            ctx_involuntary=invol,
-            mask=mask,
+            {
+                "tid": tid,
+                "name": name,
+                "processor": processor,
+                "cpu_ticks": ticks,
+                "nr_migrations": migrations,
+                "ctx_voluntary": vol,
+                "ctx_involuntary": invol,
+                "mask": mask,
+            },
         )
 
     def _detail(
         self, base: str, tid: int
     ) -> tuple[int | None, int | None, int | None, CpuSet | None]:
         """A thread's migrations, context switches and mask (None where unreadable)."""
-        sched = _read_bytes(base + "sched")
+        sched = self._read_thread_file(base + "sched")
         migrations = vol = invol = None
         if sched is not None:
             migrations = _sched_number(sched, b"se.nr_migrations")
@@ -345,6 +456,13 @@ class ProcSampler:
         want = list(workers)
         for gone in self._numa.keys() - set(want):
             del self._numa[gone]
+        try:
+            return self._sample(want, neighbours, ignore)
+        finally:
+            if self._held is not None:
+                self._held.end_sample()
+
+    def _sample(self, want: list[int], neighbours: bool, ignore: Iterable[int]) -> HostSample:
         at = self.clock()
         got: dict[int, ProcessSample] = {}
         for pid in want:

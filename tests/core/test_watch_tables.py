@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,16 +110,34 @@ def test_built_reports_equal_constructed_ones() -> None:
     assert th == ThreadReport(**vars(th))
     assert set(vars(th)) == {f.name for f in dataclasses.fields(ThreadReport)}
     assert (th.cpus_ran, th.migrations, th.ctx_voluntary) == (frozenset({0, 1}), 2, 4)
-    sample = built(
-        ThreadSample,
-        tid=1,
-        name="n",
-        processor=0,
-        cpu_ticks=3,
-        nr_migrations=None,
-        ctx_voluntary=None,
-        ctx_involuntary=None,
-        mask=None,
-    )
+    fields = {
+        "tid": 1,
+        "name": "n",
+        "processor": 0,
+        "cpu_ticks": 3,
+        "nr_migrations": None,
+        "ctx_voluntary": None,
+        "ctx_involuntary": None,
+        "mask": None,
+    }
+    sample = built(ThreadSample, fields)
     assert sample == ThreadSample(1, "n", 0, 3)
     assert set(vars(sample)) == {f.name for f in dataclasses.fields(ThreadSample)}
+    assert hash(sample) == hash(ThreadSample(1, "n", 0, 3)) and sample.tid == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sample.tid = 2  # type: ignore[misc]  # still frozen
+
+
+def test_all_exited_says_what_the_report_says() -> None:
+    w = Watch([WatchTarget(pid=1), WatchTarget(pid=2)])
+    both = {p: ProcessSample(p, "w", (ThreadSample(p, "w", 0, 0),)) for p in (1, 2)}
+    for workers, want in (
+        (both, False),
+        ({2: both[2]}, False),
+        ({2: both[2]}, False),
+        ({}, True),
+        ({1: both[1]}, True),  # an exited worker stays exited
+    ):
+        w.update(HostSample(0.0, workers))
+        assert w.all_exited is want
+        assert w.all_exited == all(not r.alive for r in w.report().workers)
