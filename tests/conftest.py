@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,15 @@ from tests.support.cli import CLI, Cli
 # a loaded 2-core CI machine must not turn slow examples into failures
 settings.register_profile("ascendtune", deadline=None)
 settings.load_profile("ascendtune")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (pyproject's addopts): one worker per CPU this process may run on. xdist's own
+    count is the machine's cores, which over-counts in a container or under taskset pinned to
+    fewer; PYTEST_XDIST_AUTO_NUM_WORKERS still overrides (None: xdist's hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0))
 
 
 @pytest.fixture

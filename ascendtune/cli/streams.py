@@ -63,10 +63,15 @@ def _unraisable(hook: Any) -> Any:
     def unraisable(info: Any) -> None:
         exc = info.exc_value
         if isinstance(exc, KeyboardInterrupt):
-            # another signal inside this hook is recorded and delivered too
-            with contextlib.suppress(KeyboardInterrupt):
-                _deliver_later(getattr(exc, "signum", signal.SIGINT))
-            return
+            signum = getattr(exc, "signum", signal.SIGINT)
+            while True:
+                try:
+                    _deliver_later(signum)
+                    return
+                except KeyboardInterrupt as again:
+                    # a signal inside this hook (the sending thread's own, when this one was
+                    # held up longer than its 10 ms) is recorded and delivered again too
+                    signum = getattr(again, "signum", signal.SIGINT)
         hook(info)
 
     return unraisable

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -297,3 +298,25 @@ def test_a_signal_typer_or_a_finalizer_catches_still_stops_with_128_plus_its_num
     assert one_line(proc.stderr) == line
     assert "Exception ignored" not in proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_signal_landing_inside_the_finalizer_hook_is_delivered_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # seen on a loaded CI: the hook's sending thread fired while the hook was still running (held
+    # up past the thread's 10 ms); that second signal was swallowed and the tool ran on (exit 0)
+    from ascendtune.cli import streams
+
+    sent: list[int] = []
+
+    def deliver_later(signum: int) -> None:
+        sent.append(signum)
+        if len(sent) == 1:
+            raise streams.Stopped(signal.SIGTERM)  # the thread's signal, landing right here
+
+    monkeypatch.setattr(streams, "_deliver_later", deliver_later)
+    seen: list[object] = []
+    hook = streams._unraisable(seen.append)
+    hook(types.SimpleNamespace(exc_value=streams.Stopped(signal.SIGHUP)))
+    assert sent == [signal.SIGHUP, signal.SIGTERM]
+    assert seen == []

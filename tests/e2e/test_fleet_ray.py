@@ -38,6 +38,9 @@ REQUIRED = os.environ.get("ASCENDTUNE_RAY_TIER") == "required"
 
 pytestmark = [
     pytest.mark.ray,
+    # one xdist worker runs them all, in order: they share one cluster (the module fixture), and
+    # a test removes the nodes it broke so that the next ones do not meet them
+    pytest.mark.xdist_group("ray"),
     pytest.mark.skipif(
         not HAVE_RAY and not REQUIRED, reason="ray is not importable (pip install -e '.[ray]')"
     ),
