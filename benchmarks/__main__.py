@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,8 @@ def table(rows: list[dict[str, object]], markdown: bool) -> str:
         fig = f"{_spread(wall)}{'' if unit == 'x' else ' '}{unit}"
         if isinstance(cpu, list):
             fig = f"wall {fig}, CPU {_spread(cpu)}x"
+        elif r.get("kind") == "CPU":
+            fig = f"CPU {fig}"
         target = f"<= {r['limit']:g}{'' if unit == 'x' else ' '}{unit} ({r['how']})"
         word = "met" if r["met"] else "MISSED"
         if markdown:
@@ -74,11 +77,12 @@ def table(rows: list[dict[str, object]], markdown: bool) -> str:
 
 
 def _spread(values: list[float]) -> str:
-    ordered = sorted(values)
-    mid = ordered[len(ordered) // 2]
-    if len(ordered) == 1:
+    """The median (as the verdict judges it: with an even count, the mean of the middle two) and
+    the range."""
+    mid = statistics.median(values)
+    if len(values) == 1:
         return f"{mid:.2f}"
-    return f"{mid:.2f} ({ordered[0]:.2f}-{ordered[-1]:.2f})"
+    return f"{mid:.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
 def main() -> int:

@@ -107,7 +107,11 @@ def main() -> int:
                     )
                 label = f"{workers} workers x {threads} threads at 1 Hz"
                 met &= verdict(
-                    f"`watch` CPU per sample, {label}", "pidstat -t -p PIDS 1", ratios, 1.5
+                    f"`watch` CPU per sample, {label}",
+                    "pidstat -t -p PIDS 1",
+                    ratios,
+                    1.5,
+                    kind="CPU",
                 )
                 if threads == 100:  # issue 28's fixed share; pidstat's own share is beside it
                     mean_base = statistics.median(

@@ -29,8 +29,10 @@ def verdict(
     every_run: bool = False,
     cpu_ratios: Sequence[float] | None = None,
     detail: str = "",
+    kind: str = "wall",
 ) -> bool:
-    """Judge `work` against `limit`: the median ratio (or, with every_run, the worst run) must be
+    """Judge `work` against `limit` (ratios are wall-time ratios unless kind says "CPU": a
+    figure that is CPU time alone): the median ratio (or, with every_run, the worst run) must be
     at most `limit`, and so must the CPU-time ratio where given. Prints the verdict line and
     records it; returns whether the target was met."""
     judged = max(ratios) if every_run else statistics.median(ratios)
@@ -38,7 +40,7 @@ def verdict(
     if cpu_ratios:
         cpu_judged = max(cpu_ratios) if every_run else statistics.median(cpu_ratios)
         met = met and cpu_judged <= limit
-    figure = f"wall {spread(ratios)}{unit}"
+    figure = f"{kind} {spread(ratios)}{unit}"
     if cpu_ratios:
         figure += f", cpu {spread(cpu_ratios)}{unit}"
     how = "every run" if every_run else "median"
@@ -50,6 +52,7 @@ def verdict(
     record = {
         "work": work,
         "baseline": baseline,
+        "kind": kind,
         "unit": unit,
         "limit": limit,
         "how": how,
