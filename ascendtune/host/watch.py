@@ -19,7 +19,7 @@ from ascendtune.core.parsers.procfs import (
     parse_status,
 )
 from ascendtune.core.watch import HostSample, ProcessSample, ThreadSample, built
-from ascendtune.host.affinity.masks import Tasks
+from ascendtune.host.affinity.masks import Tasks, open_files_room
 
 PROC = "/proc"
 SYS = "/sys"
@@ -43,22 +43,28 @@ def _read_bytes(path: str, *, records: bool = False) -> bytes | None:
     """The whole file; None when it is gone or not ours to read. The kernel prints a stat,
     sched or status file whole in one read, so there a short read is the end; a file of
     records (numa_maps: one line per mapping) comes a page at a time and is read to EOF."""
+    got = _open_read(path, records=records)
+    if got is None:
+        return None
+    os.close(got[0])
+    return got[1]
+
+
+def _open_read(path: str, *, records: bool = False) -> tuple[int, bytes] | None:
+    """(fd, the whole file as _read_bytes reads it), the file left open for the caller; None
+    when it is gone or not ours to read (nothing left open)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # gone (ENOENT, ESRCH), or not ours to read (EACCES)
         return None
     try:
         data = os.read(fd, _CHUNK)
         if records or len(data) == _CHUNK:
-            parts = [data]
-            while part := os.read(fd, _CHUNK):
-                parts.append(part)
-            data = b"".join(parts)
-        return data
+            data = _rest(fd, data)
     except OSError:  # ESRCH: the thread exited between open and read
-        return None
-    finally:
         os.close(fd)
+        return None
+    return fd, data
 
 
 # open /proc files held between samples: at most half the soft RLIMIT_NOFILE, and never more
@@ -70,15 +76,7 @@ HELD_MAX = 4096
 def held_cap() -> int:
     """How many /proc files a live sampler keeps open: well below the soft limit on open
     files, so the rest of the process (and a watch beside a bind) keeps room."""
-    import resource
-
-    try:
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (OSError, ValueError):
-        return 0
-    if soft == resource.RLIM_INFINITY:
-        return HELD_MAX
-    return max(0, min(HELD_MAX, soft // 2))
+    return min(HELD_MAX, open_files_room())
 
 
 class HeldFiles:
@@ -116,17 +114,10 @@ class HeldFiles:
             else:
                 self._now[path] = fd
                 return data
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except (OSError, ValueError):
+        got = _open_read(path)
+        if got is None:
             return None
-        try:
-            data = os.read(fd, _CHUNK)
-            if len(data) == _CHUNK:
-                data = _rest(fd, data)
-        except OSError:  # ESRCH: the thread exited between open and read
-            os.close(fd)
-            return None
+        fd, data = got
         if len(self._now) + len(self._last) < self.cap:
             self._now[path] = fd
         else:

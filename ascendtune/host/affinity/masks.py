@@ -213,7 +213,10 @@ class ThreadNames:
                 pass
 
 
-def _keep_budget() -> int:
+def open_files_room() -> int:
+    """How many files a cache of open /proc files may hold: half the soft limit on open files
+    (the rest is the process's own), a large number where there is none, 0 where it can't be
+    told."""
     try:
         import resource
 
@@ -228,7 +231,7 @@ _KEEP: list[int] = []  # how many more comm files every ThreadNames together may
 
 def thread_names(proc: str, pid: int) -> ThreadNames:
     if not _KEEP:
-        _KEEP.append(_keep_budget())
+        _KEEP.append(open_files_room())
     return ThreadNames(proc, pid)
 
 
