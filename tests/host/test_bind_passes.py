@@ -532,6 +532,12 @@ def test_thread_names_kept_open_follow_their_thread_and_are_closed(
         stop.set()
         for t in threads:
             t.join()
+        # join() returns once Python's thread state is done: the kernel may still be tearing
+        # the thread down for a moment, so wait (bounded) until /proc no longer lists either
+        deadline = time.monotonic() + 10
+        while any(os.path.exists(f"/proc/self/task/{t}") for t in (first, second)):
+            assert time.monotonic() < deadline, "threads joined but still listed after 10 s"
+            time.sleep(0.001)
         assert read(first) is None and read(second) is None  # exited
         assert read(2**22 + 7) is None  # never there
     finally:
