@@ -122,11 +122,21 @@ def _stat(root: Root, pid: int) -> tuple[str, int, int] | None:
         return None
 
 
-def _ancestors(root: Root, ppid: int, depth: int = 2) -> tuple[Ancestor, ...]:
+def _ancestors(
+    root: Root,
+    ppid: int,
+    depth: int = 2,
+    stats: dict[int, tuple[str, int, int] | None] | None = None,
+) -> tuple[Ancestor, ...]:
+    """stats: each ancestor's _stat, kept across the workers of one find_workers (they share
+    their parents: 16 workers, 30 reads of the same two stat files, about 0.4 ms)."""
+    stats = {} if stats is None else stats
     out: list[Ancestor] = []
     pid = ppid
     while pid > 0 and len(out) < depth:
-        st = _stat(root, pid)
+        if pid not in stats:
+            stats[pid] = _stat(root, pid)
+        st = stats[pid]
         comm = st[0] if st else (root.read_text(f"proc/{pid}/comm") or "?").strip()
         out.append(Ancestor(pid, comm))
         if st is None:
@@ -231,6 +241,7 @@ def find_workers(
     if scan is None:
         scan = scan_processes(root, irqbalance=False)
     workers: list[WorkerFacts] = []
+    stats: dict[int, tuple[str, int, int] | None] = {}  # the ancestors' (_ancestors)
     for pid, entry in sorted(_worker_pids(root, host, scan).items()):
         devices = tuple(sorted(set(entry.devices)))
         by = tuple(entry.by)
@@ -252,7 +263,7 @@ def find_workers(
                 command=_cmdline(root, pid),
                 uid=status_int(status, "Uid"),
                 session=st[2] if st else None,
-                ancestors=_ancestors(root, st[1]) if st else (),
+                ancestors=_ancestors(root, st[1], stats=stats) if st else (),
                 cgroup=_cgroup_key(cgroup_text),
                 cpuset=cpuset.cpus if (cpuset := resolve_cpuset(root, pid)) is not None else None,
                 threads=_threads(root, pid) if threads else (),

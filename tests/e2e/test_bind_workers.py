@@ -94,7 +94,8 @@ def test_the_settle_window_is_waited_once_for_every_worker(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every worker's threads are written before any is re-read: the window before the final
-    re-read runs once, from the last write of all, not once per worker."""
+    re-reads is waited at most once (what is left of it when the first worker whose window is
+    still open comes, for every worker left), not once per worker."""
     from ascendtune.host.affinity import bind as engine
 
     for d in range(4):
