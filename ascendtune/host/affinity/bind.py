@@ -63,10 +63,16 @@ class _Run:
     # the threads' names, read through the stock Tasks.name's files (binding by roles), kept
     # open from pass 1 to the final re-read (ThreadNames); closed by finish_bind
     names: ThreadNames | None = None
+    # /proc/PID/task opened by the first tail listing, kept for the final re-read's (one open
+    # fewer after the window); closed by finish_bind
+    task_dir: int | None = None
 
     def close(self) -> None:
         if self.names is not None:
             self.names.close()
+        if self.task_dir is not None:
+            fd, self.task_dir = self.task_dir, None
+            os.close(fd)
 
 
 @dataclass
@@ -201,7 +207,7 @@ def _passes(
         if passes == 2 and not use and not run.failures and not sweep.gone:
             # pass 1 saw no thread gone: then no thread listed went away while the folder was
             # read in chunks, the one way a listing skips a thread (see _list_tail)
-            tail = _list_tail(pid, names, tasks)
+            tail = _list_tail(pid, names, tasks, run)
         if tail is not None:
             # the threads not listed again were listed in pass 1; those it left open are read
             tids = tail.tids + [t for t in sweep.check if t not in tail.tids]
@@ -684,7 +690,7 @@ class _Tail:
     new: int  # how many of them the last full listing did not show
 
 
-def _list_tail(pid: int, names: list[str], tasks: Tasks) -> _Tail | None:
+def _list_tail(pid: int, names: list[str], tasks: Tasks, run: _Run | None = None) -> _Tail | None:
     """The threads from a little before the end of the last full listing `names` on, or None
     when that cannot be told (then list them all).
 
@@ -697,22 +703,29 @@ def _list_tail(pid: int, names: list[str], tasks: Tasks) -> _Tail | None:
     A listing read in chunks can skip a thread when one listed in an earlier chunk goes away
     before the next (the kernel then resumes by position). A thread leaves the list and the
     pid hash together, so the pass after such a listing finds it gone: the caller takes a tail
-    only after a pass 1 that found no thread gone, and ends on one only if it found none."""
+    only after a pass 1 that found no thread gone, and ends on one only if it found none.
+
+    `run`: the folder is opened once and kept there (a seek resets it as an open would)."""
     margin = tail_margin(len(names))
     if type(tasks).list_names is not STOCK_LIST or len(names) <= margin:
         return None
     k = len(names) - margin
-    try:
-        fd = os.open(f"{tasks.proc}/{pid}/task", os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return None
+    fd = run.task_dir if run is not None else None
+    if fd is None:
+        try:
+            fd = os.open(f"{tasks.proc}/{pid}/task", os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return None
     try:
         os.lseek(fd, k + 2, os.SEEK_SET)  # positions 0 and 1 are "." and ".."
         got = os.listdir(fd)
     except OSError:
         return None
     finally:
-        os.close(fd)
+        if run is None:
+            os.close(fd)
+        else:
+            run.task_dir = fd
     if not got:
         return None
     last = set(names[k:])  # deaths shift the tail's first entry later, never earlier
@@ -817,7 +830,7 @@ def _survey(
     costs as much as binding (12 ms of 30 at 4,000 threads); a tail is a few dozen entries."""
     tids: Sequence[int] | None = None
     if anchor is not None:
-        tail = _list_tail(pid, anchor, tasks)
+        tail = _list_tail(pid, anchor, tasks, run)
         if tail is not None:
             # the tail's threads not in the anchor's end were born since (the order is kept)
             last = set(tids_of(anchor[tail.before :]))
