@@ -4,7 +4,8 @@ to fail on cue) and libc's affinity calls.
 Masks go through os.sched_getaffinity/sched_setaffinity where that is cheapest (few CPUs), and
 through libc (ctypes) with prebuilt cpu_set_t buffers where a set built per call costs more (a
 write of more than 16 CPUs, a read on a host of more than 64); os.sched_* is the fallback when
-libc cannot be loaded.
+libc cannot be loaded. bind's per-thread loops over a whole process run compiled where the
+package was built with a C compiler (affinity_native, _affinityc.c), with the same answers.
 """
 
 from __future__ import annotations
