@@ -1,5 +1,6 @@
-"""The one compiled part: `log`'s scan loops (ascendtune/core/vllm_log/_scanc.c). Optional: where
-no C compiler is found the install still succeeds and `log` runs the same scan in Python."""
+"""The compiled parts: `log`'s scan loops (ascendtune/core/vllm_log/_scanc.c) and bind's per-thread
+mask loops (ascendtune/host/affinity/_affinityc.c). Optional: where no C compiler is found the
+install still succeeds and `log` and `bind` run the same loops in Python."""
 
 from setuptools import Extension, setup
 
@@ -9,6 +10,11 @@ setup(
             "ascendtune.core.vllm_log._scanc",
             ["ascendtune/core/vllm_log/_scanc.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "ascendtune.host.affinity._affinityc",
+            ["ascendtune/host/affinity/_affinityc.c"],
+            optional=True,
+        ),
     ]
 )

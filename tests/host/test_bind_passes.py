@@ -3,7 +3,9 @@ most one write per thread, two listings; and what the confirming pass still catc
 on an old mask, a write the kernel narrowed, a thread renamed into another role, a thread gone).
 
 Each case runs twice where it can: through the inline loop bind_process takes with the stock
-Tasks, and through the per-thread path an overriding Tasks takes.
+Tasks, and through the per-thread path an overriding Tasks takes. The inline cases count or fail
+os calls, so they run the inline loop in Python (python_loops); the compiled one makes the same
+calls from C (tests/host/test_affinity_native.py holds it to the same answers).
 """
 
 from __future__ import annotations
@@ -54,8 +56,15 @@ class Counting(Tasks):
         super().set(tid, cpus)
 
 
+def python_loops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inline loops in Python, through os (where a test counts or fails os calls), not in
+    _affinityc.c."""
+    monkeypatch.setattr(mask_io, "_NATIVE", [None])
+
+
 def counting_os(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Count the os calls the inline loop makes (the stock Tasks keeps its fast path)."""
+    python_loops(monkeypatch)
     calls: Counter[str] = Counter()
     get, set_, listdir = os.sched_getaffinity, os.sched_setaffinity, os.listdir
 
@@ -169,6 +178,7 @@ def _born_meanwhile(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
             real_set(tid, cpus)
             on_write(tid)
 
+        python_loops(monkeypatch)
         monkeypatch.setattr(os, "sched_setaffinity", hooked)
     try:
         report = bind_process(pid, BindTarget(cpus=one), tasks=tasks)
@@ -348,6 +358,7 @@ def test_a_thread_that_exits_midway_is_skipped(
                 raise gone
             return real(tid)
 
+        python_loops(monkeypatch)
         monkeypatch.setattr(os, "sched_getaffinity", get)
     report = bind_process(pid, BindTarget(cpus=frozenset({1})), tasks=tasks)
     monkeypatch.undo()
@@ -372,6 +383,7 @@ def test_a_refused_write_on_the_inline_path_rolls_back(
             raise OSError(22, os.strerror(22))
         real(tid, cpus)
 
+    python_loops(monkeypatch)
     monkeypatch.setattr(os, "sched_setaffinity", refusing)
     report = bind_process(pid, BindTarget(cpus=frozenset({1})))
     monkeypatch.undo()

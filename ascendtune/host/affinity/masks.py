@@ -4,7 +4,8 @@ to fail on cue) and libc's affinity calls.
 Masks go through os.sched_getaffinity/sched_setaffinity where that is cheapest (few CPUs), and
 through libc (ctypes) with prebuilt cpu_set_t buffers where a set built per call costs more (a
 write of more than 16 CPUs, a read on a host of more than 64); os.sched_* is the fallback when
-libc cannot be loaded.
+libc cannot be loaded. bind's per-thread loops over a whole process run compiled where the
+package was built with a C compiler (affinity_native, _affinityc.c), with the same answers.
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def tids_of(names: list[str]) -> list[int]:
         return sorted(int(n) for n in names if (n.isascii() and n.isdigit()))
 
 
-STOCK_GET, STOCK_SET = Tasks.get, Tasks.set  # _pool_pass inlines these two
+STOCK_GET, STOCK_SET = Tasks.get, Tasks.set  # _pool_loop inlines these two
 STOCK_LIST = Tasks.list_names  # _list_tail reads the same folder
 STOCK_NAME = Tasks.name  # _survey_roles inlines it
 STOCK_TGID, STOCK_ALIVE = Tasks.tgid, Tasks.alive  # bind_process reads these more cheaply
@@ -254,6 +255,24 @@ def _ctypes_get() -> bool:
     if not _CTYPES_GET:
         _CTYPES_GET.append((os.cpu_count() or 1) > 64 and _libc() is not None)
     return _CTYPES_GET[0]
+
+
+_NATIVE: list[Any] = []  # the compiled loops, once loaded (or None)
+
+
+def affinity_native() -> Any | None:
+    """bind's per-thread loops compiled (_affinityc.c: each thread's mask read, compared, and
+    written where off), loaded at first use; None where the package was installed without a C
+    compiler: the same answers then come from the os calls in Python (bind._pool_loop and
+    _survey_pool; tests/host/test_affinity_native.py runs both)."""
+    if not _NATIVE:
+        try:
+            from ascendtune.host.affinity import _affinityc
+        except ImportError:
+            _NATIVE.append(None)
+        else:
+            _NATIVE.append(_affinityc)
+    return _NATIVE[0]
 
 
 # ---- libc affinity calls --------------------------------------------------------------------

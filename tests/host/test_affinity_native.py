@@ -1,0 +1,142 @@
+"""bind's compiled per-thread loops (host/affinity/_affinityc.c) against the Python they stand for,
+on real threads on CPUs 0-1: the same threads written, the same old masks, the same thread where a
+call fails, the same survey, the same bind report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+
+import pytest
+
+from ascendtune.core.bindplan import BindTarget
+from ascendtune.host.affinity import bind as bind_engine
+from ascendtune.host.affinity import bind_process
+from ascendtune.host.affinity import masks as mask_io
+from tests.support.children import (
+    BOTH,
+    Spawn,
+    masks,
+    needs_cpus_0_1,
+)
+
+pytestmark = needs_cpus_0_1
+
+needs_c = pytest.mark.skipif(
+    mask_io.affinity_native() is None, reason="installed without a C compiler"
+)
+ONE, ZERO = frozenset({1}), frozenset({0})
+MIXED = [[0], [1], [0, 1], [0, 1]]  # thread i of the child starts on MIXED[i % 4]
+
+
+def test_the_compiled_loops_are_built_where_a_compiler_is() -> None:
+    cc = (sysconfig.get_config_var("CC") or "").split()
+    if not cc or shutil.which(cc[0]) is None:
+        pytest.skip("no C compiler: the Python path runs alone")
+    assert mask_io.affinity_native() is not None, "pip install -e . builds _affinityc.c"
+
+
+def _gone_tid() -> int:
+    """A thread id no task has now."""
+    tid = 4_000_000
+    while os.path.exists(f"/proc/{tid}"):
+        tid += 1
+    return tid
+
+
+def _tids(pid: int) -> list[int]:
+    return sorted(masks(pid))
+
+
+def _put_back(pid: int, before: dict[int, frozenset[int]]) -> None:
+    for tid, mask in before.items():
+        os.sched_setaffinity(tid, mask)
+    assert masks(pid) == before
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, run: object) -> tuple[object, object]:
+    """run() with the compiled loops, then with the Python ones."""
+    assert callable(run)
+    native = run()
+    with monkeypatch.context() as m:
+        m.setattr(mask_io, "_NATIVE", [None])
+        python = run()
+    return native, python
+
+
+@needs_c
+@pytest.mark.parametrize("want", [ONE, ZERO, BOTH])
+@pytest.mark.parametrize("at", [0, 1, 5])
+def test_a_pool_pass_writes_what_python_writes(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, want: frozenset[int], at: int
+) -> None:
+    pid = spawn(threads=11, masks=MIXED)
+    before = masks(pid)
+    order = _tids(pid)
+
+    def run() -> tuple[object, dict[int, frozenset[int]]]:
+        got = bind_engine._pool_loop(order, at, want)
+        after = masks(pid)
+        _put_back(pid, before)
+        return got, after
+
+    native, python = _both(monkeypatch, run)
+    assert native == python
+    written, runs, bad = native[0]  # type: ignore[index]
+    assert bad is None
+    assert written == [t for t in order[at:] if before[t] != want]
+    assert all(isinstance(old, frozenset) for _i, old in runs)
+
+
+@needs_c
+def test_a_pool_pass_stops_at_the_same_thread(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = spawn(threads=5, masks=MIXED)
+    before = masks(pid)
+    order = _tids(pid)
+    order.insert(3, _gone_tid())
+
+    def run() -> object:
+        got = bind_engine._pool_loop(order, 0, ONE)
+        _put_back(pid, before)
+        return got
+
+    native, python = _both(monkeypatch, run)
+    assert native == python
+    assert native[2] == 3  # type: ignore[index]
+    # a CPU past any kernel mask: os's own error, at the first thread off it
+    far = frozenset({1 << 20})
+    native, python = _both(monkeypatch, lambda: bind_engine._pool_loop(order, 0, far))
+    assert native == python == ([], [], 0)
+    assert masks(pid) == before
+
+
+@needs_c
+@pytest.mark.parametrize("want", [ONE, BOTH])
+def test_a_survey_reads_what_python_reads(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, want: frozenset[int]
+) -> None:
+    pid = spawn(threads=9, masks=MIXED)
+    order = _tids(pid)
+    order.insert(2, _gone_tid())  # exited: counted as gone on both paths
+    target = BindTarget(cpus=want)
+    native, python = _both(monkeypatch, lambda: bind_engine._survey_pool(pid, target, order))
+    assert native == python
+    assert native.total == len(order) - 1  # type: ignore[attr-defined]
+
+
+@needs_c
+def test_a_bind_reports_the_same_either_way(spawn: Spawn, monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = spawn(threads=20, masks=MIXED)
+    before = masks(pid)
+
+    def run() -> object:
+        report = bind_process(pid, BindTarget(cpus=ONE))
+        assert set(masks(pid).values()) == {ONE}
+        _put_back(pid, before)
+        return report.to_json()
+
+    native, python = _both(monkeypatch, run)
+    assert native == python
