@@ -55,14 +55,44 @@ def _put_back(pid: int, before: dict[int, frozenset[int]]) -> None:
     assert masks(pid) == before
 
 
+@pytest.fixture(autouse=True)
+def _compiled_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These children have a handful of threads: the compiled loops run from the first."""
+    monkeypatch.setattr(bind_engine, "NATIVE_FROM", 0)
+
+
 def _both(monkeypatch: pytest.MonkeyPatch, run: object) -> tuple[object, object]:
-    """run() with the compiled loops, then with the Python ones."""
+    """run() with the compiled loops (checked to have been asked for), then with the Python ones."""
     assert callable(run)
-    native = run()
+    asked: list[object] = []
+
+    def loaded() -> object:
+        asked.append(mask_io.affinity_native())
+        return asked[-1]
+
+    with monkeypatch.context() as m:
+        m.setattr(bind_engine, "affinity_native", loaded)
+        native = run()
+    assert asked and all(a is not None for a in asked), "the compiled loops did not run"
     with monkeypatch.context() as m:
         m.setattr(mask_io, "_NATIVE", [None])
         python = run()
     return native, python
+
+
+def test_few_threads_do_not_load_the_compiled_loops(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below NATIVE_FROM threads a bind never asks for the module (loading it costs more)."""
+    monkeypatch.setattr(bind_engine, "NATIVE_FROM", 256)
+
+    def refuse() -> object:
+        raise AssertionError("loaded for a handful of threads")
+
+    monkeypatch.setattr(bind_engine, "affinity_native", refuse)
+    pid = spawn(threads=3)
+    report = bind_process(pid, BindTarget(cpus=ONE))
+    assert report.verified
 
 
 @needs_c

@@ -43,6 +43,9 @@ DEFAULT_MAX_PASSES = 16
 # (or a tool) that resets masks in a loop to show itself, short next to a bind's start-up. It
 # runs from the last write, and the passes and re-reads since count (see _final_read).
 VERIFY_SETTLE_S = 0.01
+# the compiled loops (_affinityc.c) from this many threads on: below it, loading them (0.2-0.3 ms
+# once per process) costs more than they save (about 0.5 us a thread)
+NATIVE_FROM = 256
 FIGHT_ROUNDS = 2  # a thread found off by the final re-read is written this many times more
 RESET_TEXT = "something keeps resetting this mask"
 LATE_TEXT = "born after the last pass"
@@ -591,7 +594,7 @@ def _pool_loop(
     """Each thread of `order` from index `at` on read, and written with `want` when off it,
     until a call raises: (the threads written, runs of (index into them, the old mask from there
     on), the index of the thread whose call raised or None)."""
-    native = affinity_native()
+    native = affinity_native() if len(order) - at >= NATIVE_FROM else None
     if native is not None and type(order) is list:
         # the same loop in C (_affinityc.c): no set built per read, 4.2 against 6.9 us a thread
         # read and written at 4,000 threads (tests/host/test_affinity_native.py)
@@ -928,7 +931,7 @@ def _survey_pool(pid: int, target: BindTarget, tids: Sequence[int]) -> _Survey:
     one target): a read and a compare per thread."""
     role, want = target.thread_target(None, use_roles=False)
     order = main_first(pid, tids)
-    native = affinity_native()
+    native = affinity_native() if len(order) >= NATIVE_FROM else None
     found: tuple[list[int], list[tuple[int, CpuSet]]] | None = None
     if native is not None and type(order) is list:
         # the same loop in C (_affinityc.c): 0.66 against 1.06 us a thread at 4,000 threads
