@@ -43,8 +43,8 @@ DEFAULT_MAX_PASSES = 16
 # (or a tool) that resets masks in a loop to show itself, short next to a bind's start-up. It
 # runs from the last write, and the passes and re-reads since count (see _final_read).
 VERIFY_SETTLE_S = 0.01
-# the compiled loops (_affinityc.c) from this many threads on: below it, loading them (0.2-0.3 ms
-# once per process) costs more than they save (about 0.5 us a thread)
+# the compiled loops (_affinityc.c) from this many threads on: loading them costs 0.2-0.3 ms once
+# per process, what they save (about 1 us a thread) at 200-300 threads
 NATIVE_FROM = 256
 FIGHT_ROUNDS = 2  # a thread found off by the final re-read is written this many times more
 RESET_TEXT = "something keeps resetting this mask"
