@@ -387,7 +387,8 @@ def main() -> int:
             # make), and the CPU time; the wall with the window is in the detail
             with_wait = [x / y for x, y in zip(a.ms, b.ms, strict=True)]
             ok &= verdict(
-                f"`bind --pid` of {n} threads, in process",
+                f"`bind --pid` of {n} threads, in process (wall less the "
+                f"{VERIFY_SETTLE_S * 1000:g} ms settle wait)",
                 "a C loop of sched_setaffinity (list + loop)",
                 [x / y for x, y in zip(a.work_ms(), b.ms, strict=True)],
                 2.0,
