@@ -52,26 +52,36 @@ FLOOR_C = r"""
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 /* argv: SWEEPS PID [PID ...]: opens task/TID/stat and task/TID/sched of every thread once, then
-   preads every file SWEEPS times, one sweep a second; prints the CPU microseconds per sweep of
-   the preads alone (opening is not counted: watch holds its files from sample to sample) */
+   preads every file SWEEPS times, one sweep a second. Prints the CPU microseconds per sweep of
+   the preads alone (opening is not counted: watch holds its files from sample to sample), then
+   of the other reads watch makes each sample (each process's task list, stat, status and
+   numa_maps, each thread's mask), then the number of files held. */
 static long long cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static char path[512], buf[1 << 16];
+static int slurp(const char *p) {
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    while (read(fd, buf, sizeof buf) > 0) {}
+    close(fd);
+    return 0;
 }
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) { rl.rlim_cur = rl.rlim_max; setrlimit(RLIMIT_NOFILE, &rl); }
     int sweeps = atoi(argv[1]), n = 0, cap = 1 << 16;
-    int *fds = malloc(sizeof(int) * cap);
-    static char path[512], buf[8192];
+    int *fds = malloc(sizeof(int) * cap), *tids = malloc(sizeof(int) * cap);
     for (int a = 2; a < argc; a++) {
         snprintf(path, sizeof path, "/proc/%s/task", argv[a]);
         DIR *d = opendir(path);
@@ -84,20 +94,38 @@ int main(int argc, char **argv) {
                 snprintf(path, sizeof path, "/proc/%s/task/%s/%s", argv[a], e->d_name, files[f]);
                 int fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0) return 4;
+                tids[n] = atoi(e->d_name);
                 fds[n++] = fd;
             }
         }
         closedir(d);
     }
-    long long spent = 0;
+    long long spent = 0, rest = 0;
+    cpu_set_t mask;
     for (int s = 0; s < sweeps; s++) {
         sleep(1);
         long long c0 = cpu_ns();
         for (int i = 0; i < n; i++)
             if (pread(fds[i], buf, sizeof buf, 0) <= 0) return 5;
-        spent += cpu_ns() - c0;
+        long long c1 = cpu_ns();
+        for (int a = 2; a < argc; a++) {
+            snprintf(path, sizeof path, "/proc/%s/task", argv[a]);
+            DIR *d = opendir(path);
+            if (!d) return 3;
+            while (readdir(d) != NULL) {}
+            closedir(d);
+            static const char *files[] = {"stat", "status", "numa_maps"};
+            for (int f = 0; f < 3; f++) {
+                snprintf(path, sizeof path, "/proc/%s/%s", argv[a], files[f]);
+                if (slurp(path) != 0) return 6;
+            }
+        }
+        for (int i = 0; i < n; i += 2)
+            if (sched_getaffinity(tids[i], sizeof mask, &mask) != 0) return 7;
+        spent += c1 - c0;
+        rest += cpu_ns() - c1;
     }
-    printf("%.1f %d\n", spent / 1e3 / sweeps, n);
+    printf("%.1f %.1f %d\n", spent / 1e3 / sweeps, rest / 1e3 / sweeps, n);
     return 0;
 }
 """
@@ -123,9 +151,10 @@ def per_sample_cpu(argv_of: Callable[[int], list[str]], env: dict[str, str]) -> 
     return max(long - short, 1e-6) / (LONG - SHORT)
 
 
-def floor_per_sweep(exe: str, pids: list[str]) -> float:
-    """CPU seconds the C floor spends re-reading the threads' stat and sched per sweep (at 1 Hz,
-    as many sweeps as the samples per_sample_cpu counts)."""
+def floor_per_sweep(exe: str, pids: list[str]) -> tuple[float, float]:
+    """CPU seconds the C floor spends per sweep re-reading the threads' stat and sched, and on
+    the other reads watch makes each sample (at 1 Hz, as many sweeps as the samples
+    per_sample_cpu counts)."""
     out = subprocess.run(
         [exe, str(LONG - SHORT), *pids],
         capture_output=True,
@@ -134,7 +163,8 @@ def floor_per_sweep(exe: str, pids: list[str]) -> float:
         timeout=120,
         env={**os.environ, "LC_ALL": "C"},
     )
-    return float(out.stdout.split()[0]) / 1e6
+    preads, rest = out.stdout.split()[:2]
+    return float(preads) / 1e6, float(rest) / 1e6
 
 
 def main() -> int:
@@ -173,7 +203,7 @@ def main() -> int:
                     return [pidstat, "-t", "-p", ",".join(pids), "1", str(n)]
 
                 run_measured(ours(1), env=env, timeout=120, check=False)  # warm
-                ratios, shares, floors = [], [], []
+                ratios, shares, floors, alls = [], [], [], []
                 for _ in range(args.runs):
                     base = per_sample_cpu(theirs, env)
                     mine = per_sample_cpu(ours, env)
@@ -184,8 +214,13 @@ def main() -> int:
                         f"{mine * 1e3:.1f} ms CPU per sample, pidstat -t {base * 1e3:.1f} ms"
                     )
                     if floor is not None and threads == 100:
-                        floors.append(floor_per_sweep(floor, pids))
-                        line += f", C floor (pread stat + sched) {floors[-1] * 1e3:.1f} ms"
+                        preads, rest = floor_per_sweep(floor, pids)
+                        floors.append(preads)
+                        alls.append(preads + rest)
+                        line += (
+                            f", C floor (pread stat + sched) {preads * 1e3:.1f} ms, with the "
+                            f"other reads watch makes {(preads + rest) * 1e3:.1f} ms"
+                        )
                     print(line, flush=True)
                 label = f"{workers} workers x {threads} threads at 1 Hz"
                 met &= verdict(
@@ -207,7 +242,10 @@ def main() -> int:
                         )
                         detail += (
                             f"; the C floor (one pread of each thread's stat and sched, held "
-                            f"open) {floor_share:.1f}%, watch {ours_x:.2f}x the floor"
+                            f"open) {floor_share:.1f}%, watch {ours_x:.2f}x the floor; with the "
+                            f"other reads watch makes each sample (task lists, masks, each "
+                            f"process's stat, status, numa_maps) "
+                            f"{statistics.median(alls) * 100.0:.1f}%"
                         )
                     met &= absolute(f"`watch` share of one core, {label}", shares, 2.0, "%", detail)
             finally:
