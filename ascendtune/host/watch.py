@@ -147,23 +147,38 @@ def _rest(fd: int, head: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _stat(raw: bytes, encoding: str) -> tuple[str, bytes, int, int | None] | None:
+NAMES_KEPT = 4096  # decoded thread names remembered by a sampler (a host has few distinct ones)
+
+
+def _stat(
+    raw: bytes, encoding: str, names: dict[bytes, str] | None = None
+) -> tuple[str, bytes, int, int | None] | None:
     """(name, state, utime + stime, processor) of a stat line, as core.parsers.procfs.parse_stat
-    reads it (comm runs to the LAST ')'), without its object; None where parse_stat fails."""
+    reads it (comm runs to the LAST ')'), without its object; None where parse_stat fails.
+    names: comm bytes -> the name decoded from them, filled as names are decoded."""
     open_at = raw.find(b"(")
     close_at = raw.rfind(b")")
     if open_at < 0 or close_at < open_at:
         return None
-    rest = raw[close_at + 1 :].split()
+    # fields 3 to 39 and the rest unsplit (13 fewer objects for a kernel's 52-field line), the
+    # name decoded at its first sight only: 1.44 -> 1.22 us a line (min of 25 runs, timeit)
+    rest = raw[close_at + 1 :].split(None, 37)
     try:
         state = rest[0]
         ticks = int(rest[11]) + int(rest[12])  # fields 14 and 15
         processor = int(rest[36]) if len(rest) > 36 else None  # field 39
     except (IndexError, ValueError):
         return None
-    name = raw[open_at + 1 : close_at].decode(encoding, "replace")
-    if "\r" in name:  # what reading it as text made of it (universal newlines)
-        name = name.replace("\r\n", "\n").replace("\r", "\n")
+    comm = raw[open_at + 1 : close_at]
+    name = None if names is None else names.get(comm)
+    if name is None:
+        name = comm.decode(encoding, "replace")
+        if "\r" in name:  # what reading it as text made of it (universal newlines)
+            name = name.replace("\r\n", "\n").replace("\r", "\n")
+        if names is not None:
+            if len(names) >= NAMES_KEPT:
+                names.clear()
+            names[comm] = name
     return name, state, ticks, processor
 
 
@@ -251,6 +266,7 @@ class ProcSampler:
         self.clock_ticks = clock_ticks or _sysconf("SC_CLK_TCK", 100)
         self.page_size = page_size or _sysconf("SC_PAGE_SIZE", 4096)
         self._encoding = locale.getpreferredencoding(False)  # what open() decodes text with
+        self._names: dict[bytes, str] = {}  # comm -> name: a name is decoded at its first sight
         # each watched thread's mask (who set it is what `watch` attributes): read through the
         # kernel on this machine's /proc, from task/TID/status in a crafted tree (live: whether
         # proc is this machine's; tests read the machine's threads both ways)
@@ -341,7 +357,7 @@ class ProcSampler:
         raw = self._read_thread_file(base + "stat")
         if raw is None:
             return None
-        st = _stat(raw, self._encoding)
+        st = _stat(raw, self._encoding, self._names)
         if st is None or st[1] in _GONE:
             return None  # cut short as the thread exited, or exited and waiting to be reaped
         name, _, ticks, processor = st

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ascendtune.core.errors import ParseError
 from ascendtune.core.parsers.procfs import parse_numa_maps, parse_sched_migrations, parse_stat
 from ascendtune.host.watch import (
+    NAMES_KEPT,
     NumaMaps,
     ProcSampler,
     _numa_bytes,
@@ -45,6 +46,19 @@ def test_stat_reads_as_parse_stat(comm: str, fields: list[str], state: str) -> N
         assert got is None
     else:
         assert got == (want.comm, want.state.encode(), want.cpu_ticks, want.processor)
+    # a name decoded once and remembered reads as decoding it again (first sight, then kept)
+    assert _stat(text.encode(), "utf-8", _NAMES) == got
+    assert _stat(text.encode(), "utf-8", _NAMES) == got
+
+
+_NAMES: dict[bytes, str] = {}  # shared by the examples above: names seen in earlier ones too
+
+
+def test_remembered_names_stay_bounded() -> None:
+    names = {f"n{i}".encode(): f"n{i}" for i in range(NAMES_KEPT)}
+    line = _stat_text("w\r\nx", ["S", *["0"] * 10, "5", "2", *["0"] * 23, "3"]).encode()
+    assert _stat(line, "utf-8", names) == ("w\nx", b"S", 7, 3)
+    assert names == {b"w\r\nx": "w\nx"}  # full: forgotten, then the new name kept
 
 
 SCHED_LINES = st.sampled_from(
