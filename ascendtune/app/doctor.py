@@ -109,6 +109,7 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     from ascendtune.app.plan import check_policy
     from ascendtune.core.doctor import DoctorInput, host_checks, worker_checks
     from ascendtune.host.facts import gather_host_facts
+    from ascendtune.host.k8s import is_kubernetes_node
     from ascendtune.host.workers import find_workers, scan_processes, scanned_note
 
     check_policy(opts.plan.policy)
@@ -141,10 +142,15 @@ def doctor(root: Root, opts: DoctorOptions) -> DoctorReport:
     elif "binders" in sections:
         sections = tuple(s for s in sections if s != "binders")
     if "k8s" in opts.sections:
-        from ascendtune.app import k8s
-
         # a node without a kubelet has no such section, unless it was the one asked for
-        rows = k8s.checks(root, host, opts.plan, asked=sections == ("k8s",))
+        asked = sections == ("k8s",)
+        rows: list[Check] = []
+        # app.k8s is imported only where it has a row to give (on a node, for an unread host,
+        # or asked by name): on any other host that buys 1.5 ms (loaded machine)
+        if asked or host is None or is_kubernetes_node(root):
+            from ascendtune.app import k8s
+
+            rows = k8s.checks(root, host, opts.plan, asked=asked)
         checks += rows
         sections = tuple(s for s in sections if s != "k8s" or rows)
     from ascendtune.app.hosts import identity
