@@ -6,8 +6,6 @@ Read through the Root, so a snapshot replays it: the site-packages folders a PID
 `vllm_ascend-*.dist-info/METADATA` beside the module; also whether vLLM-Omni is installed there.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -35,7 +33,7 @@ class Detected(NamedTuple):
     pid: int | None = None
 
     @property
-    def resolved(self) -> Resolved | None:
+    def resolved(self) -> "Resolved | None":
         """The registry entry this version is, or stands nearest to (None: not a version)."""
         return va.package_version(self.version)
 

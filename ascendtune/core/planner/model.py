@@ -1,7 +1,5 @@
 """What a plan is: per-rank CPU pools with their role split, and what the planner was asked."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
