@@ -1,7 +1,8 @@
 """One `Key:` line of a /proc status file, as doctor's process scan reads it.
 
 A module of its own, apart from `core.parsers.procfs` (the records `watch` makes per thread,
-two frozen dataclasses): doctor needs only this function (docs/startup.md)."""
+two frozen dataclasses): doctor needs only this function, and loads no procfs, 7.9 M
+instructions of its 590 M (callgrind; docs/startup.md)."""
 
 
 def status_int(text: str | None, key: str, base: int = 10) -> int | None:

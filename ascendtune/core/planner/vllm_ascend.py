@@ -20,7 +20,9 @@ from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINI
 
 if TYPE_CHECKING:
     from ascendtune.core.planner.impls import Impl
-    from ascendtune.core.planner.trace import PoolTrace  # only `explain binding` passes one
+
+    # only `explain binding` passes one: plan and doctor import no trace, 13.5 M instructions
+    from ascendtune.core.planner.trace import PoolTrace
 
 impls_POOLS = "pools"  # ascendtune.core.planner.impls.POOLS (imported there from here's model)
 
