@@ -30,13 +30,14 @@ class K8sReport(NamedTuple):
 
 def read_view(root: Root) -> KubeletView | None:
     """What the kubelet gave each pod; None when the root is not a Kubernetes node."""
-    from ascendtune.host.k8s import files
+    from ascendtune.host.k8s import is_kubernetes_node, socket_path
 
-    if not files.is_kubernetes_node(root):
+    if not is_kubernetes_node(root):
         return None
     from ascendtune.core.k8s import view as v
     from ascendtune.core.k8s.config import DEFAULT, with_flags
-    from ascendtune.host.k8s import api
+    from ascendtune.core.k8s.paths import API_ANSWER
+    from ascendtune.host.k8s import api, files
 
     got = files.read_files(root)
     notes: list[str] = []
@@ -50,8 +51,8 @@ def read_view(root: Root) -> KubeletView | None:
     warnings += list(config.notes)
     answer: ApiAnswer | None = None
     source = v.SOURCE_FILES
-    sock = files.socket_path(root)
-    asked = api.ask(sock) if sock is not None else api.read_answer(root, files.API_ANSWER)
+    sock = socket_path(root)
+    asked = api.ask(sock) if sock is not None else api.read_answer(root, API_ANSWER)
     if isinstance(asked, api.Unanswered):
         notes.append(asked.reason)
     elif asked is not None:

@@ -1,7 +1,7 @@
 """`plan`: from plan options and a host to a plan, every policy side by side, and their documents."""
 
-from __future__ import annotations
-
+# real annotations, no `from __future__ import annotations`: typing compiles each string
+# annotation of a NamedTuple field at import (7.2 M instructions over 7 modules, docs/startup.md)
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -60,7 +60,7 @@ def check_policy(policy: str, *, compare: bool = False) -> None:
         )
 
 
-def resolve_policy(host: Host, policy: str) -> str:
+def resolve_policy(host: "Host", policy: str) -> str:
     if policy != AUTO:
         return policy
     from ascendtune.core import vendors
@@ -68,7 +68,7 @@ def resolve_policy(host: Host, policy: str) -> str:
     return vendors.vendor_of(host).default_policy
 
 
-def resolve_version(host: Host, target: str, root: Root | None) -> TargetChoice:
+def resolve_version(host: "Host", target: str, root: "Root | None") -> "TargetChoice":
     """`--target VERSION|auto`: the version entry and why (JSON `target_reason`). auto: the
     vllm_ascend a worker on the host imports, else the default python's, else the newest."""
     from ascendtune.host.vllm_detect import TargetChoice, resolve_target
@@ -82,7 +82,7 @@ def resolve_version(host: Host, target: str, root: Root | None) -> TargetChoice:
     return resolve_target(root, target, sorted({p.pid for p in host.processes}))
 
 
-def _cmdline_facts(text: str | None) -> Cmdline | None:
+def _cmdline_facts(text: str | None) -> "Cmdline | None":
     if text is None:
         return None
     from ascendtune.core.vllm_config import inputs
@@ -96,7 +96,7 @@ def _size(value: int | None, name: str) -> int | None:
     return value
 
 
-def build_request(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanRequest:
+def build_request(host: "Host", opts: PlanOptions, root: "Root | None" = None) -> "PlanRequest":
     """The planner's request for opts on host (policy resolved, lists parsed, SoC checked,
     the vLLM-Ascend version resolved; root is where `--target auto` looks for it)."""
     from ascendtune.core.model import Soc
@@ -163,14 +163,14 @@ class Emitted(NamedTuple):
 class PlanReport(NamedTuple):
     """One policy's plan of a host."""
 
-    host: Host
-    request: PlanRequest
-    plan: Plan
+    host: "Host"
+    request: "PlanRequest"
+    plan: "Plan"
     target_reason: str
     better: str | None = None  # vllm-ascend plans: the policy that beats it, in words
     identity: dict[str, Any] | None = None  # the host it was made for (None: not said)
     emitted: Emitted | None = None
-    pod: PlanPod | None = None  # `--pod`: the pod whose cpuset was planned
+    pod: "PlanPod | None" = None  # `--pod`: the pod whose cpuset was planned
 
     @property
     def exit_code(self) -> int:
@@ -181,7 +181,7 @@ class PlanReport(NamedTuple):
         return None
 
 
-def plan(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanReport:
+def plan(host: "Host", opts: PlanOptions, root: "Root | None" = None) -> PlanReport:
     """One policy's plan of host; raises the planner's errors."""
     check_policy(opts.policy)
     req = build_request(host, opts, root)
@@ -196,7 +196,7 @@ def plan(host: Host, opts: PlanOptions, root: Root | None = None) -> PlanReport:
     return PlanReport(host, req, p, reason, better)
 
 
-def _better(host: Host, plan: Plan, base: PlanRequest) -> str | None:
+def _better(host: "Host", plan: "Plan", base: "PlanRequest") -> str | None:
     """A short line when another policy beats vLLM-Ascend's plan on locality or overlap."""
     mean = _mean_locality(plan)
     for name in ("numa-local", "numa-slice"):
@@ -217,7 +217,7 @@ def _better(host: Host, plan: Plan, base: PlanRequest) -> str | None:
     return None
 
 
-def _mean_locality(plan: Plan) -> float | None:
+def _mean_locality(plan: "Plan") -> float | None:
     vals = [r.locality for r in plan.ranks if r.locality is not None]
     return sum(vals) / len(vals) if vals else None
 
@@ -225,13 +225,13 @@ def _mean_locality(plan: Plan) -> float | None:
 class CompareReport(NamedTuple):
     """Every policy that fits the host's vendor, side by side."""
 
-    host: Host
-    plans: dict[str, Plan | str]  # policy -> its plan, or why it cannot plan this host
+    host: "Host"
+    plans: "dict[str, Plan | str]"  # policy -> its plan, or why it cannot plan this host
     target_reason: str = ""
     identity: dict[str, Any] | None = None
 
     @property
-    def ok(self) -> list[Plan]:
+    def ok(self) -> "list[Plan]":
         return [p for p in self.plans.values() if not isinstance(p, str)]
 
     @property
@@ -249,7 +249,7 @@ class CompareReport(NamedTuple):
         return 0 if error is None else error.exit_code
 
 
-def compare(host: Host, opts: PlanOptions, root: Root | None = None) -> CompareReport:
+def compare(host: "Host", opts: PlanOptions, root: "Root | None" = None) -> CompareReport:
     """Every policy that fits the host's vendor, side by side; PlanError when none can plan it."""
     # options are checked once: a bad device list is the user's error, not a policy's
     base = build_request(host, opts._replace(policy=POLICY_NAMES[0]), root)
@@ -285,7 +285,7 @@ def compare_document(
 
 
 def plan_document(
-    plan: Plan, identity: dict[str, Any] | None = None, target_reason: str | None = None
+    plan: "Plan", identity: dict[str, Any] | None = None, target_reason: str | None = None
 ) -> dict[str, Any]:
     """The plan as JSON (SPEC.md section 3): what `bind --plan FILE` reads back; identity is
     the host it was made for (`bind --plan` refuses a plan of another host)."""
@@ -354,7 +354,7 @@ def run(opts: PlanCommandOptions) -> PlanReport | CompareReport:
     return of_loaded(load(opts.source), opts)
 
 
-def of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareReport:
+def of_loaded(got: "Loaded", opts: PlanCommandOptions) -> PlanReport | CompareReport:
     """`plan` of a host already read (`fleet` reads each node's snapshot itself)."""
     try:
         return _of_loaded(got, opts)
@@ -362,7 +362,7 @@ def of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareRepo
         raise where_read(e, got.root) from None
 
 
-def where_read(e: MissingError, root: Root | None) -> MissingError:
+def where_read(e: MissingError, root: "Root | None") -> MissingError:
     """The planner's "no accelerator found on this host" said of the host read: a snapshot or
     a demo is not this host (and its hint, to try a demo, is moot there)."""
     from ascendtune.core.planner.engine import NO_ACCELERATOR_WHERE
@@ -375,7 +375,7 @@ def where_read(e: MissingError, root: Root | None) -> MissingError:
     )
 
 
-def _of_loaded(got: Loaded, opts: PlanCommandOptions) -> PlanReport | CompareReport:
+def _of_loaded(got: "Loaded", opts: PlanCommandOptions) -> PlanReport | CompareReport:
     pod = None
     if opts.pod is not None:
         from ascendtune.app import k8s

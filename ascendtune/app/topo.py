@@ -38,10 +38,14 @@ class TopoReport(NamedTuple):
 
 def run(opts: TopoOptions) -> TopoReport:
     """`topo`: read the host opts.source names."""
-    from ascendtune.app import k8s
     from ascendtune.app.hosts import load
+    from ascendtune.host.k8s import is_kubernetes_node
 
     got = load(opts.source)
+    if not is_kubernetes_node(got.root):  # no app.k8s: 4.2 M instructions of 460 M (callgrind)
+        return TopoReport(got.host, got.identity, None)
+    from ascendtune.app import k8s
+
     return TopoReport(got.host, got.identity, k8s.report(got.root, got.host))
 
 

@@ -1,8 +1,8 @@
 """`ascendtune doctor`: read-only host checks for inference and an audit of how running NPU
 workers are bound, as a report grouped by section or as JSON; exit 1 when a check fails."""
 
-from __future__ import annotations
-
+# real annotations, no `from __future__ import annotations`: Typer evaluates doctor_cmd's
+# option annotations from strings otherwise, 3.4 M instructions (docs/startup.md)
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -53,7 +53,7 @@ def _title(section: str, against: str) -> str:
     }.get(section, section)
 
 
-def render(report: DoctorReport) -> None:
+def render(report: "DoctorReport") -> None:
     from rich.text import Text
 
     from ascendtune.cli.cells import PASTE_INDENT, Wrapped, fitted_table, paste, prose, show

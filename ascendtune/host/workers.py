@@ -14,7 +14,7 @@ from ascendtune.core.cpulist import CpuSet, parse_cpulist
 from ascendtune.core.doctor import Ancestor, ThreadFacts, WorkerFacts
 from ascendtune.core.errors import AscendtuneError, ParseError
 from ascendtune.core.model import Host
-from ascendtune.core.parsers.procfs import status_int
+from ascendtune.core.parsers.procstatus import status_int
 from ascendtune.host.cgroup import resolve_cpuset
 from ascendtune.host.reader import read_meta, read_status_list
 from ascendtune.host.roots import Root

@@ -98,3 +98,25 @@ def test_snapshot_loads_no_planner_engine_nor_rich(tmp_path: Path) -> None:
     assert "ascendtune.core.planner.model" in mods
     assert "ascendtune.core.planner.engine" not in mods
     assert "rich" not in {m.split(".")[0] for m in mods}
+
+
+def test_no_kubernetes_node_loads_no_kubelet_modules() -> None:
+    """The demo host is no Kubernetes node: topo and doctor tell it from the kubelet's paths
+    (host.k8s) and import neither app.k8s nor the kubelet's file readers."""
+    k8s = {"ascendtune.app.k8s", "ascendtune.host.k8s.files"}
+    for args in (["topo", "--demo", "atlas-800i-a2"], ["doctor", "--demo", "atlas-800i-a2"]):
+        mods = set(modules_after(args))
+        assert "ascendtune.host.k8s" in mods
+        assert not k8s & mods, args
+
+
+def test_plan_and_doctor_load_no_trace_nor_watch_parsers() -> None:
+    """The planner's trace records (three dataclasses) are for `explain binding` only, and
+    watch's per-thread records (core.parsers.procfs) for `watch`: doctor reads one status
+    line (core.parsers.procstatus)."""
+    for args in (["plan", "--demo", "atlas-800i-a2"], ["doctor", "--demo", "atlas-800i-a2"]):
+        mods = set(modules_after(args))
+        assert "ascendtune.core.planner.engine" in mods
+        assert "ascendtune.core.planner.trace" not in mods, args
+    assert "ascendtune.core.parsers.procfs" not in mods
+    assert "ascendtune.core.parsers.procstatus" in mods

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from ascendtune.host.k8s import api, files
+from ascendtune.core.k8s import paths
+from ascendtune.host.k8s import api, socket_path
 from ascendtune.host.roots import open_root
 from tests.support import k8s as K
 
@@ -60,8 +61,8 @@ def test_the_saved_answer_reads_back_equal(short_tmp: Path, pb: Any) -> None:
     assert isinstance(got, api.ApiAnswer)
     import json
 
-    (short_tmp / files.API_ANSWER).write_text(json.dumps(api.answer_document(got)))
-    back = api.read_answer(_root(short_tmp), files.API_ANSWER)
+    (short_tmp / paths.API_ANSWER).write_text(json.dumps(api.answer_document(got)))
+    back = api.read_answer(_root(short_tmp), paths.API_ANSWER)
     assert isinstance(back, api.ApiAnswer)
     assert back.pods == got.pods
 
@@ -114,12 +115,12 @@ def test_a_million_containers_are_refused_within_bounds(short_tmp: Path) -> None
 
 def test_no_socket_no_symlinked_socket(short_tmp: Path, pb: Any) -> None:
     root = _root(short_tmp)
-    assert files.socket_path(root) is None
+    assert socket_path(root) is None
     with K.PodResourcesServer(short_tmp / "elsewhere", K.list_answer(pb, [])) as server:
-        link = short_tmp / files.SOCKET
+        link = short_tmp / paths.SOCKET
         link.parent.mkdir(parents=True)
         link.symlink_to(server.path)
-        assert files.socket_path(root) is None  # never followed out of the root
+        assert socket_path(root) is None  # never followed out of the root
 
 
 def test_without_grpcio_the_files_are_read(
@@ -128,5 +129,5 @@ def test_without_grpcio_the_files_are_read(
     import sys
 
     monkeypatch.setitem(sys.modules, "grpc", None)
-    got = api.ask(str(short_tmp / files.SOCKET))
+    got = api.ask(str(short_tmp / paths.SOCKET))
     assert isinstance(got, api.Unanswered) and "ascendtune[k8s]" in got.reason

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from ascendtune.core.cpulist import CpuSet
 from ascendtune.core.model import Host
-from ascendtune.core.parsers.procfs import status_int
+from ascendtune.core.parsers.procstatus import status_int
 from ascendtune.core.planner.model import Plan, RankPlan
 
 # The files the host rules read, relative to the root. Each rule declares the ones it judges

@@ -85,20 +85,6 @@ def parse_status(text: str) -> StatusFields:
     )
 
 
-def status_int(text: str | None, key: str, base: int = 10) -> int | None:
-    """The first number of a `Key:` line of a /proc status file (CapEff in hex: base 16)."""
-    if text is None:
-        return None
-    for line in text.splitlines():
-        if line.startswith(key + ":"):
-            raw = line.split(":", 1)[1].split()
-            try:
-                return int(raw[0], base) if raw else None
-            except ValueError:
-                return None
-    return None
-
-
 _NODE_PAGES = re.compile(r"^N(\d+)=(\d+)$")
 _PAGE_KB = re.compile(r"^kernelpagesize_kB=(\d+)$")
 

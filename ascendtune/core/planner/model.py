@@ -1,7 +1,7 @@
 """What a plan is: per-rank CPU pools with their role split, and what the planner was asked."""
 
-from __future__ import annotations
-
+# real annotations, no `from __future__ import annotations`: typing compiles each string
+# annotation of a NamedTuple field at import (7.2 M instructions over 7 modules, docs/startup.md)
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property

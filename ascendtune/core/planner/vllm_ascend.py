@@ -17,10 +17,12 @@ from ascendtune.core.errors import PlanError
 from ascendtune.core.findings import Finding
 from ascendtune.core.model import Accelerator, Host, Soc, Vendor
 from ascendtune.core.planner.model import A5_CLUSTERS, GLOBAL_SLICE, TOPO_AFFINITY, RankPlan, Roles
-from ascendtune.core.planner.trace import PoolTrace
 
 if TYPE_CHECKING:
     from ascendtune.core.planner.impls import Impl
+
+    # only `explain binding` passes one: plan and doctor import no trace, 13.5 M instructions
+    from ascendtune.core.planner.trace import PoolTrace
 
 impls_POOLS = "pools"  # ascendtune.core.planner.impls.POOLS (imported there from here's model)
 

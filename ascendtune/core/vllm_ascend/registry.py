@@ -13,8 +13,8 @@ registry's upload dates. Evidence: "git" (read in the source), "PR" (read in a P
 thread), "inferred" (reasoned from those); /work/shared/VLLM_ASCEND_VERSIONS.md.
 """
 
-from __future__ import annotations
-
+# real annotations, no `from __future__ import annotations`: typing compiles each string
+# annotation of a NamedTuple field at import (7.2 M instructions over 7 modules, docs/startup.md)
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -80,14 +80,14 @@ class VllmAscendVersion(NamedTuple):
     # the hand-written check-config table this entry's schema comes from (loaded on first use:
     # `plan` and `bind` never need the tables), and, when that table was written for another
     # entry, which one and why it stands in
-    table: Callable[[], ConfigRules]
+    table: "Callable[[], ConfigRules]"
     table_note: str = ""
     facts: tuple[Fact, ...] = ()
     package_versions: tuple[str, ...] = ()  # `Version:` values of vllm_ascend's METADATA
     released: str | None = None  # the registry's upload date, or the snapshot's commit date
 
     @property
-    def config(self) -> ConfigRules:
+    def config(self) -> "ConfigRules":
         """Its check-config schema (ascendtune.core.vllm_ascend.schemas.config_of)."""
         from ascendtune.core.vllm_ascend.schemas import config_of
 
@@ -105,43 +105,43 @@ class VllmAscendVersion(NamedTuple):
 # --- the hand tables (ascendtune.core.vllm_ascend.tables), named by attribute --------------------
 
 
-def _v0_23_0() -> ConfigRules:
+def _v0_23_0() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.V0_23_0
 
 
-def _v0_24_0rc1() -> ConfigRules:
+def _v0_24_0rc1() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.V0_24_0RC1
 
 
-def _v0_25_1rc1() -> ConfigRules:
+def _v0_25_1rc1() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.V0_25_1RC1
 
 
-def _v0_26_0rc1() -> ConfigRules:
+def _v0_26_0rc1() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.V0_26_0RC1
 
 
-def _main_2026_08() -> ConfigRules:
+def _main_2026_08() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.MAIN_2026_08
 
 
-def _v0_27_1rc1() -> ConfigRules:
+def _v0_27_1rc1() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.V0_27_1RC1
 
 
-def _main_2026_09() -> ConfigRules:
+def _main_2026_09() -> "ConfigRules":
     from ascendtune.core.vllm_ascend import tables
 
     return tables.MAIN_2026_09
@@ -226,7 +226,7 @@ def _release(
     released: str,
     vllm: str,
     impl: str | None,
-    table: Callable[[], ConfigRules],
+    table: "Callable[[], ConfigRules]",
     table_note: str,
     *facts: Fact,
     on: bool = True,

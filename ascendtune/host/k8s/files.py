@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.k8s.paths import (
+    API_ANSWER,
     CONFIG_FILE,
     CPU_MANAGER_FILE,
     DEVICE_CHECKPOINT_FILE,
     MEMORY_MANAGER_FILE,
 )
+from ascendtune.host.k8s import is_kubernetes_node, socket_path
 from ascendtune.host.roots import Root
 
 if TYPE_CHECKING:
@@ -23,9 +25,6 @@ if TYPE_CHECKING:
     from ascendtune.core.k8s.config import KubeletConfig
 
 KUBELET_DIR = "var/lib/kubelet"
-SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
-# what the API answered, as `snapshot` saved it (a captured host has no socket to ask)
-API_ANSWER = "var/lib/kubelet/pod-resources/ascendtune-answer.json"
 POD_LOGS = "var/log/pods"  # NAMESPACE_NAME_UID folders: a pod's name from its UID
 # the names of those folders, as `snapshot` saved them (a snapshot holds files, not folders)
 POD_NAMES = "var/lib/kubelet/ascendtune-pod-names.json"
@@ -51,33 +50,6 @@ class KubeletFiles(NamedTuple):
     annotations: Mapping[str, Mapping[str, str]]  # pod UID -> annotations
     annotation_files: tuple[str, ...]  # where they were read (snapshot captures them)
     problems: tuple[str, ...]  # files present that could not be read
-
-
-def is_kubernetes_node(root: Root) -> bool:
-    def there(rel: str) -> bool:
-        try:
-            return root.read_text(rel) is not None
-        except AscendtuneError:  # there, but past the bound on one file: read_files says so
-            return True
-
-    return any(there(f) for f in (*STATE_FILES[1:], API_ANSWER)) or socket_path(root) is not None
-
-
-def socket_path(root: Root) -> str | None:
-    """The PodResources socket's path on this machine, when the root is a folder that holds
-    one (the live `/`, or a test's tree): never through a symlink out of the root."""
-    import os
-    import stat
-
-    base = getattr(root, "path", None)
-    if base is None:
-        return None
-    path = os.path.join(os.fspath(base), SOCKET)
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return path if stat.S_ISSOCK(st.st_mode) else None
 
 
 def kubelet_args(root: Root) -> list[str] | None:
