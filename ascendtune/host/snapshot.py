@@ -645,15 +645,16 @@ _MODES = {b"0": b"0000600\0", b"2": b"0000644\0"}  # a file 0600; a link as TarI
 
 # a file's ustar block around its name, size and checksum fields: every other field is the same
 # for every file (mode 0600, root, mtime 0, no link)
-_FILE_MODE_IDS = b"0000600\0" + _IDS
+_FILE_MODE_IDS = _MODES[b"0"] + _IDS
 _FILE_TAIL = b"0" + bytes(100) + _OWNER  # type, link name, ustar magic and owner
 _FILE_SUM = sum(_FILE_MODE_IDS + _MTIME + _SUM_SPACES + _FILE_TAIL)
 
 
 def _file_member(name: bytes, data: bytes) -> bytes:
     """A file's whole member (header, data, zeros to a whole block) as tarfile writes it, for
-    an ASCII name of at most 100 bytes: one join of constant and variable fields, half the
-    time of _header's (8,192 CPUs: 25,035 headers, 0.025 s instead of 0.05 s)."""
+    an ASCII name of at most 100 bytes: one join of constant and variable fields, a quarter
+    less time than _header and the data and padding apart (the 8,192-CPU host's 25,035
+    files: 0.029-0.037 s of CPU instead of 0.037-0.047 s)."""
     n = len(data)
     field = b"%011o\0" % n
     # the checksum is the sum of the block's bytes (its own field as spaces): the constant
