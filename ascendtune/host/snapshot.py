@@ -7,7 +7,6 @@ host and their output stored under commands/, so `--sysroot DIR` replays the hos
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import os
 import queue
@@ -70,32 +69,22 @@ class Capture:
 
 def host_paths(root: Root) -> list[str]:
     """Every file the host reader looks at on this root."""
-    return [rel for group in _host_path_groups(root) for rel in group]
-
-
-def _host_path_groups(root: Root) -> Iterator[list[str]]:
-    """host_paths, a CPU (or the rest) at a time: the capture reads a CPU's files as soon as
-    its folder is listed, while a sysroot walk still holds the folder open (one open and close
-    of each CPU's folder fewer than listing them all first: 16,384 system calls at 8,192 CPUs)."""
     cpu = reader.CPU_DIR
-    yield ["proc/self/status", f"{cpu}/online", f"{cpu}/possible", f"{cpu}/present"]
-    cpu_entry, index_entry = re.compile(r"cpu\d+"), re.compile(r"index\d+")
+    paths = ["proc/self/status", f"{cpu}/online", f"{cpu}/possible", f"{cpu}/present"]
     for entry in root.listdir(cpu) or []:
-        if cpu_entry.fullmatch(entry):
+        if re.fullmatch(r"cpu\d+", entry):
             base = f"{cpu}/{entry}"
-            paths = [
+            paths += [
                 f"{base}/topology/physical_package_id",
                 f"{base}/topology/core_id",
                 f"{base}/topology/thread_siblings_list",
                 f"{base}/online",
             ]
             for idx in root.listdir(f"{base}/cache") or []:
-                if index_entry.fullmatch(idx):
+                if re.fullmatch(r"index\d+", idx):
                     paths += [
                         f"{base}/cache/{idx}/{n}" for n in ("type", "level", "shared_cpu_list")
                     ]
-            yield paths
-    paths = []
     for entry in root.listdir(reader.NODE_DIR) or []:
         if re.fullmatch(r"node\d+", entry):
             paths += [f"{reader.NODE_DIR}/{entry}/cpulist", f"{reader.NODE_DIR}/{entry}/meminfo"]
@@ -104,7 +93,7 @@ def _host_path_groups(root: Root) -> Iterator[list[str]]:
         vendor = (root.read_text(base + "vendor") or "").strip().lower()
         if vendors.by_pci_vendor(vendor) is not None:
             paths += [base + n for n in ("vendor", "device", "class", "numa_node", "local_cpulist")]
-    yield paths
+    return paths
 
 
 class _Recorder(Root):
@@ -175,14 +164,12 @@ def capture(root: Root) -> Capture:
     root = _Recorder(root)
     from ascendtune.host.identity import IDENTITY_PATHS
 
-    files, missing = cap.files, cap.missing
-    for paths in itertools.chain(_host_path_groups(root), [IDENTITY_PATHS]):
-        for rel, text in zip(paths, root.read_files(list(paths)), strict=True):
-            if text is None:
-                missing.append(rel)
-            else:
-                # no /proc command line or environment among these: nothing to mask
-                files[rel] = text
+    paths = [*host_paths(root), *IDENTITY_PATHS]
+    for rel, text in zip(paths, root.read_files(paths), strict=True):
+        if text is None:
+            cap.missing.append(rel)
+        else:
+            cap.files[rel] = text  # sysfs and identity files: no command line to mask
     cap.missing = [
         m for m in cap.missing if not m.endswith(("/online", "/class", "/possible", "/present"))
     ]
