@@ -53,7 +53,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from timing import run_measured  # noqa: E402
+from timing import build_c, run_measured  # noqa: E402
 from verdict import spread, verdict  # noqa: E402
 
 from ascendtune.core.bindplan import BindTarget  # noqa: E402
@@ -351,11 +351,7 @@ def main() -> int:
     med = statistics.median
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        floor, verified = str(Path(tmp, "floor")), str(Path(tmp, "verified"))
-        for program, text in ((floor, FLOOR_C), (verified, VERIFIED_C)):
-            Path(f"{program}.c").write_text(text)
-            cc = ["cc", "-O2", "-o", program, f"{program}.c"]
-            subprocess.run(cc, check=True, env={**os.environ, "LC_ALL": "C"}, timeout=120)
+        floor, verified = build_c(FLOOR_C, tmp, "floor"), build_c(VERIFIED_C, tmp, "verified")
         # the whole process as after `pip install`: bytecode cached, this tree first on the path
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))

@@ -42,7 +42,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO)]
 
 from bench_bind import FLOOR_C  # noqa: E402
 from bench_startup import HELLO  # noqa: E402
-from timing import run_measured  # noqa: E402
+from timing import build_c, run_measured  # noqa: E402
 from verdict import spread, verdict  # noqa: E402
 
 from tests.support import workers as fake  # noqa: E402
@@ -149,12 +149,8 @@ def main() -> int:
         return 3
     fake.DEVICES = args.workers  # one NPU per worker in the fake npu-smi and the plan
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        floor, hello = str(Path(tmp, "floor")), Path(tmp, "hello.py")
-        Path(tmp, "floor.c").write_text(FLOOR_C)
-        subprocess.run(["cc", "-O2", "-o", floor, str(Path(tmp, "floor.c"))], check=True)
-        roles = str(Path(tmp, "floor_roles"))
-        Path(tmp, "floor_roles.c").write_text(FLOOR_ROLES_C)
-        subprocess.run(["cc", "-O2", "-o", roles, str(Path(tmp, "floor_roles.c"))], check=True)
+        floor, hello = build_c(FLOOR_C, tmp, "floor"), Path(tmp, "hello.py")
+        roles = build_c(FLOOR_ROLES_C, tmp, "floor_roles")
         hello.write_text(HELLO)
         server = fake.start_server(Path(tmp), mp)  # PATH and ASCENDTUNE_LOCK_DIR set here
         s = next(server)

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from timing import run_timed  # noqa: E402
+from timing import build_c, run_timed  # noqa: E402
 from verdict import absolute, verdict  # noqa: E402
 
 from ascendtune.host.demos import DEMOS  # noqa: E402
@@ -161,10 +161,7 @@ def main() -> None:
         cases = {"baseline (0 extra processes)": base, f"{n} extra processes": str(many)}
         floor: list[str] | None = None
         if shutil.which("cc") is not None:
-            src, exe = Path(tmp, "floor.c"), str(Path(tmp, "floor"))
-            src.write_text(FLOOR_C)
-            subprocess.run(["cc", "-O2", "-o", exe, str(src)], check=True, timeout=120)
-            floor = [exe, str(many / "proc"), "100000", str(n)]
+            floor = [build_c(FLOOR_C, tmp, "floor"), str(many / "proc"), "100000", str(n)]
         floor_us: list[float] = []
         for path in cases.values():  # warm the bytecode cache and the page cache
             once([*at, path], env)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
-from timing import run_measured  # noqa: E402
+from timing import build_c, run_measured  # noqa: E402
 from verdict import absolute, verdict  # noqa: E402
 
 SHORT, LONG = 2, 12
@@ -201,10 +201,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         floor: str | None = None
         if shutil.which("cc") is not None:
-            src, exe = Path(tmp, "floor.c"), str(Path(tmp, "floor"))
-            src.write_text(FLOOR_C)
-            built = subprocess.run(["cc", "-O2", "-o", exe, str(src)], check=False, timeout=120)
-            floor = exe if built.returncode == 0 else None
+            try:
+                floor = build_c(FLOOR_C, tmp, "floor")
+            except subprocess.CalledProcessError as e:
+                print(f"the C floor did not build ({e}): left out", flush=True)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(LC_ALL="C", NO_COLOR="1", PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
         env["PYTHONPATH"] = str(repo)

@@ -15,6 +15,7 @@ import os
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 
 def run_measured(
@@ -83,3 +84,13 @@ def peak_mib(
         check=True,
     )
     return float(out.stdout.strip())
+
+
+def build_c(source: str, folder: str | os.PathLike[str], name: str) -> str:
+    """source written to folder/NAME.c and built with `cc -O2` into folder/NAME: the program's
+    path (a benchmark's C floor). CalledProcessError when cc fails."""
+    src, exe = Path(folder, f"{name}.c"), str(Path(folder, name))
+    src.write_text(source)
+    cc = ["cc", "-O2", "-o", exe, str(src)]
+    subprocess.run(cc, check=True, timeout=120, env={**os.environ, "LC_ALL": "C"})
+    return exe

@@ -160,16 +160,16 @@ def test_a_failure_making_the_tar_ends_the_deflate_thread_and_leaves_nothing(
     small_pieces: snap.Capture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made = 0
-    member = snap._file_member  # every file of the A2 host's capture is made by it
+    header = snap._header
 
-    def fails_midway(name: bytes, data: bytes) -> bytes:
+    def fails_midway(name: str, kind: bytes, size: int, link: str) -> bytes:
         nonlocal made
         made += 1
         if made == 500:
             raise RuntimeError("a defect while making the tar")
-        return member(name, data)
+        return header(name, kind, size, link)
 
-    monkeypatch.setattr(snap, "_file_member", fails_midway)
+    monkeypatch.setattr(snap, "_header", fails_midway)
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="a defect"):
         snap.write(small_pieces, str(out / "s.tar.gz"))
@@ -185,7 +185,7 @@ def test_ctrl_c_while_the_deflate_thread_lags_ends_at_once_and_leaves_nothing(
     # thread, which must neither wait for the queue to drain nor leave the thread behind
     made = 0
     deflated = 0
-    member = snap._file_member
+    header = snap._header
     write = snap._GzipSink.write
     interrupted_at = 0.0
     behind = 0
@@ -196,17 +196,17 @@ def test_ctrl_c_while_the_deflate_thread_lags_ends_at_once_and_leaves_nothing(
         write(self, data)
         deflated += 1
 
-    def interrupted(name: bytes, data: bytes) -> bytes:
+    def interrupted(name: str, kind: bytes, size: int, link: str) -> bytes:
         nonlocal made, interrupted_at, behind
         made += 1
         if made == 200:
             behind = deflated
             interrupted_at = time.monotonic()
             raise KeyboardInterrupt
-        return member(name, data)
+        return header(name, kind, size, link)
 
     monkeypatch.setattr(snap._GzipSink, "write", slow)
-    monkeypatch.setattr(snap, "_file_member", interrupted)
+    monkeypatch.setattr(snap, "_header", interrupted)
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt):
         snap.write(small_pieces, str(out / "s.tar.gz"))

@@ -22,6 +22,7 @@ from itertools import accumulate, compress
 from operator import itemgetter, lt
 from typing import Any
 
+from ascendtune.core.lazy import optional_module
 from ascendtune.core.vllm_log import model
 from ascendtune.core.vllm_log.model import MAX_LINE_BYTES
 from ascendtune.core.vllm_log.parser import RUN_CLOCK_BACK_S, LogParser
@@ -106,14 +107,7 @@ def native() -> Any | None:
     block's stamps found and judged), loaded at the first block; None where the package was
     installed without a C compiler: the same answers then come from the Python below
     (tests/core/test_vllm_log_scan.py runs both)."""
-    if not _C:
-        try:
-            from ascendtune.core.vllm_log import _scanc
-        except ImportError:
-            _C.append(None)
-        else:
-            _C.append(_scanc)
-    return _C[0]
+    return optional_module("ascendtune.core.vllm_log._scanc", _C)
 
 
 _C: list[Any] = []  # the compiled module, once loaded (or None)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ascendtune.core.cpulist import CpuSet
+from ascendtune.core.lazy import optional_module
 
 PROC = "/proc"
 
@@ -265,14 +266,7 @@ def affinity_native() -> Any | None:
     written where off), loaded at first use; None where the package was installed without a C
     compiler: the same answers then come from the os calls in Python (bind._pool_loop and
     _survey_pool; tests/host/test_affinity_native.py runs both)."""
-    if not _NATIVE:
-        try:
-            from ascendtune.host.affinity import _affinityc
-        except ImportError:
-            _NATIVE.append(None)
-        else:
-            _NATIVE.append(_affinityc)
-    return _NATIVE[0]
+    return optional_module("ascendtune.host.affinity._affinityc", _NATIVE)
 
 
 # ---- libc affinity calls --------------------------------------------------------------------

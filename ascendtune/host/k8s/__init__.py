@@ -10,13 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ascendtune.core.errors import AscendtuneError
-from ascendtune.core.k8s.paths import (
-    API_ANSWER,
-    CPU_MANAGER_FILE,
-    DEVICE_CHECKPOINT_FILE,
-    MEMORY_MANAGER_FILE,
-    SOCKET,
-)
+from ascendtune.core.k8s.paths import API_ANSWER, CHECKPOINT_FILES, SOCKET
 
 if TYPE_CHECKING:
     from ascendtune.host.roots import Root
@@ -32,8 +26,7 @@ def is_kubernetes_node(root: Root) -> bool:
         except AscendtuneError:  # there, but past the bound on one file: read_files says so
             return True
 
-    checkpoints = (CPU_MANAGER_FILE, MEMORY_MANAGER_FILE, DEVICE_CHECKPOINT_FILE, API_ANSWER)
-    return any(there(f) for f in checkpoints) or socket_path(root) is not None
+    return any(there(f) for f in (*CHECKPOINT_FILES, API_ANSWER)) or socket_path(root) is not None
 
 
 def socket_path(root: Root) -> str | None:

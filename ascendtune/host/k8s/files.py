@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ascendtune.core.errors import AscendtuneError
 from ascendtune.core.k8s.paths import (
     API_ANSWER,
+    CHECKPOINT_FILES,
     CONFIG_FILE,
     CPU_MANAGER_FILE,
     DEVICE_CHECKPOINT_FILE,
@@ -30,12 +31,6 @@ POD_LOGS = "var/log/pods"  # NAMESPACE_NAME_UID folders: a pod's name from its U
 POD_NAMES = "var/lib/kubelet/ascendtune-pod-names.json"
 PODS_DIR = "var/lib/kubelet/pods"
 DOWNWARD_API = "volumes/kubernetes.io~downward-api"
-STATE_FILES = (
-    CONFIG_FILE,
-    CPU_MANAGER_FILE,
-    MEMORY_MANAGER_FILE,
-    DEVICE_CHECKPOINT_FILE,
-)
 MAX_PODS = 4096
 _UID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -185,7 +180,7 @@ def capture(root: Root) -> dict[str, str]:
             out[f"proc/{pid}/comm"] = "kubelet\n"
             cmdline = root.read_text(f"proc/{pid}/cmdline") or ""
             out[f"proc/{pid}/cmdline"] = "\0".join(redact_args(cmdline.split("\0")))
-    for rel in (config_file(root), *STATE_FILES[1:]):
+    for rel in (config_file(root), *CHECKPOINT_FILES):
         try:
             text = root.read_text(rel)
         except AscendtuneError:
