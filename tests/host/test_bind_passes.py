@@ -278,6 +278,69 @@ def test_a_thread_born_before_the_final_re_read_is_read_by_it(
             t.join()
 
 
+def test_by_roles_a_thread_born_after_pass_1_is_found_by_the_tail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bind this test process (150 idle threads more) by roles; just before pass 2 lists the
+    threads again a thread is born, names itself acl_thread and puts itself on the old mask.
+    Pass 2 lists only the end of /proc/PID/task (_list_tail), and that shows it: it is read,
+    and written to the acl target."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    idle, stop, ready = threading.Event(), threading.Event(), threading.Event()
+    idlers = [threading.Thread(target=idle.wait) for _ in range(150)]
+    mine = frozenset(os.sched_getaffinity(0))
+    target = BindTarget(cpus=BOTH, roles={"main": frozenset({0}), "acl": frozenset({1})})
+    born: list[threading.Thread] = []
+    newborn_tid: list[int] = []
+
+    def newborn() -> None:
+        libc.prctl(15, b"acl_thread", 0, 0, 0)  # PR_SET_NAME
+        os.sched_setaffinity(0, mine)
+        newborn_tid.append(threading.get_native_id())
+        ready.set()
+        stop.wait()
+
+    real_tail, real_survey = bind_engine._list_tail, bind_engine._survey
+    tails: list[object] = []  # the passes' tails, not the final re-read's
+
+    def list_tail(*args: object) -> object:
+        if not born:  # pass 2's
+            born.append(threading.Thread(target=newborn))
+            born[0].start()
+            assert ready.wait(10)
+        tails.append(real_tail(*args))  # type: ignore[arg-type]
+        return tails[-1]
+
+    def survey(*args: object) -> object:
+        monkeypatch.setattr(bind_engine, "_list_tail", real_tail)
+        return real_survey(*args)  # type: ignore[arg-type]
+
+    for t in idlers:
+        t.start()
+    try:
+        monkeypatch.setattr(bind_engine, "_list_tail", list_tail)
+        monkeypatch.setattr(bind_engine, "_survey", survey)
+        report = bind_process(os.getpid(), target)
+        monkeypatch.undo()
+        assert newborn_tid, "no pass listed the tail"
+        first = tails[0]
+        assert isinstance(first, bind_engine._Tail) and newborn_tid[0] in first.tids
+        assert frozenset(os.sched_getaffinity(newborn_tid[0])) == frozenset({1})
+        assert report.verified and report.passes >= 2
+        assert newborn_tid[0] in report.roles_placed["acl"]
+    finally:
+        monkeypatch.undo()
+        for t in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(t), mine)
+        idle.set()
+        stop.set()
+        for t in [*idlers, *born]:
+            t.join()
+
+
 def test_a_write_the_kernel_may_narrow_is_read_back(spawn: Spawn) -> None:
     pid = spawn(threads=5, initial=[0])
     before = masks(pid)

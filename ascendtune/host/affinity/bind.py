@@ -114,9 +114,9 @@ def bind_process(
     yet moved), a write to read back (see _Sweep); a thread on target is not read again, its
     name neither. A pass that writes nothing ends it: every thread it listed is on target, and
     any thread born since was born of one on target. A write that succeeded is not read again
-    where the kernel cannot have changed it, and without roles the second listing is only the
-    end of /proc/PID/task (_list_tail): about one mask read and one write per thread, one full
-    listing.
+    where the kernel cannot have changed it, and the second listing is only the end of
+    /proc/PID/task (_list_tail): about one mask read and one write per thread (by roles, one
+    name read more), one full listing.
 
     Then every thread is read again (after VERIFY_SETTLE_S when masks were written): `verified`
     means that final re-read matched (SPEC section 3). A thread found off after a pass that wrote
@@ -208,9 +208,11 @@ def _passes(
     while passes < max(1, max_passes) and not run.fatal:
         passes += 1
         tail = None
-        if passes == 2 and not use and not run.failures and not sweep.gone:
+        if passes == 2 and not run.failures and not sweep.gone:
             # pass 1 saw no thread gone: then no thread listed went away while the folder was
-            # read in chunks, the one way a listing skips a thread (see _list_tail)
+            # read in chunks, the one way a listing skips a thread (see _list_tail). By roles
+            # too: a thread on target is not read again either way, its name neither (16
+            # workers x 500 threads: 16 full listings fewer, about 5 ms)
             tail = _list_tail(pid, names, tasks, run)
         if tail is not None:
             # the threads not listed again were listed in pass 1; those it left open are read
