@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -191,6 +192,7 @@ def measure(
     floor_walls: list[float] = []  # ours over (the floor + the hello-world)
     floor_cpus: list[float] = []
     base_cpus: list[float] = []  # (the floor + the hello-world) over the baseline, CPU
+    cpu_ms: dict[str, list[float]] = {name: [] for name in ("ours", "c", "floor", "hello")}
     missed: list[int] = []
     failed = 0
     order = ("ours", "c", "floor", "hello")
@@ -213,9 +215,12 @@ def measure(
         floor_walls.append(ow / (fw + hw))
         floor_cpus.append(oc / (fc + hc))
         base_cpus.append((fc + hc) / (cc + hc))
+        for name, (_w, c) in got.items():
+            cpu_ms[name].append(c * 1e3)
         print(
             f"run {run + 1}: bind --workers {ow * 1e3:.0f} ms ({oc * 1e3:.0f} ms CPU), C loop "
-            f"{cw * 1e3:.1f} ms, floor {fw * 1e3:.1f} ms ({fc * 1e3:.1f} ms CPU), hello-world "
+            f"{cw * 1e3:.1f} ms ({cc * 1e3:.1f} ms CPU), floor {fw * 1e3:.1f} ms "
+            f"({fc * 1e3:.1f} ms CPU), hello-world "
             f"{hw * 1e3:.0f} ms ({hc * 1e3:.0f} ms CPU); threads missed {missed[-1]}",
             flush=True,
         )
@@ -230,7 +235,11 @@ def measure(
         + (
             f"; beside the floor (a C bind by roles, verified) + the hello-world: wall "
             f"{spread(floor_walls)}x, cpu {spread(floor_cpus)}x; the floor + the hello-world "
-            f"is {spread(base_cpus)}x the baseline's CPU"
+            f"is {spread(base_cpus)}x the baseline's CPU; CPU medians: ours "
+            f"{statistics.median(cpu_ms['ours']):.0f} ms, the C loop "
+            f"{statistics.median(cpu_ms['c']):.1f}, the floor {statistics.median(cpu_ms['floor']):.1f}, "
+            f"the hello-world {statistics.median(cpu_ms['hello']):.0f} (the target's budget: 2 x "
+            f"(the C loop + the hello-world))"
             if floor_cpus
             else ""
         ),
