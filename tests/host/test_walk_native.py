@@ -173,7 +173,7 @@ NAMES = ("core_id", "physical_package_id", "thread_siblings_list", "absent", "..
 
 
 @needs_c
-def test_texts_read_what_the_python_reads(
+def test_folder_texts_read_what_the_python_reads(
     sysroot: SysrootBuilder, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _cpus_tree(sysroot, outside)
@@ -194,6 +194,12 @@ def test_texts_read_what_the_python_reads(
                             got.append(here.read_texts(names))
                         except AscendtuneError as e:
                             got.append((type(e), str(e)))
+                        with here.folder("topology") as topo:
+                            for name in names:
+                                try:
+                                    got.append(topo.read_text(name))
+                                except AscendtuneError as e:
+                                    got.append((type(e), str(e)))
         return got
 
     c, py = _both(monkeypatch, read)

@@ -49,7 +49,7 @@ static int plain(const char *name)
     return name[0] && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
 }
 
-/* Open the folder `under` (plain components joined by "/") below `at`: one openat2 that
+/* Open the folder `under` (plain components joined by "/"; else EINVAL) below `at`: one openat2 that
  * refuses any link on the way and anything leaving `at` (RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH),
  * else component by component with O_NOFOLLOW. -1 with errno set on failure (the component
  * walk's errno: ELOOP for a link, ENOENT for an absent folder). */
@@ -58,6 +58,17 @@ static int open_under(int at, const char *under)
     char part[NAME_MAX + 1];
     const char *p = under;
     int fd = at, next;
+    for (const char *q = under;;) { /* "", ".", ".." as a component: not a plain walk */
+        const char *slash = strchr(q, '/');
+        size_t len = slash ? (size_t)(slash - q) : strlen(q);
+        if (len == 0 || (q[0] == '.' && (len == 1 || (len == 2 && q[1] == '.')))) {
+            errno = EINVAL;
+            return -1;
+        }
+        if (!slash)
+            break;
+        q = slash + 1;
+    }
 #ifdef SYS_openat2
     if (!openat2_broken) {
         /* one system call instead of an open and a close per folder on the way */
@@ -111,12 +122,17 @@ fail:
     return -1;
 }
 
+/* What absence answers in small_file: True (ask by path) wherever, None where the stat finds
+ * none (as _OpenFolder.read_text), or None also where the file goes between stat and open (as
+ * DirRoot.read_children) */
+enum { ABSENT_BY_PATH = 0, ABSENT_AT_STAT = 1, ABSENT_ANYWHERE = 2 };
+
 /* What one small file of the folder `at` holds, as Python's read answers it:
- * a str (decoded UTF-8, errors replaced), Py_None when absent (only where `absent_is_none`;
- * else True), "" when a regular file is shorter than skip_below, or Py_True: ask by path.
+ * a str (decoded UTF-8, errors replaced), Py_None when absent (as `absent` says; else True),
+ * "" when a regular file is shorter than skip_below, or Py_True: ask by path.
  * NULL with an exception set on a failed allocation. */
 static PyObject *small_file(int at, const char *name, Py_ssize_t cap, Py_ssize_t skip_below,
-                            int absent_is_none)
+                            int absent)
 {
     struct stat st;
     char small[SMALL + 1], *buf = small;
@@ -124,7 +140,7 @@ static PyObject *small_file(int at, const char *name, Py_ssize_t cap, Py_ssize_t
     int fd;
     PyObject *text;
     if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        if (errno == ENOENT && absent_is_none)
+        if (errno == ENOENT && absent != ABSENT_BY_PATH)
             Py_RETURN_NONE;
         Py_RETURN_TRUE;
     }
@@ -136,7 +152,7 @@ static PyObject *small_file(int at, const char *name, Py_ssize_t cap, Py_ssize_t
         Py_RETURN_TRUE;
     fd = retry_open(at, name, FILE_FLAGS);
     if (fd < 0) {
-        if (errno == ENOENT && absent_is_none)
+        if (errno == ENOENT && absent == ABSENT_ANYWHERE)
             Py_RETURN_NONE; /* removed since the stat */
         Py_RETURN_TRUE;
     }
@@ -160,16 +176,17 @@ static PyObject *small_file(int at, const char *name, Py_ssize_t cap, Py_ssize_t
     return text;
 }
 
-/* texts(dir_fd, under, names, cap) -> list of str | True (True: ask the root by its path),
- * or -1 when a folder of `under` is absent, -2 when it is a link or cannot be opened. */
+/* texts(dir_fd, under, names, cap, absent=0) -> list of str | True (True: ask the root by
+ * its path; None for a file the stat finds absent, where `absent`), or -1 when a folder of
+ * `under` is absent, -2 when it is a link, "", ".", ".." or cannot be opened. */
 static PyObject *texts(PyObject *self, PyObject *args)
 {
-    int at, fd;
+    int at, fd, absent = 0;
     const char *under;
     PyObject *names, *out;
     Py_ssize_t cap, n, i;
     (void)self;
-    if (!PyArg_ParseTuple(args, "isO!n", &at, &under, &PyTuple_Type, &names, &cap))
+    if (!PyArg_ParseTuple(args, "isO!n|p", &at, &under, &PyTuple_Type, &names, &cap, &absent))
         return NULL;
     if (under[0]) {
         fd = open_under(at, under);
@@ -189,7 +206,8 @@ static PyObject *texts(PyObject *self, PyObject *args)
             goto done;
         }
         text = plain(PyBytes_AS_STRING(bytes))
-                   ? small_file(fd, PyBytes_AS_STRING(bytes), cap, 0, 0)
+                   ? small_file(fd, PyBytes_AS_STRING(bytes), cap, 0,
+                                absent ? ABSENT_AT_STAT : ABSENT_BY_PATH)
                    : Py_NewRef(Py_True);
         Py_DECREF(bytes);
         if (text == NULL) {
@@ -337,7 +355,7 @@ static PyObject *children(PyObject *self, PyObject *args)
             PyList_SET_ITEM(out, i, row);
             continue;
         }
-        text = file ? small_file(d, file, cap, skip_below, 1) : Py_NewRef(Py_None);
+        text = file ? small_file(d, file, cap, skip_below, ABSENT_ANYWHERE) : Py_NewRef(Py_None);
         if (text != NULL) {
             fd = retry_open(d, links, DIR_FLAGS);
             if (fd >= 0)
@@ -369,7 +387,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"texts", texts, METH_VARARGS,
-     "texts(dir_fd, under, names, cap) -> list | -1 | -2: see walker._OpenFolder.read_texts"},
+     "texts(dir_fd, under, names, cap, absent=False) -> list | -1 | -2: see "
+     "walker._OpenFolder.read_texts"},
     {"children", children, METH_VARARGS,
      "children(top_fd, names, file, links, skip_below, cap) -> list: see "
      "walker.DirRoot.read_children"},

@@ -63,6 +63,12 @@ class _OpenFolder(Folder):
         fd = self.fd
         if fd is None or "/" in name or name in ("", ".", ".."):
             return self.root.read_text(self.path(name))
+        native = walk_native()
+        if native is not None:
+            # compiled: a CPU's caches, a PCI device's files (no stat_result, no path string
+            # made per file); None where the stat finds none, True: the full read decides
+            got = native.texts(fd, "", (name,), MAX_FILE_BYTES, True)[0]
+            return self.root.read_text(self.path(name)) if got is True else got
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -93,22 +99,24 @@ class _OpenFolder(Folder):
         fd = self.fd
         if fd is None:
             return super().read_texts(names, under)
-        parts = under.split("/") if under else []
-        if any(p in ("", ".", "..") for p in parts):
-            return super().read_texts(names, under)
-        rel = f"{self.rel}/{under}" if under else self.rel
         native = walk_native()
         if native is not None:
             # compiled: read_cpus of 4,096 CPUs 94 -> 75 ms of CPU (one openat2 for the two
             # folders on the way, no Python object per system call)
             got = native.texts(fd, under, names, MAX_FILE_BYTES)
-            if isinstance(got, int):  # a folder on the way absent (-1), or a link (-2)
+            if isinstance(got, int):  # a folder on the way absent (-1); a link, "..", ... (-2)
                 return [None] * len(names) if got == -1 else super().read_texts(names, under)
             texts: list[Any] = got  # str, or True: ask by path
-            for i, text in enumerate(texts):
-                if text is True:  # anything unusual: the full read decides
-                    texts[i] = self.root.read_text(f"{rel}/{names[i]}" if rel else names[i])
+            if True in texts:  # anything unusual: the full read decides
+                rel = f"{self.rel}/{under}" if under else self.rel
+                for i, text in enumerate(texts):
+                    if text is True:
+                        texts[i] = self.root.read_text(f"{rel}/{names[i]}" if rel else names[i])
             return texts
+        parts = under.split("/") if under else []
+        if any(p in ("", ".", "..") for p in parts):
+            return super().read_texts(names, under)
+        rel = f"{self.rel}/{under}" if under else self.rel
         opened_dirs: list[int] = []
         try:
             for part in parts:
