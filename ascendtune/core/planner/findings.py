@@ -99,7 +99,8 @@ def _locality(plan: Plan) -> list[Finding]:
     return out
 
 
-# a Cpu's fields, read by map over many CPUs (no Python loop per CPU)
+# a Cpu's fields, read by map over many CPUs (no Python loop per CPU: a rank of 128 CPUs'
+# siblings 16 -> 8 us)
 _SIBLINGS, _SOCKET = attrgetter("siblings"), attrgetter("socket")
 
 
