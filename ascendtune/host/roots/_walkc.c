@@ -231,12 +231,13 @@ struct dirent64_linux {
     char d_name[];
 };
 
-static char entries_buf[32768]; /* getdents64's buffer: the GIL is held throughout */
+#define ENTRIES_BUF 32768 /* getdents64's buffer: one per children() call */
 
 /* The targets of the links in the open folder fd, by sorted name (as sorted(os.listdir)):
  * a list, or Py_None when it cannot be listed. Closes fd. The folder is listed with
- * getdents64 itself: opendir would add an fstat and two fcntl calls per folder. */
-static PyObject *link_targets(int fd)
+ * getdents64 itself into entries_buf (ENTRIES_BUF bytes): opendir would add an fstat and two
+ * fcntl calls per folder. */
+static PyObject *link_targets(int fd, char *entries_buf)
 {
     PyObject *entries, *out = NULL;
     Py_ssize_t i, n;
@@ -247,7 +248,7 @@ static PyObject *link_targets(int fd)
     for (;;) {
         long got, pos;
         do
-            got = syscall(SYS_getdents64, fd, entries_buf, sizeof entries_buf);
+            got = syscall(SYS_getdents64, fd, entries_buf, ENTRIES_BUF);
         while (got < 0 && errno == EINTR);
         if (got < 0) { /* a listing that fails part way: None, as os.listdir's OSError */
             Py_CLEAR(entries);
@@ -309,8 +310,9 @@ done:
 static PyObject *children(PyObject *self, PyObject *args)
 {
     int top;
-    PyObject *names, *file_obj, *out, *file_bytes = NULL;
+    PyObject *names, *file_obj, *out = NULL, *file_bytes = NULL;
     const char *file = NULL, *links;
+    char *entries_buf = NULL;
     Py_ssize_t skip_below, cap, n, i;
     (void)self;
     if (!PyArg_ParseTuple(args, "iO!Osnn", &top, &PyList_Type, &names, &file_obj, &links,
@@ -320,6 +322,11 @@ static PyObject *children(PyObject *self, PyObject *args)
         if (!PyUnicode_FSConverter(file_obj, &file_bytes))
             return NULL;
         file = PyBytes_AS_STRING(file_bytes);
+    }
+    entries_buf = PyMem_Malloc(ENTRIES_BUF);
+    if (entries_buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
     n = PyList_GET_SIZE(names);
     out = PyList_New(n);
@@ -359,7 +366,7 @@ static PyObject *children(PyObject *self, PyObject *args)
         if (text != NULL) {
             fd = retry_open(d, links, DIR_FLAGS);
             if (fd >= 0)
-                targets = link_targets(fd);
+                targets = link_targets(fd, entries_buf);
             else if (errno == ENOENT)
                 targets = Py_NewRef(Py_None);
             else /* a link (ELOOP), not a folder: by its path */
@@ -381,6 +388,7 @@ static PyObject *children(PyObject *self, PyObject *args)
         PyList_SET_ITEM(out, i, row);
     }
 done:
+    PyMem_Free(entries_buf);
     Py_XDECREF(file_bytes);
     return out;
 }
