@@ -335,9 +335,15 @@ static PyObject *children(PyObject *self, PyObject *args)
     for (i = 0; i < n; i++) {
         PyObject *bytes = NULL, *text = NULL, *targets = NULL, *row;
         int d, fd;
-        if ((i & 255) == 255 && PyErr_CheckSignals() < 0) { /* Ctrl-C in a scan of 100,000 */
-            Py_CLEAR(out);
-            goto done;
+        if ((i & 255) == 255) {
+            /* every 256 entries (about 5 ms, Python's switch interval): other threads get the
+             * GIL, and Ctrl-C stops a scan of 100,000 processes */
+            Py_BEGIN_ALLOW_THREADS
+            Py_END_ALLOW_THREADS
+            if (PyErr_CheckSignals() < 0) {
+                Py_CLEAR(out);
+                goto done;
+            }
         }
         if (!PyUnicode_FSConverter(PyList_GET_ITEM(names, i), &bytes)) {
             Py_CLEAR(out);
