@@ -1,6 +1,7 @@
-"""The compiled parts: `log`'s scan loops (ascendtune/core/vllm_log/_scanc.c) and bind's per-thread
-mask loops (ascendtune/host/affinity/_affinityc.c). Optional: where no C compiler is found the
-install still succeeds and `log` and `bind` run the same loops in Python."""
+"""The compiled parts: `log`'s scan loops (ascendtune/core/vllm_log/_scanc.c), bind's per-thread
+mask loops (ascendtune/host/affinity/_affinityc.c) and a sysroot folder's common reads
+(ascendtune/host/roots/_walkc.c). Optional: where no C compiler is found the install still
+succeeds and `log`, `bind` and the sysroot reader run the same loops in Python."""
 
 from setuptools import Extension, setup
 
@@ -14,6 +15,11 @@ setup(
         Extension(
             "ascendtune.host.affinity._affinityc",
             ["ascendtune/host/affinity/_affinityc.c"],
+            optional=True,
+        ),
+        Extension(
+            "ascendtune.host.roots._walkc",
+            ["ascendtune/host/roots/_walkc.c"],
             optional=True,
         ),
     ]

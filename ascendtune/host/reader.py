@@ -95,7 +95,9 @@ def read_cpus(root: Root) -> tuple[CpuSet, CpuSet, dict[int, tuple[int, int, Cpu
             else:
                 sock, core, siblings, shared = _topology(cpu_dir, c, parsed)
                 if shared:
-                    core_of.update(dict.fromkeys(siblings, (sock, core, siblings)))
+                    known = (sock, core, siblings)
+                    for s in siblings:  # no dict made per core to update from
+                        core_of[s] = known
             if llc is None:
                 with cpu_dir.folder(f"cpu{c}") as here:
                     llc = _llc(here, parsed)
@@ -113,12 +115,15 @@ def _topology(cpu_dir: Folder, c: int, parsed: dict[str, CpuSet]) -> tuple[int, 
     the siblings too (a sibling list naming c, and a core_id)."""
     sock_text, core_text, sib_text = cpu_dir.read_texts(_TOPOLOGY, f"cpu{c}/topology")
     sock = _int(sock_text, 0)
-    core = _int(core_text, c)
+    read_core = _int_or_none(core_text)
+    core = c if read_core is None else read_core
     if not sib_text:
         return sock, core, frozenset({c}), False
-    source = f"{CPU_DIR}/cpu{c}/topology/thread_siblings_list"
-    siblings = _parse_once(parsed, sib_text, source)
-    return sock, core, siblings, c in siblings and core == _int(core_text, -1)
+    siblings = parsed.get(sib_text)
+    if siblings is None:  # the source named only when parsed: no string built per core
+        source = f"{CPU_DIR}/cpu{c}/topology/thread_siblings_list"
+        siblings = parsed[sib_text] = parse_cpulist(sib_text, source=source)
+    return sock, core, siblings, read_core is not None and c in siblings
 
 
 def _parse_once(parsed: dict[str, CpuSet], text: str, source: str) -> CpuSet:
@@ -164,12 +169,17 @@ def _llc(here: Folder, memo: dict[str, CpuSet]) -> CpuSet:
 
 
 def _int(text: str | None, default: int) -> int:
+    got = _int_or_none(text)
+    return default if got is None else got
+
+
+def _int_or_none(text: str | None) -> int | None:
     if text is None:
-        return default
+        return None
     try:
         return int(text.strip())
     except ValueError:
-        return default
+        return None
 
 
 # at most 18 digits (an exabyte in kB): a longer number is not a reading, and int() of
@@ -413,7 +423,11 @@ def read_host(root: Root) -> Host:
     for c, (sock, core, read_siblings, read_llc_set) in facts.items():
         siblings = within.get(read_siblings)
         if siblings is None:
-            siblings = within[read_siblings] = read_siblings & online
+            # all online (nearly always): the set read is kept, not copied (2,048 sets fewer
+            # at 4,096 CPUs for the collector to count)
+            within[read_siblings] = siblings = (
+                read_siblings if read_siblings <= online else read_siblings & online
+            )
         llc = within.get(read_llc_set)
         if llc is None:
             llc = within[read_llc_set] = read_llc_set & online

@@ -21,12 +21,13 @@ def cores_of(host: Host, cpus: CpuSet) -> list[Core]:
     """Group CPUs into physical cores (by SMT siblings), ordered by their lowest CPU."""
     seen: set[int] = set()
     out: list[Core] = []
+    table = host.cpus
     for c in sorted(cpus):
         if c in seen:
             continue
-        cpu = host.cpus.get(c)
-        sibs = (cpu.siblings if cpu else frozenset({c})) & cpus
-        core = tuple(sorted(sibs | {c}))
+        cpu = table.get(c)
+        sibs = cpu.siblings & cpus if cpu else frozenset({c})
+        core = tuple(sorted(sibs if c in sibs else sibs | {c}))
         seen.update(core)
         out.append(core)
     return out

@@ -46,7 +46,9 @@ class _NumaMap:
 
     def __init__(self, host: Host) -> None:
         self.cpus: dict[int, list[int]] = {n.id: sorted(n.cpus) for n in host.cpu_nodes}
-        self.node_of: dict[int, int] = {c: n for n, cs in self.cpus.items() for c in cs}
+        self.node_of: dict[int, int] = {}
+        for n, cs in self.cpus.items():
+            self.node_of.update(dict.fromkeys(cs, n))  # no Python loop per CPU
 
     def get(self, node: int) -> list[int]:
         return self.cpus.setdefault(node, [])
@@ -56,11 +58,12 @@ class _NumaMap:
 
     def extend_onto(self, pool: list[int], allowed: CpuSet) -> tuple[list[int], int | None]:
         """The pool extended onto the next node, and that node (None: not extended)."""
-        nodes = {self.node_of[c] for c in pool if c in self.node_of}
+        of = self.node_of  # by map: no Python loop per CPU
+        nodes = set(map(of.__getitem__, filter(of.__contains__, pool)))
         if len(nodes) != 1:
             return pool, None
         nxt = (nodes.pop() + 1) % len(self.cpus)
-        return sorted(set(pool) | {c for c in self.get(nxt) if c in allowed}), nxt
+        return sorted(allowed.intersection(self.get(nxt)).union(pool)), nxt
 
 
 def affinity_read(devices: Sequence[Accelerator], host: Host) -> dict[int, CpuSet]:
