@@ -127,9 +127,10 @@ CHILD_SHARE = 0.5
 def _read_cpus(root: _Recorder) -> list[str]:
     """_cpu_paths of every CPU folder, their listings and texts put into root, the last
     CHILD_SHARE of them read by a forked child on the second core (forked.Child) while this
-    process reads the rest. The child reads through the same Root (every bound and refusal of
-    the sysroot reader holds there too); its answers are taken only when well formed, else
-    this process reads its share too, so the capture is the same either way."""
+    process reads the rest; the child also reads its share of the files doctor declares in
+    every CPU folder (_declared_paths). The child reads through the same Root (every bound and
+    refusal of the sysroot reader holds there too); its answers are taken only when well
+    formed, else this process reads its share too, so the capture is the same either way."""
     cpus = _cpus(root)
     split = len(cpus) - int(len(cpus) * CHILD_SHARE) if _fork_share(root, cpus) else len(cpus)
     share = cpus[split:]
@@ -143,13 +144,29 @@ def _read_cpus(root: _Recorder) -> list[str]:
         for entry, names in zip(share, lists, strict=True):
             root.lists.setdefault(_cache_dir(entry), names)
         theirs = _cpu_paths(root, share)  # from the listings just taken
-        if len(theirs) == len(texts):
-            for rel, text in zip(theirs, texts, strict=True):
+        read = theirs + _declared_paths(share)
+        if len(read) == len(texts):
+            for rel, text in zip(read, texts, strict=True):
                 root.texts.setdefault(rel, text)
     else:
         theirs = _cpu_paths(root, share)
     root.read_files(theirs)  # what the child did not give (all of it when it gave nothing)
     return paths + theirs
+
+
+def _declared_paths(entries: list[str]) -> list[str]:
+    """The files doctor declares in every CPU folder (cpu[0-9]*/..., e.g. the governor), of
+    these folders: doctor_paths reads them all, 8,192 at 8,192 CPUs (0.07 s of one core)."""
+    from ascendtune.core.doctor.facts import is_pattern
+    from ascendtune.core.doctor.host_rules import declared_reads
+
+    every = f"{reader.CPU_DIR}/cpu[0-9]*/"
+    rests = [
+        d[len(every) :]
+        for d in declared_reads()
+        if d.startswith(every) and not is_pattern(d[len(every) :])
+    ]
+    return [f"{reader.CPU_DIR}/{entry}/{rest}" for entry in entries for rest in rests]
 
 
 def _fork_share(root: _Recorder, cpus: list[str]) -> bool:
@@ -160,14 +177,14 @@ def _fork_share(root: _Recorder, cpus: list[str]) -> bool:
 
 def _child_read(root: Root, share: list[str]) -> tuple[list[list[str] | None], list[str | None]]:
     """In the child: the cache listing of each CPU folder of share, and the texts of their
-    files (_cpu_paths' order)."""
+    files (_cpu_paths' order), then of _declared_paths(share)."""
     close = getattr(root, "close", None)
     if close is not None:
         # the folders the parent keeps open are its descriptors' twins, offsets shared: a
         # listing here (which rewinds) would move the parent's; the child opens its own
         close()
     rec = _Recorder(root)
-    paths = _cpu_paths(rec, share)
+    paths = _cpu_paths(rec, share) + _declared_paths(share)
     return [rec.lists[_cache_dir(entry)] for entry in share], root.read_files(paths)
 
 

@@ -27,16 +27,20 @@ CPU = "sys/devices/system/cpu"
 
 @pytest.fixture
 def host(sysroot: SysrootBuilder) -> Path:
-    """The A2 host (192 CPUs) with L1 and L3 caches, a file missing and a file that is a link
-    in the child's half, and one missing in the parent's."""
+    """The A2 host (192 CPUs) with L1 and L3 caches and governors, a file missing and a file
+    that is a link in the child's half, and one missing in the parent's."""
     spec = standard.atlas_800i_a2()
     llc = (frozenset(range(96)), frozenset(range(96, 192)))
-    sysroot.spec(replace(spec, cpus=replace(spec.cpus, llc=llc, l1=True)))
+    cpus = replace(spec.cpus, llc=llc, l1=True, governor="performance")
+    sysroot.spec(replace(spec, cpus=cpus))
     root = sysroot.root
-    (root / f"{CPU}/cpu7/topology/core_id").unlink()
-    (root / f"{CPU}/cpu150/cache/index3/level").unlink()
-    (root / f"{CPU}/cpu170/topology/core_id").unlink()
-    sysroot.link(f"{CPU}/cpu170/topology/core_id", f"/{CPU}/cpu3/topology/core_id")
+    listed = sorted(f"cpu{c}" for c in range(192))  # the child's half: the last 96 listed
+    assert {"cpu50", "cpu60", "cpu70", "cpu80"} <= set(listed[96:]) and "cpu120" in listed[:96]
+    (root / f"{CPU}/cpu120/topology/core_id").unlink()
+    (root / f"{CPU}/cpu50/cache/index3/level").unlink()
+    (root / f"{CPU}/cpu70/cpufreq/scaling_governor").unlink()
+    (root / f"{CPU}/cpu60/topology/core_id").unlink()
+    sysroot.link(f"{CPU}/cpu60/topology/core_id", f"/{CPU}/cpu3/topology/core_id")
     return root
 
 
@@ -110,10 +114,13 @@ def test_the_forked_read_gives_the_capture_one_process_gives(
     assert len(seen) == 1 and seen[0] is not None  # the child's half was taken from it
     assert_same(cap, plain(host))
     # the child's half holds what the fixture put there: a missing file, one read through a link
-    assert f"{CPU}/cpu150/cache/index3/level" in cap.missing
-    assert f"{CPU}/cpu7/topology/core_id" in cap.missing
-    assert cap.files[f"{CPU}/cpu170/topology/core_id"] == cap.files[f"{CPU}/cpu3/topology/core_id"]
+    assert f"{CPU}/cpu50/cache/index3/level" in cap.missing
+    assert f"{CPU}/cpu120/topology/core_id" in cap.missing
+    assert cap.files[f"{CPU}/cpu60/topology/core_id"] == cap.files[f"{CPU}/cpu3/topology/core_id"]
     assert f"{CPU}/cpu191/cache/index1/shared_cpu_list" in cap.files
+    # and doctor's per-CPU files, which the child read for its half
+    assert f"{CPU}/cpu191/cpufreq/scaling_governor" in cap.files
+    assert f"{CPU}/cpu70/cpufreq/scaling_governor" not in cap.files
 
 
 def test_no_child_below_the_threshold_or_beside_another_thread(
@@ -210,7 +217,7 @@ def test_ctrl_c_in_the_parent_kills_the_child(
 def test_a_refusal_in_the_childs_half_is_the_parents_refusal(
     host: Path, children: list[int]
 ) -> None:
-    fifo = host / f"{CPU}/cpu180/topology/core_id"
+    fifo = host / f"{CPU}/cpu80/topology/core_id"
     fifo.unlink()
     os.mkfifo(fifo)
     with pytest.raises(InvalidInput, match="FIFO") as plain_refusal:
@@ -232,5 +239,9 @@ def test_a_live_root_reads_its_cpus_through_a_child_too(
     want = snap._Recorder(DirRoot(host, live=True))
     monkeypatch.setattr(snap, "FORK_FROM_CPUS", 1 << 30)
     assert paths == snap._read_cpus(want)
-    assert got.texts == want.texts
     assert got.lists == want.lists
+    assert {rel: got.texts[rel] for rel in want.texts} == want.texts
+    # and the child's half of doctor's per-CPU files, as the root reads them
+    extra = sorted(got.texts.keys() - want.texts.keys())
+    assert extra == sorted(snap._declared_paths(snap._cpus(DirRoot(host))[96:]))
+    assert [got.texts[rel] for rel in extra] == DirRoot(host, live=True).read_files(extra)
