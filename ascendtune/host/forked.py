@@ -31,8 +31,14 @@ _PIPE_BYTES = 1 << 20
 
 def can_fork() -> bool:
     """Whether a child may be forked here: fork exists and no other thread runs (a thread's
-    lock held at the fork would stay held in the child)."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    lock held at the fork would stay held in the child), counting the threads a library
+    started outside Python too where /proc tells."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: Python's own count
+        return True
 
 
 class Child:
