@@ -141,8 +141,10 @@ def _read_cpus(root: _Recorder) -> list[str]:
         paths = _cpu_paths(root, cpus[:split])
         root.read_files(paths)
         got = child.result()
+    theirs: list[str] | None = None
     if isinstance(got, tuple) and len(got) == 2 and _well_formed(*got, len(share)):
         lists, texts = got
+        taken = [_cache_dir(entry) for entry in share if _cache_dir(entry) not in root.lists]
         for entry, names in zip(share, lists, strict=True):
             root.lists.setdefault(_cache_dir(entry), names)
         theirs = _cpu_paths(root, share)  # from the listings just taken
@@ -150,7 +152,11 @@ def _read_cpus(root: _Recorder) -> list[str]:
         if len(read) == len(texts):
             for rel, text in zip(read, texts, strict=True):
                 root.texts.setdefault(rel, text)
-    else:
+        else:  # texts that do not match the listings: neither is taken
+            for rel in taken:
+                del root.lists[rel]
+            theirs = None
+    if theirs is None:
         theirs = _cpu_paths(root, share)
     root.read_files(theirs)  # what the child did not give (all of it when it gave nothing)
     return paths + theirs
