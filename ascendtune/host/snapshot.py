@@ -120,7 +120,9 @@ def _cpu_paths(root: Root, entries: list[str]) -> list[str]:
 # from this many CPUs a forked child reads part of them (_read_cpus). Measured on the
 # 1,024-CPU bench host (/tmp/sp/h1k): one process reads the CPU folders in 42 ms of CPU; forked,
 # the parent takes 25 ms and the child 28 ms (fork, copied pages, marshal: 11 ms more in all),
-# so a free second core saves about 15 ms there and 512 CPUs is about where it stops paying
+# so a free second core saves about 15 ms there and 512 CPUs is about where it stops paying.
+# At 8,192 CPUs (/tmp/sp/h8k, the CLI's modules loaded): 364-370 ms of CPU in one process;
+# forked, 199-214 ms in the parent and 210 ms in the child (about 4,800 copy-on-write faults)
 FORK_FROM_CPUS = 512
 # the child's share of the CPUs: it also marshals and writes what it read, the parent unmarshals
 CHILD_SHARE = 0.5
