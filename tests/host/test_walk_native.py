@@ -228,3 +228,45 @@ def test_read_cpus_and_the_scan_are_the_same_either_way(
     assert c == py and isinstance(c, tuple)
     assert sorted(c.held) == [10, 13, 16, 17, 23] and c.irqbalance == (11,)
     assert len(names) > 16
+
+
+@needs_c
+def test_read_files_read_what_the_python_reads(
+    sysroot: SysrootBuilder, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DirRoot.read_files (a snapshot's whole capture) through the compiled reads, run by run of
+    one folder, against the Python loop: paths in runs, runs broken and taken up again, links,
+    a folder where a file belongs, absent files and folders, names no plain component."""
+    _cpus_tree(sysroot, outside)
+    groups = [["meta.json", "", "/etc/passwd", f"{CPU}/online", f"{CPU}//online", f"{CPU}/./x"]]
+    for c in [*range(0, 16), 191, 5000]:
+        base = f"{CPU}/cpu{c}"
+        rels = [f"{base}/topology/{n}" for n in NAMES[:4]]  # "." and ".." name folders
+        rels += [f"{base}/online", f"{base}/topology/core_id", f"{base}/topology/../online"]
+        rels += [f"{base}/cache/index0/level", f"{base}/absent/file", f"{base}/topology/a/b"]
+        groups.append(rels)
+        groups += [[f"{base}/topology/{n}"] for n in NAMES[4:]]
+    # every path that reads in one call
+    groups.append([r for g in groups[1:] if len(g) > 1 for r in g if "cpu14/" not in r])
+
+    def read() -> list[object]:
+        root = DirRoot(sysroot.root)
+        got: list[object] = []
+        for rels in groups:
+            try:
+                got.append(root.read_files(rels))
+            except AscendtuneError as e:
+                got.append((type(e), str(e)))
+        return got
+
+    c, py = _both(monkeypatch, read)
+    assert c == py
+    assert isinstance(c, list) and SECRET not in str(c)
+    assert "is a folder" in str(c[1 + 4 * 14])  # cpu14's core_id
+    whole = c[-1]
+    assert isinstance(whole, list) and len(whole) == len(groups[-1])
+    assert any(isinstance(t, str) and t for t in whole) and None in whole
+    for cap in (4, 3):
+        monkeypatch.setattr(walker, "MAX_FILE_BYTES", cap)
+        c, py = _both(monkeypatch, read)
+        assert c == py, cap

@@ -542,6 +542,9 @@ class DirRoot(Root):
         # else, or any error but absence, is answered by read_text, which decides
         if self.live:
             return super().read_files(rels)
+        native = walk_native()
+        if native is not None:
+            return self._read_files_native(native, rels)
         out: list[str | None] = []
         add = out.append
         open_dir, sstat = self._open_dir, os.stat
@@ -565,6 +568,46 @@ class DirRoot(Root):
             except OSError:
                 pass
             add(self.read_text(rel))
+        return out
+
+    def _read_files_native(self, native: Any, rels: list[str]) -> list[str | None]:
+        """read_files compiled (_walkc.texts), one call for each run of paths in one plain
+        folder (a CPU's topology files, its online, each cache index's three): the snapshot of
+        an 8,192-CPU host reads 33,000 files so. The answers are the Python loop's: a file the
+        stat finds absent (or whose folder is absent) is None; anything unusual (a link, a name
+        that is not one plain component, a file past the cap, an error) is read_text's."""
+        out: list[str | None] = []
+        extend = out.extend
+        open_dir = self._open_dir
+        cap = MAX_FILE_BYTES
+        i, n = 0, len(rels)
+        while i < n:
+            rel = rels[i]
+            cut = rel.rfind("/")
+            folder = rel[:cut] if cut > 0 else ""
+            start = cut + 1
+            j = i + 1  # the run of paths in the same folder
+            while j < n and rels[j].startswith(rel[:start]) and rels[j].find("/", start) < 0:
+                j += 1
+            names = tuple(r[start:] for r in rels[i:j])
+            try:
+                at = open_dir(folder) if folder else None
+            except FileNotFoundError:  # a folder on the way holds no such entry
+                extend([None] * (j - i))
+                i = j
+                continue
+            except OSError:
+                at = None
+            if at is None:  # not a plain folder (or the top): the full read decides
+                extend(self.read_text(r) for r in rels[i:j])
+            else:
+                got = native.texts(at, "", names, cap, True)
+                if True in got:
+                    got = [
+                        self.read_text(rels[i + k]) if t is True else t for k, t in enumerate(got)
+                    ]
+                extend(got)
+            i = j
         return out
 
     def read_children(
