@@ -114,14 +114,11 @@ class Child:
         if kill:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        while True:
-            try:
-                _, status = os.waitpid(pid, 0)
-            except InterruptedError:
-                continue
-            except ChildProcessError:  # reaped by someone else (a SIGCHLD handler)
-                return None
-            return os.waitstatus_to_exitcode(status)
+        try:
+            _, status = os.waitpid(pid, 0)  # EINTR is retried by Python (PEP 475)
+        except ChildProcessError:  # reaped by someone else (a SIGCHLD handler)
+            return None
+        return os.waitstatus_to_exitcode(status)
 
     def _end(self) -> None:
         if self.pid:

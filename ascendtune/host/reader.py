@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ascendtune.core.cpulist import CpuSet, format_cpulist, parse_cpulist
@@ -119,17 +119,18 @@ def _topology(cpu_dir: Folder, c: int, parsed: dict[str, CpuSet]) -> tuple[int, 
     core = c if read_core is None else read_core
     if not sib_text:
         return sock, core, frozenset({c}), False
-    siblings = parsed.get(sib_text)
-    if siblings is None:  # the source named only when parsed: no string built per core
-        source = f"{CPU_DIR}/cpu{c}/topology/thread_siblings_list"
-        siblings = parsed[sib_text] = parse_cpulist(sib_text, source=source)
+    siblings = _parse_once(
+        parsed, sib_text, lambda: f"{CPU_DIR}/cpu{c}/topology/thread_siblings_list"
+    )
     return sock, core, siblings, read_core is not None and c in siblings
 
 
-def _parse_once(parsed: dict[str, CpuSet], text: str, source: str) -> CpuSet:
+def _parse_once(parsed: dict[str, CpuSet], text: str, source: Callable[[], str]) -> CpuSet:
+    """text as a CPU list, parsed once per distinct text; source names its file, made only
+    when the text is parsed (not a string built per core)."""
     got = parsed.get(text)
     if got is None:
-        got = parsed[text] = parse_cpulist(text, source=source)
+        got = parsed[text] = parse_cpulist(text, source=source())
     return got
 
 
@@ -161,7 +162,7 @@ def _llc(here: Folder, memo: dict[str, CpuSet]) -> CpuSet:
                     try:
                         best_level, best = (
                             level,
-                            _parse_once(memo, shared, f"{index.rel}/shared_cpu_list"),
+                            _parse_once(memo, shared, lambda: f"{index.rel}/shared_cpu_list"),
                         )
                     except ParseError:
                         continue

@@ -180,9 +180,10 @@ def _declared_paths(entries: list[str]) -> list[str]:
 
 
 def _fork_share(root: _Recorder, cpus: list[str]) -> bool:
-    """Whether a child reads a share: a host of FORK_FROM_CPUS or more read from files (a
-    folder sysroot or the live host; an archive is in memory already)."""
-    return len(cpus) >= FORK_FROM_CPUS and isinstance(root.inner, DirRoot) and forked.can_fork()
+    """Whether a child is to read a share: a host of FORK_FROM_CPUS or more read from files (a
+    folder sysroot or the live host; an archive is in memory already). forked.Child decides
+    whether one can be forked; where none is, this process reads the share after its own."""
+    return len(cpus) >= FORK_FROM_CPUS and isinstance(root.inner, DirRoot)
 
 
 def _child_read(root: Root, share: list[str]) -> tuple[list[list[str] | None], list[str | None]]:

@@ -8,8 +8,6 @@ import ctypes
 import mmap
 import os
 import re
-import shutil
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from ascendtune.core.vllm_log import LogReport, parse_chunks, parse_log, records
 from ascendtune.core.vllm_log import patterns as pat
 from ascendtune.core.vllm_log.parser import RUN_CLOCK_BACK_S
 from ascendtune.core.vllm_log.records import DIRTY, STAMP_MARKS, plain_stamps
+from tests.support.compiler import skip_without_cc
 
 FIX = Path(__file__).parents[1] / "fixtures" / "vllm_log"
 LOGS = sorted(FIX.glob("*.log"))
@@ -487,9 +486,7 @@ needs_c = pytest.mark.skipif(scan.native() is None, reason="installed without a 
 
 
 def test_the_compiled_loops_are_built_where_a_compiler_is() -> None:
-    cc = (sysconfig.get_config_var("CC") or "").split()
-    if not cc or shutil.which(cc[0]) is None:
-        pytest.skip("no C compiler: the Python path runs alone")
+    skip_without_cc()
     assert scan.native() is not None, "pip install -e . builds ascendtune/core/vllm_log/_scanc.c"
 
 

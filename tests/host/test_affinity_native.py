@@ -5,8 +5,6 @@ call fails, the same survey, the same bind report."""
 from __future__ import annotations
 
 import os
-import shutil
-import sysconfig
 
 import pytest
 
@@ -20,6 +18,7 @@ from tests.support.children import (
     masks,
     needs_cpus_0_1,
 )
+from tests.support.compiler import skip_without_cc
 
 pytestmark = needs_cpus_0_1
 
@@ -31,9 +30,7 @@ MIXED = [[0], [1], [0, 1], [0, 1]]  # thread i of the child starts on MIXED[i % 
 
 
 def test_the_compiled_loops_are_built_where_a_compiler_is() -> None:
-    cc = (sysconfig.get_config_var("CC") or "").split()
-    if not cc or shutil.which(cc[0]) is None:
-        pytest.skip("no C compiler: the Python path runs alone")
+    skip_without_cc()
     assert mask_io.affinity_native() is not None, "pip install -e . builds _affinityc.c"
 
 

@@ -191,14 +191,49 @@ def _born_meanwhile(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
             assert frozenset(os.sched_getaffinity(int(t))) == one
     finally:
         monkeypatch.undo()
-        for t in os.listdir("/proc/self/task"):
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(int(t), mine)
+        _put_back(mine)
         go.set()
         c.join()
         stop.set()
         for t in born:
             t.join()
+
+
+def _put_back(mine: frozenset[int]) -> None:
+    """Every thread of this test process back on mine, after a test that bound it."""
+    for t in os.listdir("/proc/self/task"):
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(t), mine)
+
+
+class _Newborn:
+    """A thread born on demand: start() returns once it has named itself (when given a name)
+    and put itself on `mask`; it then waits for `stop`."""
+
+    def __init__(self, mask: frozenset[int], stop: threading.Event, name: bytes = b"") -> None:
+        self.mask, self.stop, self.name = mask, stop, name
+        self.tid: int | None = None
+        self.thread: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+        assert self._ready.wait(10)
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def _run(self) -> None:
+        if self.name:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(15, self.name, 0, 0, 0)  # PR_SET_NAME
+        os.sched_setaffinity(0, self.mask)
+        self.tid = threading.get_native_id()
+        self._ready.set()
+        self.stop.wait()
 
 
 class Narrowing(Tasks):
@@ -228,24 +263,14 @@ def test_a_thread_born_before_the_final_re_read_is_read_by_it(
     idlers = [threading.Thread(target=idle.wait) for _ in range(extra)]
     mine = frozenset(os.sched_getaffinity(0))
     one = frozenset({max(mine)})
-    born: list[threading.Thread] = []
-    newborn_tid: list[int] = []
-    ready = threading.Event()
-
-    def newborn() -> None:
-        os.sched_setaffinity(0, mine)
-        newborn_tid.append(threading.get_native_id())
-        ready.set()
-        stop.wait()
+    newborn = _Newborn(mine, stop)
 
     real_survey, real_tail = bind_engine._survey, bind_engine._list_tail
     tails: list[object] = []
 
     def survey(*args: object) -> object:
-        if not born:
-            born.append(threading.Thread(target=newborn))
-            born[0].start()
-            assert ready.wait(10)
+        if newborn.thread is None:
+            newborn.start()
         return real_survey(*args)  # type: ignore[arg-type]
 
     def list_tail(*args: object) -> object:
@@ -260,8 +285,8 @@ def test_a_thread_born_before_the_final_re_read_is_read_by_it(
         monkeypatch.setattr(bind_engine, "_list_tail", list_tail)
         report = bind_process(os.getpid(), BindTarget(cpus=one))
         monkeypatch.undo()
-        assert newborn_tid, "the newborn did not run"
-        assert frozenset(os.sched_getaffinity(newborn_tid[0])) == one
+        assert newborn.tid is not None, "the newborn did not run"
+        assert frozenset(os.sched_getaffinity(newborn.tid)) == one
         assert report.verified
         assert report.threads_total == len(os.listdir("/proc/self/task"))
         # with 150 idle threads the pass after pass 1, the final re-read and the one after
@@ -269,13 +294,12 @@ def test_a_thread_born_before_the_final_re_read_is_read_by_it(
         assert sum(t is not None for t in tails) == (3 if extra else 0)
     finally:
         monkeypatch.undo()
-        for t in os.listdir("/proc/self/task"):
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(int(t), mine)
+        _put_back(mine)
         idle.set()
         stop.set()
-        for t in [*idlers, *born]:
+        for t in idlers:
             t.join()
+        newborn.join()
 
 
 def test_by_roles_a_thread_born_after_pass_1_is_found_by_the_tail(
@@ -285,31 +309,18 @@ def test_by_roles_a_thread_born_after_pass_1_is_found_by_the_tail(
     threads again a thread is born, names itself acl_thread and puts itself on the old mask.
     Pass 2 lists only the end of /proc/PID/task (_list_tail), and that shows it: it is read,
     and written to the acl target."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    idle, stop, ready = threading.Event(), threading.Event(), threading.Event()
+    idle, stop = threading.Event(), threading.Event()
     idlers = [threading.Thread(target=idle.wait) for _ in range(150)]
     mine = frozenset(os.sched_getaffinity(0))
     target = BindTarget(cpus=BOTH, roles={"main": frozenset({0}), "acl": frozenset({1})})
-    born: list[threading.Thread] = []
-    newborn_tid: list[int] = []
-
-    def newborn() -> None:
-        libc.prctl(15, b"acl_thread", 0, 0, 0)  # PR_SET_NAME
-        os.sched_setaffinity(0, mine)
-        newborn_tid.append(threading.get_native_id())
-        ready.set()
-        stop.wait()
+    newborn = _Newborn(mine, stop, b"acl_thread")
 
     real_tail, real_survey = bind_engine._list_tail, bind_engine._survey
     tails: list[object] = []  # the passes' tails, not the final re-read's
 
     def list_tail(*args: object) -> object:
-        if not born:  # pass 2's
-            born.append(threading.Thread(target=newborn))
-            born[0].start()
-            assert ready.wait(10)
+        if newborn.thread is None:  # pass 2's
+            newborn.start()
         tails.append(real_tail(*args))  # type: ignore[arg-type]
         return tails[-1]
 
@@ -324,21 +335,20 @@ def test_by_roles_a_thread_born_after_pass_1_is_found_by_the_tail(
         monkeypatch.setattr(bind_engine, "_survey", survey)
         report = bind_process(os.getpid(), target)
         monkeypatch.undo()
-        assert newborn_tid, "no pass listed the tail"
+        assert newborn.tid is not None, "no pass listed the tail"
         first = tails[0]
-        assert isinstance(first, bind_engine._Tail) and newborn_tid[0] in first.tids
-        assert frozenset(os.sched_getaffinity(newborn_tid[0])) == frozenset({1})
+        assert isinstance(first, bind_engine._Tail) and newborn.tid in first.tids
+        assert frozenset(os.sched_getaffinity(newborn.tid)) == frozenset({1})
         assert report.verified and report.passes >= 2
-        assert newborn_tid[0] in report.roles_placed["acl"]
+        assert newborn.tid in report.roles_placed["acl"]
     finally:
         monkeypatch.undo()
-        for t in os.listdir("/proc/self/task"):
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(int(t), mine)
+        _put_back(mine)
         idle.set()
         stop.set()
-        for t in [*idlers, *born]:
+        for t in idlers:
             t.join()
+        newborn.join()
 
 
 def test_a_write_the_kernel_may_narrow_is_read_back(spawn: Spawn) -> None:
@@ -569,9 +579,7 @@ def test_a_real_thread_renamed_before_the_final_re_read_gets_its_new_role(masks_
         assert all(m == frozenset({0}) for t, m in got.items() if t != victim)
         assert report.roles_placed == {"acl": (victim,)}
     finally:
-        for t in os.listdir("/proc/self/task"):
-            with contextlib.suppress(ProcessLookupError):
-                os.sched_setaffinity(int(t), mine)
+        _put_back(mine)
         stop.set()
         for t in idlers:
             t.join()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ascendtune.host import reader
 from ascendtune.host.roots import DirRoot, walker
 from ascendtune.host.workers import scan_processes
 from tests.support.builder import SysrootBuilder
+from tests.support.compiler import skip_without_cc
 from tests.support.hosts import atlas_a2
 
 CPU = "sys/devices/system/cpu"
@@ -27,9 +27,7 @@ needs_c = pytest.mark.skipif(walker.walk_native() is None, reason="installed wit
 
 
 def test_the_compiled_reads_are_built_where_a_compiler_is() -> None:
-    cc = (sysconfig.get_config_var("CC") or "").split()
-    if not cc or shutil.which(cc[0]) is None:
-        pytest.skip("no C compiler: the Python path runs alone")
+    skip_without_cc()
     assert walker.walk_native() is not None, "pip install -e . builds host/roots/_walkc.c"
 
 
@@ -43,6 +41,23 @@ def _both(monkeypatch: pytest.MonkeyPatch, read: Callable[[], object]) -> tuple[
         except (AscendtuneError, ValueError) as e:
             got.append((type(e), str(e)))
     return got[0], got[1]
+
+
+def _outcome(call: Callable[[], object]) -> object:
+    """What call gives, or the refusal it raises (type and message)."""
+    try:
+        return call()
+    except AscendtuneError as e:
+        return (type(e), str(e))
+
+
+def _same_at_the_cap(monkeypatch: pytest.MonkeyPatch, read: Callable[[], object]) -> None:
+    """read gives the same compiled and in Python with the cap on one file at 4 and 3 bytes
+    ("77\n", cpu5's core_id, at the cap and under it)."""
+    for cap in (4, 3):
+        monkeypatch.setattr(walker, "MAX_FILE_BYTES", cap)
+        c, py = _both(monkeypatch, read)
+        assert c == py, cap
 
 
 @pytest.fixture
@@ -184,32 +199,24 @@ def test_folder_texts_read_what_the_python_reads(
         with root.folder(CPU) as cpus:
             for c in [*range(0, 16), 191, 5000]:
                 for names in (NAMES[:3], NAMES):
-                    try:
-                        got.append(cpus.read_texts(names, f"cpu{c}/topology"))
-                    except AscendtuneError as e:
-                        got.append((type(e), str(e)))
+                    got.append(
+                        _outcome(lambda n=names, c=c: cpus.read_texts(n, f"cpu{c}/topology"))
+                    )
                     with cpus.folder(f"cpu{c}") as here:
-                        try:
-                            got.append(here.read_texts(names, "topology"))
-                            got.append(here.read_texts(names))
-                        except AscendtuneError as e:
-                            got.append((type(e), str(e)))
+                        got.append(
+                            _outcome(
+                                lambda n=names: [here.read_texts(n, "topology"), here.read_texts(n)]
+                            )
+                        )
                         with here.folder("topology") as topo:
-                            for name in names:
-                                try:
-                                    got.append(topo.read_text(name))
-                                except AscendtuneError as e:
-                                    got.append((type(e), str(e)))
+                            got += [_outcome(lambda n=name: topo.read_text(n)) for name in names]
         return got
 
     c, py = _both(monkeypatch, read)
     assert c == py
     assert SECRET not in str(c)
     assert "is a folder" in str(c)  # cpu14's core_id
-    for cap in (4, 3):  # "77\n" at the cap and under it
-        monkeypatch.setattr(walker, "MAX_FILE_BYTES", cap)
-        c, py = _both(monkeypatch, read)
-        assert c == py, cap
+    _same_at_the_cap(monkeypatch, read)
 
 
 @needs_c
@@ -251,13 +258,7 @@ def test_read_files_read_what_the_python_reads(
 
     def read() -> list[object]:
         root = DirRoot(sysroot.root)
-        got: list[object] = []
-        for rels in groups:
-            try:
-                got.append(root.read_files(rels))
-            except AscendtuneError as e:
-                got.append((type(e), str(e)))
-        return got
+        return [_outcome(lambda r=rels: root.read_files(r)) for rels in groups]
 
     c, py = _both(monkeypatch, read)
     assert c == py
@@ -266,7 +267,4 @@ def test_read_files_read_what_the_python_reads(
     whole = c[-1]
     assert isinstance(whole, list) and len(whole) == len(groups[-1])
     assert any(isinstance(t, str) and t for t in whole) and None in whole
-    for cap in (4, 3):
-        monkeypatch.setattr(walker, "MAX_FILE_BYTES", cap)
-        c, py = _both(monkeypatch, read)
-        assert c == py, cap
+    _same_at_the_cap(monkeypatch, read)
