@@ -15,8 +15,9 @@ the demo archives made first, so one run settles everything):
     tests/golden/json/*.json     the demos' --json documents (scripts/gen_golden_json.py)
     docs/config-reference.md     `ascendtune explain --markdown`
     docs/metrics.md              the agent's metrics table (ascendtune/app/agent/metrics.py)
-    README.md                    its JSON key list, its version table (scripts/gen_versions.py)
-                                 and its two sample outputs
+    docs/json.md                 the key list of every JSON document (scripts/gen_schemas.py)
+    README.md                    its version table (scripts/gen_versions.py) and its two sample
+                                 outputs
 
 A file the generators no longer make (a golden of a removed demo, a schema of a removed
 document) is stale too: it is removed. The single scripts still run on their own.
@@ -159,13 +160,15 @@ def readme_samples(text: str) -> str:
     return SAMPLE.sub(fresh, text)
 
 
+def _json_keys(_tmp: Path) -> Files:
+    return {
+        "docs/json.md": gen_schemas.keys_with_section(gen_schemas.KEY_LIST.read_text()).encode()
+    }
+
+
 def _readme(_tmp: Path) -> Files:
     text = (REPO / "README.md").read_text()
-    return {
-        "README.md": readme_samples(
-            gen_versions.readme_with_section(gen_schemas.readme_with_section(text))
-        ).encode()
-    }
+    return {"README.md": readme_samples(gen_versions.readme_with_section(text)).encode()}
 
 
 PARTS = (
@@ -177,6 +180,7 @@ PARTS = (
     Part("JSON goldens", "tests/golden/json", "*.json", _golden_json),
     Part("config reference", "docs", "config-reference.md", _config_reference),
     Part("agent metrics", "docs", "metrics.md", _metrics),
+    Part("JSON keys", "docs", "json.md", _json_keys),
     Part("README", ".", "README.md", _readme),
 )
 

@@ -2,7 +2,7 @@
 
 The document builders in `ascendtune/app/*.py` are annotated with these types, so mypy checks
 that a builder's keys are the documented ones; `scripts/gen_schemas.py` turns them into the JSON
-Schemas under `schemas/` and the key list in the README. Each key is
+Schemas under `schemas/` and the key list in `docs/json.md`. Each key is
 `Annotated[type, "what it means"]`; a mapping that a core `to_json()` (or a comprehension)
 builds with a looser type says which shape it has with `Like(SomeTypedDict)`.
 

@@ -28,9 +28,9 @@ def test_committed_schemas_are_current() -> None:
         assert have[name] == text, f"schemas/{name} is stale: run python -m scripts.regen"
 
 
-def test_readme_key_list_is_current() -> None:
-    text = gen_schemas.README.read_text()
-    assert gen_schemas.readme_with_section(text) == text, "run python -m scripts.regen"
+def test_key_list_is_current() -> None:
+    text = gen_schemas.KEY_LIST.read_text()
+    assert gen_schemas.keys_with_section(text) == text, "run python -m scripts.regen"
 
 
 def test_check_mode_agrees() -> None:
@@ -135,15 +135,24 @@ def _demo_path(demo: str) -> str:
     return str(Path(ascendtune.demos.__file__).parent / f"{demo}.tar.gz")
 
 
-def test_readme_links_stay_inside_the_repository() -> None:
+@pytest.mark.parametrize("doc", ["README.md", "docs/json.md"])
+def test_links_stay_inside_the_repository(doc: str) -> None:
+    """Every link of the README and of the key list names a file of the repository (none out
+    to the web, none above the checkout), and the key list links each schema."""
     import re
 
-    text = gen_schemas.README.read_text()
+    top = gen_schemas.TOP.resolve()
+    path = top / doc
+    text = path.read_text()
     targets = re.findall(r"\]\(([^)\s]+)\)", text)
-    assert any(t.startswith("schemas/") for t in targets)
+    assert any("schemas/" in t for t in targets)
     for t in targets:
         if t.startswith("#"):
             continue
-        assert "://" not in t and not t.startswith(("/", "..")), t
-        assert (gen_schemas.TOP / t.split("#", 1)[0]).exists(), t
+        assert "://" not in t and not t.startswith("/"), t
+        target = (path.parent / t.split("#", 1)[0]).resolve()
+        assert target.is_relative_to(top) and target.exists(), t
     assert "SPEC" not in text
+    if doc == "docs/json.md":
+        for name in documents.DOCUMENTS:
+            assert f"(../schemas/{name}.schema.json)" in text, name
