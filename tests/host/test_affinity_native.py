@@ -174,9 +174,9 @@ def test_a_bind_reports_the_same_either_way(spawn: Spawn, monkeypatch: pytest.Mo
 def test_a_pool_pass_keeps_the_books_of_every_run_of_old_masks(
     spawn: Spawn, monkeypatch: pytest.MonkeyPatch, books: str
 ) -> None:
-    """Pass 1 (empty books: _pool_pass makes each dict itself) and a later pass (books already
-    kept: it adds to them) record the same: every thread written with its old mask, in write
-    order, across the runs of equal old masks; a write the kernel may narrow to be read back."""
+    """Pass 1 (empty books) and a later pass (books already kept) record, compiled or not, every
+    thread written with its old mask in write order across the runs of equal old masks, and each
+    write the kernel may have narrowed to be read back."""
     pid = spawn(threads=11, masks=MIXED)
     before = masks(pid)
     order = _tids(pid)
