@@ -28,6 +28,11 @@ again, the leader's stat and status (dying or killed). It is printed beside the 
 target): what is left between it and bind_process is the Python, what is between it and the C
 loop is the verification.
 
+The C loop is also timed a second time in each repetition ("C floor again", after the C
+verified floor) and printed against itself: the target is judged in every run on a ratio of two
+single timings, and that line shows how far such a ratio moves with the baseline alone (on a
+shared 2-CPU machine its CPU time alone moves by about a fifth either way). It is not judged.
+
 "missed" counts threads not on CPU 1 right after the tool returns (sleeping threads do not
 create threads, so any miss is the tool's). Each pair ends with its ratio of medians and the
 threads each side missed, all from the same run. Whole processes are timed with one blocking
@@ -64,6 +69,7 @@ from tests.support.children import CHILD, assert_ready, popen_child  # noqa: E40
 OLD = frozenset({0, 1})
 NEW = frozenset({1})
 FLOOR, OURS, VERIFIED = "C floor (list + loop)", "bind_process (in-process)", "C verified floor"
+AGAIN = "C floor again (yardstick)"
 
 FLOOR_C = r"""
 #define _GNU_SOURCE
@@ -263,12 +269,13 @@ def run_one(
     floor_loop: list[float] = []
     slept: dict[str, float] = {}  # the last run's window, ms, by tool
 
-    def c_floor() -> tuple[float, float, bool]:
+    def c_floor(loops: list[float] | None = floor_loop) -> tuple[float, float, bool]:
         out = subprocess.run(
             [floor, str(pid), "1"], capture_output=True, text=True, check=True, env=env, timeout=60
         )
         whole, loop, _n, failed, cpu = (int(v) for v in out.stdout.split())
-        floor_loop.append(loop / 1e6)
+        if loops is not None:
+            loops.append(loop / 1e6)
         return whole / 1e6, cpu / 1e6, failed == 0
 
     def c_verified() -> tuple[float, float, bool]:
@@ -301,6 +308,9 @@ def run_one(
         FLOOR: c_floor,
         OURS: in_process,
         VERIFIED: c_verified,
+        # the same C loop timed a second time in the same repetition: how far a ratio of two
+        # single timings moves with the baseline alone (printed, not judged)
+        AGAIN: lambda: c_floor(None),
     }
     if cli:
         tools["taskset -a -p -c 1 (process)"] = timed(["taskset", "-a", "-p", "-c", "1", str(pid)])
@@ -395,6 +405,13 @@ def main() -> int:
                     f"final re-read (slept {spread(a.slept)} ms); with it {spread(with_wait)}x; "
                     f"threads missed {sum(a.missed)} over {args.reps} runs"
                 ),
+            )
+            again = samples[AGAIN]
+            print(
+                f"the C loop against itself (timed twice in each repetition): CPU "
+                f"{spread([x / y for x, y in zip(again.cpu, b.cpu, strict=True)])}x, wall "
+                f"{spread([x / y for x, y in zip(again.ms, b.ms, strict=True)])}x: what a ratio of "
+                f"two single timings carries from the baseline's own spread"
             )
             print(
                 f"against the C verified floor (the same window slept): "

@@ -167,3 +167,40 @@ def test_a_bind_reports_the_same_either_way(spawn: Spawn, monkeypatch: pytest.Mo
 
     native, python = _both(monkeypatch, run)
     assert native == python
+
+
+@needs_c
+@pytest.mark.parametrize("books", ["empty", "kept"])
+def test_a_pool_pass_keeps_the_books_of_every_run_of_old_masks(
+    spawn: Spawn, monkeypatch: pytest.MonkeyPatch, books: str
+) -> None:
+    """Pass 1 (empty books) and a later pass (books already kept) record, compiled or not, every
+    thread written with its old mask in write order across the runs of equal old masks, and each
+    write the kernel may have narrowed to be read back."""
+    pid = spawn(threads=11, masks=MIXED)
+    before = masks(pid)
+    order = _tids(pid)
+    earlier = {0: ("pool", BOTH)}  # a thread no listing has: the books of an earlier pass
+
+    def run() -> tuple[list[object], list[object], dict[int, object]]:
+        run_ = bind_engine._Run(previous={}, failures={}, initial=order)
+        sweep = bind_engine._Sweep()
+        if books == "kept":
+            run_.previous[0] = BOTH
+            sweep.known.update(earlier)
+        writes, bad = bind_engine._pool_pass(order, 0, "pool", BOTH, run_, sweep, fresh=True)
+        assert bad is None
+        assert writes == sum(1 for t in order if before[t] != BOTH)
+        _put_back(pid, before)
+        return list(run_.previous.items()), list(sweep.known.items()), sweep.check
+
+    native, python = _both(monkeypatch, run)
+    assert native == python
+    previous, known, check = native
+    kept = [(0, BOTH)] if books == "kept" else []
+    # BOTH reaches outside the one-CPU masks it replaced: those writes are read back next pass
+    assert previous == kept + [(t, before[t]) for t in order if before[t] != BOTH]
+    assert check == {t: ("pool", BOTH) for t in order if before[t] != BOTH}
+    assert known == [*earlier.items()][: len(kept)] + [
+        (t, ("pool", BOTH)) for t in order if before[t] == BOTH
+    ]
