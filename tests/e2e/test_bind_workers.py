@@ -170,6 +170,44 @@ def test_a_plan_of_another_host_is_refused_unless_forced(server: Server, tmp_pat
     assert server.off_target()[w.pid] == 0
 
 
+def logged_tool(server: Server) -> Path:
+    """Put a wrapper in front of the fake npu-smi that writes each call's arguments to the
+    file returned."""
+    exe = server.tmp / "bin" / "npu-smi"
+    exe.rename(exe.with_name("npu-smi.real"))
+    log = server.tmp / "npu" / "calls"
+    exe.write_text(f'#!/bin/sh\necho "$*" >>"{log}"\nexec "$(dirname "$0")/npu-smi.real" "$@"\n')
+    exe.chmod(0o755)
+    return log
+
+
+def test_a_plan_file_reads_the_process_table_and_device_map_only(
+    server: Server, tmp_path: Path
+) -> None:
+    """With --plan, the host is read for its workers only: npu-smi's topology is not run (no
+    check uses it), a plan of another live host is still refused the same way, and --force
+    binds it."""
+    w = server.start(0, threads=3)
+    log = logged_tool(server)
+    before = {t: os.sched_getaffinity(t) for t in tids(w.pid)}
+    other = {"source": "live", "hostname": "elsewhere", "machine_id_sha256": "0" * 16}
+    plan = write_plan(tmp_path, other)
+    code, _doc, err = bind("--workers", "--plan", str(plan))
+    assert code == 2 and "was not made for this host: its machine-id differs" in err
+    assert "--force" in err
+    assert {t: os.sched_getaffinity(t) for t in tids(w.pid)} == before
+    code, doc, err = bind("--workers", "--plan", str(plan), "--force", "--json")
+    assert code == 0, err
+    assert doc is not None and [x["device"] for x in doc["workers"]] == [0]
+    assert server.off_target()[w.pid] == 0
+    calls = log.read_text().splitlines()
+    assert "info -t topo" not in calls and {"info", "info -m"} <= set(calls)
+    log.unlink()
+    # a plan computed here reads the whole host (on 2 CPUs it finds too few: exit 5)
+    bind("--workers", "--dry-run")
+    assert "info -t topo" in log.read_text().splitlines()
+
+
 def test_watch_binds_new_threads_and_a_restarted_worker(server: Server, tmp_path: Path) -> None:
     first = server.start(0, threads=20, spawners=1)
     server.start(1, threads=20)
