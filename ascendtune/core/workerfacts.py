@@ -1,9 +1,7 @@
 """A process holding an accelerator and its threads, as proc/PID shows it: what worker discovery
 (ascendtune.host.workers) gathers for doctor's audit and for `bind --workers`. Apart from the
-doctor rules (core.doctor re-exports them) so that a bind loads none of those rules: 9 ms of
-imports, the planner's model among them."""
-
-from __future__ import annotations
+doctor rules (core.doctor re-exports them) so that a bind loads none of those rules (about 7 ms
+of imports, the planner's model among them)."""
 
 from typing import NamedTuple
 

@@ -24,6 +24,7 @@ from ascendtune.app.workers import WorkersOptions
 from tests.support import schemas
 from tests.support.children import kernel_thread
 from tests.support.cli import CLI, Cli
+from tests.support.modules import modules_after
 from tests.support.workers import BOTH, DEVICES, Server, plan_doc, tids, write_plan
 
 pytestmark = pytest.mark.skipif(
@@ -206,6 +207,20 @@ def test_a_plan_file_reads_the_process_table_and_device_map_only(
     # a plan computed here reads the whole host (on 2 CPUs it finds too few: exit 5)
     bind("--workers", "--dry-run")
     assert "info -t topo" in log.read_text().splitlines()
+
+
+def test_a_plan_file_bind_loads_no_doctor_rules_pyudev_nor_socket(
+    server: Server, tmp_path: Path
+) -> None:
+    """bind --workers --plan imports what it runs: no doctor rules (the worker records are in
+    core.workerfacts), no planner, no pyudev (the PCI bus from sysfs), no socket (the hostname
+    from uname)."""
+    w = server.start(0, threads=3)
+    mods = modules_after(["bind", "--workers", "--plan", str(write_plan(tmp_path)), "--json"])
+    assert server.off_target()[w.pid] == 0  # it did bind
+    assert "ascendtune.core.workerfacts" in mods
+    for heavy in ("ascendtune.core.doctor", "ascendtune.core.planner", "pyudev", "socket"):
+        assert heavy not in mods
 
 
 def test_watch_binds_new_threads_and_a_restarted_worker(server: Server, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import os
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -76,7 +75,6 @@ def start_time(pid: int, proc: str = PROC) -> str:
     return fields[19] if fields is not None and len(fields) > 19 else ""
 
 
-@functools.cache  # this process's command line: read once, not once per worker locked
 def _own_command() -> str:
     try:
         with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
