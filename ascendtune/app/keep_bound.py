@@ -25,7 +25,7 @@ from ascendtune.core.errors import UsageError
 
 if TYPE_CHECKING:
     from ascendtune.core.binders.attribution import Attributor
-    from ascendtune.core.doctor import WorkerFacts
+    from ascendtune.core.workerfacts import WorkerFacts
     from ascendtune.host.affinity import Tasks
     from ascendtune.host.roots import Root
 

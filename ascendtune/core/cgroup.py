@@ -4,6 +4,7 @@ where a cgroup's files sit under a mount, and the frozen answer (`Cpuset`).
 ascendtune.host.cgroup does the reads through a Root; nothing here touches the host.
 """
 
+import functools
 import posixpath
 import re
 from typing import NamedTuple
@@ -87,6 +88,10 @@ def _unescape(field: str) -> str:
     return _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
+# the resolver reads this process's mountinfo once per process it resolves (host.cgroup): 16
+# workers, 16 equal texts, parsed once (49 us each with 20 mounts, 5 ms with 2,000 as on a
+# Kubernetes node)
+@functools.lru_cache(maxsize=4)
 def parse_mountinfo(text: str) -> tuple[CgroupMount, ...]:
     """The cgroup and cgroup2 mounts of a mountinfo text, in its order; other lines skipped.
 

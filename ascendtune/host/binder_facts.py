@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 from ascendtune.core.binders import outer
 from ascendtune.core.binders.ascendtune import launch_words
-from ascendtune.core.doctor import WorkerFacts
 from ascendtune.core.vllm_config.inputs import parse_environ
+from ascendtune.core.workerfacts import WorkerFacts
 from ascendtune.host import vllm_detect
 from ascendtune.host.cgroup import resolve_cpuset
 from ascendtune.host.roots import Root

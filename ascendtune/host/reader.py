@@ -309,8 +309,10 @@ def read_meta(root: Root) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def read_pci(root: Root) -> tuple[PciDevice, ...]:
-    if root.live:
+def read_pci(root: Root, *, udev: bool = True) -> tuple[PciDevice, ...]:
+    """The accelerators on the PCI bus; live through pyudev unless udev=False (sysfs files: the
+    same devices without their device nodes, and no pyudev to load, about 9 ms)."""
+    if root.live and udev:
         devices = pci.live_pci()
         if devices is not None:
             return devices
@@ -393,9 +395,11 @@ def _read_vendor(
     nodes: tuple[NumaNode, ...],
     allowed: frozenset[int],
     meta: Mapping[str, object],
+    workers_only: bool = False,
 ) -> VendorReading:
-    """Run one vendor's commands through the root and hand their texts to its profile."""
-    texts = {c.argv: tools.text(c) for c in p.commands}
+    """Run one vendor's commands through the root and hand their texts to its profile
+    (workers_only: not those that print links only)."""
+    texts = {c.argv: tools.text(c) for c in p.commands if not (workers_only and c.links_only)}
     mine = tuple(d for d in pci_devices if d.vendor_id == p.pci_vendor_id)
     # a document is only worth asking for when the PCI bus shows the vendor's devices
     documents = {rel: read_document(root, rel) for rel in p.documents} if mine else {}
@@ -412,7 +416,11 @@ def _read_vendor(
     )
 
 
-def read_host(root: Root) -> Host:
+def read_host(root: Root, *, workers_only: bool = False) -> Host:
+    """The host's model. workers_only: what finding the workers and their devices needs,
+    for `bind --workers --plan`, which plans nothing here: no vendor command that prints links
+    only (npu-smi's topology, a tool run: the Host has no links nor the affinity they carry)
+    and the PCI bus from sysfs (no device nodes)."""
     notes: list[str] = []
     online, present, facts = read_cpus(root)
     nodes = read_nodes(root, online, notes)
@@ -442,12 +450,12 @@ def read_host(root: Root) -> Host:
         )
     allowed, mems, from_status, cgroup = read_allowed(root, online, present)
     meta = read_meta(root)
-    pci_devices = read_pci(root)
+    pci_devices = read_pci(root, udev=not workers_only)
 
     tools = _Tools(root, notes)
     readings: dict[Vendor, VendorReading] = {}
     for p in profiles():
-        reading = _read_vendor(root, p, tools, pci_devices, nodes, allowed, meta)
+        reading = _read_vendor(root, p, tools, pci_devices, nodes, allowed, meta, workers_only)
         notes.extend(reading.notes)
         readings[p.vendor] = reading
     # links come from the host's vendor: the first (registry order) that found devices
@@ -460,9 +468,9 @@ def read_host(root: Root) -> Host:
         arch = platform.machine()
     hostname = meta.get("hostname")
     if hostname is None and root.live:
-        import socket
+        from ascendtune.host.identity import live_hostname
 
-        hostname = socket.gethostname()
+        hostname = live_hostname()
     return Host(
         cpus_online=online,
         cpus=cpus,

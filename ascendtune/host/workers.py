@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ascendtune.core import vendors
 from ascendtune.core.cgroup import parse_proc_cgroup
 from ascendtune.core.cpulist import CpuSet, parse_cpulist
-from ascendtune.core.doctor import Ancestor, ThreadFacts, WorkerFacts
 from ascendtune.core.errors import AscendtuneError, ParseError
-from ascendtune.core.model import Host
 from ascendtune.core.parsers.procstatus import status_int
+from ascendtune.core.workerfacts import Ancestor, ThreadFacts, WorkerFacts
 from ascendtune.host.cgroup import resolve_cpuset
 from ascendtune.host.reader import read_meta, read_status_list
 from ascendtune.host.roots import Root
+
+if TYPE_CHECKING:
+    from ascendtune.core.model import Host
 
 
 def pids_of(root: Root) -> list[int] | None:

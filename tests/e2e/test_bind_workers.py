@@ -24,6 +24,7 @@ from ascendtune.app.workers import WorkersOptions
 from tests.support import schemas
 from tests.support.children import kernel_thread
 from tests.support.cli import CLI, Cli
+from tests.support.modules import modules_after
 from tests.support.workers import BOTH, DEVICES, Server, plan_doc, tids, write_plan
 
 pytestmark = pytest.mark.skipif(
@@ -168,6 +169,58 @@ def test_a_plan_of_another_host_is_refused_unless_forced(server: Server, tmp_pat
     code, _doc, err = bind("--workers", "--plan", str(plan), "--force")
     assert code == 0, err
     assert server.off_target()[w.pid] == 0
+
+
+def logged_tool(server: Server) -> Path:
+    """Put a wrapper in front of the fake npu-smi that writes each call's arguments to the
+    file returned."""
+    exe = server.tmp / "bin" / "npu-smi"
+    exe.rename(exe.with_name("npu-smi.real"))
+    log = server.tmp / "npu" / "calls"
+    exe.write_text(f'#!/bin/sh\necho "$*" >>"{log}"\nexec "$(dirname "$0")/npu-smi.real" "$@"\n')
+    exe.chmod(0o755)
+    return log
+
+
+def test_a_plan_file_reads_the_process_table_and_device_map_only(
+    server: Server, tmp_path: Path
+) -> None:
+    """With --plan, the host is read for its workers only: npu-smi's topology is not run (no
+    check uses it), a plan of another live host is still refused the same way, and --force
+    binds it."""
+    w = server.start(0, threads=3)
+    log = logged_tool(server)
+    before = {t: os.sched_getaffinity(t) for t in tids(w.pid)}
+    other = {"source": "live", "hostname": "elsewhere", "machine_id_sha256": "0" * 16}
+    plan = write_plan(tmp_path, other)
+    code, _doc, err = bind("--workers", "--plan", str(plan))
+    assert code == 2 and "was not made for this host: its machine-id differs" in err
+    assert "--force" in err
+    assert {t: os.sched_getaffinity(t) for t in tids(w.pid)} == before
+    code, doc, err = bind("--workers", "--plan", str(plan), "--force", "--json")
+    assert code == 0, err
+    assert doc is not None and [x["device"] for x in doc["workers"]] == [0]
+    assert server.off_target()[w.pid] == 0
+    calls = log.read_text().splitlines()
+    assert "info -t topo" not in calls and {"info", "info -m"} <= set(calls)
+    log.unlink()
+    # a plan computed here reads the whole host (on 2 CPUs it finds too few: exit 5)
+    bind("--workers", "--dry-run")
+    assert "info -t topo" in log.read_text().splitlines()
+
+
+def test_a_plan_file_bind_loads_no_doctor_rules_pyudev_nor_socket(
+    server: Server, tmp_path: Path
+) -> None:
+    """bind --workers --plan imports what it runs: no doctor rules (the worker records are in
+    core.workerfacts), no planner, no pyudev (the PCI bus from sysfs), no socket (the hostname
+    from uname)."""
+    w = server.start(0, threads=3)
+    mods = modules_after(["bind", "--workers", "--plan", str(write_plan(tmp_path)), "--json"])
+    assert server.off_target()[w.pid] == 0  # it did bind
+    assert "ascendtune.core.workerfacts" in mods
+    for heavy in ("ascendtune.core.doctor", "ascendtune.core.planner", "pyudev", "socket"):
+        assert heavy not in mods
 
 
 def test_watch_binds_new_threads_and_a_restarted_worker(server: Server, tmp_path: Path) -> None:

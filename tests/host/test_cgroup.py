@@ -136,6 +136,15 @@ def test_hybrid_mountinfo_keeps_every_cgroup_mount() -> None:
     ]
 
 
+def test_the_same_mountinfo_is_parsed_once_and_a_changed_one_again() -> None:
+    """The resolver reads mountinfo once per process it resolves: an equal text is parsed once
+    (the answer is immutable), a changed text (a mount since) anew."""
+    first = parse_mountinfo(HYBRID)
+    assert parse_mountinfo("".join(HYBRID)) is first  # an equal text, another string
+    changed = parse_mountinfo(HYBRID.replace("cpuset,cpuacct", "cpuset", 1))
+    assert changed is not first and changed[2].mountpoint == "/sys/fs/cgroup/cpuset"
+
+
 # ---- where a cgroup sits under a mount ----------------------------------------------------------
 
 HOST_V2 = CgroupMount("/", "/sys/fs/cgroup", "cgroup2")

@@ -258,6 +258,40 @@ def test_processes_from_npu_smi(sysroot: SysrootBuilder) -> None:
     assert [(p.npu_id, p.pid, p.name) for p in host.processes] == [(1, 4242, "VLLMWorker")]
 
 
+def test_workers_only_finds_the_same_devices_and_processes_without_topo(
+    sysroot: SysrootBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_host(workers_only=True), bind --workers --plan's read: the same devices, logical
+    ids and process table, without the commands that print links only (npu-smi's topology,
+    never run) or pyudev (the PCI bus from sysfs)."""
+    atlas_a2(sysroot)
+    sysroot.command(
+        "npu-smi_info",
+        npu_smi_info({0: "910B3", 1: "910B3"}, {0: "C1", 1: "C2"}, [(1, 4242, "VLLMWorker")]),
+    )
+    sysroot.command("npu-smi_info_-m", npu_smi_m([0, 1]))
+    root = DirRoot(sysroot.root)
+    full = read_host(root)
+    ran: list[tuple[str, ...]] = []
+    command = root.command
+
+    def logged(argv: list[str], fallbacks: Any = ()) -> Any:
+        ran.append(tuple(argv))
+        return command(argv, fallbacks)
+
+    monkeypatch.setattr(root, "command", logged)
+    monkeypatch.setattr(pci, "live_pci", lambda: pytest.fail("pyudev asked"))
+    lean = read_host(root, workers_only=True)
+    assert ("npu-smi", "info", "-t", "topo") not in ran
+    assert ("npu-smi", "info") in ran and ("npu-smi", "info", "-m") in ran
+    ids = [(a.vendor, a.logical_id, a.npu_id, a.chip_id, a.bus_id) for a in full.accelerators]
+    assert ids == [
+        (a.vendor, a.logical_id, a.npu_id, a.chip_id, a.bus_id) for a in lean.accelerators
+    ]
+    assert lean.processes == full.processes and lean.tools == full.tools
+    assert full.links and not lean.links
+
+
 # ---------------------------------------------------------------- failed tools, offline CPUs, SoC
 
 ERR = "dcmi module initialize failed. ret is -8005\n"

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from ascendtune.core.cpulist import CpuSet
 
 if TYPE_CHECKING:
-    from ascendtune.core.doctor import ThreadFacts
     from ascendtune.core.vllm_ascend import VllmAscendVersion
+    from ascendtune.core.workerfacts import ThreadFacts
 
 # when a binder acts, in the order a worker meets them
 STAGES = (

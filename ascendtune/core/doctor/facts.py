@@ -10,6 +10,11 @@ from ascendtune.core.model import Host
 from ascendtune.core.parsers.procstatus import status_int
 from ascendtune.core.planner.model import Plan, RankPlan
 
+# re-exported: doctor's rules judge them (their home is core.workerfacts)
+from ascendtune.core.workerfacts import Ancestor as Ancestor
+from ascendtune.core.workerfacts import ThreadFacts as ThreadFacts
+from ascendtune.core.workerfacts import WorkerFacts as WorkerFacts
+
 # The files the host rules read, relative to the root. Each rule declares the ones it judges
 # (Rule.reads, IRQ_READS); the host layer reads exactly those into HostFacts.files, and
 # `snapshot` captures exactly those: one list, the rules'. A `*` or `[0-9]` in a path component
@@ -159,36 +164,6 @@ class HostFacts(NamedTuple):
     def irqbalance_config(self) -> str | None:
         """The irqbalance config file present, relative."""
         return next((p for p in IRQBALANCE_CONFIGS if self.text(p) is not None), None)
-
-
-class ThreadFacts(NamedTuple):
-    tid: int
-    name: str
-    cpus: CpuSet
-
-
-class Ancestor(NamedTuple):
-    pid: int
-    comm: str
-
-
-class WorkerFacts(NamedTuple):
-    """A process holding an accelerator, as proc/PID shows it."""
-
-    pid: int
-    devices: tuple[int, ...]  # logical ids of the devices it holds (best effort)
-    found_by: tuple[str, ...]  # "npu-smi", "fd"
-    present: bool = True  # proc/PID exists under this root
-    vendor: str = "huawei"
-    comm: str | None = None
-    command: tuple[str, ...] = ()
-    uid: int | None = None
-    session: int | None = None
-    ancestors: tuple[Ancestor, ...] = ()  # parent first
-    cgroup: str | None = None
-    cpuset: CpuSet | None = None  # its cgroup cpuset (None: unknown)
-    threads: tuple[ThreadFacts, ...] = ()
-    device_files: tuple[str, ...] = ()
 
 
 class PlanFacts(NamedTuple):

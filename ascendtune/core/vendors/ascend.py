@@ -33,7 +33,9 @@ PCI_VENDOR = "0x19e5"
 NPU_SMI_FALLBACKS = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi")
 NPU_SMI_INFO = Command(("npu-smi", "info"), NPU_SMI_FALLBACKS)
 NPU_SMI_MAP = Command(("npu-smi", "info", "-m"), NPU_SMI_FALLBACKS)
-NPU_SMI_TOPO = Command(("npu-smi", "info", "-t", "topo"), NPU_SMI_FALLBACKS)
+# the matrix's rows are the devices of `info -m` (or `info`) again: a worker's device is
+# known without it
+NPU_SMI_TOPO = Command(("npu-smi", "info", "-t", "topo"), NPU_SMI_FALLBACKS, links_only=True)
 
 # The one table of Ascend PCI device ids (sysfs `device`): the name shown when npu-smi gives
 # none, and the SoC family where chip names are ambiguous (None: not a family vLLM-Ascend runs).

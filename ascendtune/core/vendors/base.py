@@ -29,6 +29,9 @@ class Command(NamedTuple):
 
     argv: tuple[str, ...]
     fallbacks: tuple[str, ...] = ()
+    # it prints links and CPU affinity only, nothing a device or a worker is known by: a read
+    # for worker discovery alone leaves it out (host.reader.read_host(workers_only=True))
+    links_only: bool = False
 
     @property
     def tool(self) -> str:

@@ -89,7 +89,9 @@ def holder_of(path: str) -> str:
     """Who holds the lock at path, in words: "PID 123 (ascendtune bind ...)"."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            pid, _, command = f.read(HOLDER_MAX + 32).strip().partition(" ")
+            # the first line: what follows it is a longer holder's left over (held)
+            line = f.read(HOLDER_MAX + 32).partition("\n")[0]
+            pid, _, command = line.strip().partition(" ")
     except OSError:
         return "another process"
     if not pid.isdigit():
@@ -116,8 +118,12 @@ def held(name: str, what: str) -> Iterator[str]:
                 "wait for it to finish, or stop it (two binders on one process undo each "
                 "other's masks)",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {_own_command()}\n".encode(), 0)
+        # written over the last holder's line, then cut to its length: a truncation to
+        # the length the file already has is no journal write (ftruncate to 0 first: 130 us
+        # more per lock on ext4, 2 ms for 16 workers); holder_of reads up to the newline
+        line = f"{os.getpid()} {_own_command()}\n".encode()
+        os.pwrite(fd, line, 0)
+        os.ftruncate(fd, len(line))
         yield path
     finally:
         os.close(fd)  # releases the lock; the file stays for the next binder
