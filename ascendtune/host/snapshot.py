@@ -101,9 +101,11 @@ def _cache_dir(entry: str) -> str:
 
 
 def _cpu_paths(root: Root, entries: list[str]) -> list[str]:
-    """The files host_paths reads of these CPU folders, in order (one listing each)."""
+    """The files host_paths reads of these CPU folders, in order (one listing each, all of
+    them asked for in one call)."""
     paths: list[str] = []
-    for entry in entries:
+    caches = root.listdirs([_cache_dir(entry) for entry in entries])
+    for entry, indexes in zip(entries, caches, strict=True):
         base = f"{reader.CPU_DIR}/{entry}"
         paths += [
             f"{base}/topology/physical_package_id",
@@ -111,7 +113,7 @@ def _cpu_paths(root: Root, entries: list[str]) -> list[str]:
             f"{base}/topology/thread_siblings_list",
             f"{base}/online",
         ]
-        for idx in root.listdir(_cache_dir(entry)) or []:
+        for idx in indexes or []:
             if re.fullmatch(r"index\d+", idx):
                 paths += [f"{base}/cache/{idx}/{n}" for n in ("type", "level", "shared_cpu_list")]
     return paths
@@ -244,6 +246,13 @@ class _Recorder(Root):
             self.lists[rel] = self.inner.listdir(rel)
         got = self.lists[rel]
         return None if got is None else list(got)
+
+    def listdirs(self, rels: list[str]) -> list[list[str] | None]:
+        lists = self.lists
+        new = [rel for rel in rels if rel not in lists]
+        if new:
+            lists.update(zip(new, self.inner.listdirs(new), strict=True))
+        return [None if (got := lists[rel]) is None else list(got) for rel in rels]
 
     def readlink(self, rel: str) -> str | None:
         return self.inner.readlink(rel)
