@@ -741,27 +741,41 @@ def _tar_pieces(cap: Capture) -> Iterator[bytes]:
     together. The gzip around it (_GzipSink) is GzipFile's framing (mtime 0) at level
     GZIP_LEVEL.
     """
+    from ascendtune.host.roots.archive import tar_native
+
+    native = tar_native()
     pending: list[bytes] = []
     size = 0
     written = 0
     links = cap.links
     files = cap.files
-    for rel in sorted(files.keys() | links.keys()):
-        target = links.get(rel)
-        if target is not None:
-            head = _header(rel, b"2", 0, target)
-            pending.append(head)
-            size += len(head)
-        else:
-            data = files[rel].encode()
-            n = len(data)
-            head = _header(rel, b"0", n, "")
-            pending.append(head)
-            pending.append(data)
-            pad = -n % _BLOCK
-            if pad:
-                pending.append(_ZEROS[:pad])
-            size += len(head) + n + pad
+    rels = sorted(files.keys() | links.keys())
+    i, n = 0, len(rels)
+    while i < n:
+        if native is not None:
+            # compiled: the plain members, up to a full piece or one that is not plain (a
+            # 4,096-CPU host's 12,700 members: 35 -> 6 ms of the thread feeding the deflate)
+            run, i = native.pack(rels, i, files, links, _FLUSH_AT - size)
+            pending.append(run)
+            size += len(run)
+        if i < n and size < _FLUSH_AT:  # the member the compiled run left, or each one
+            rel = rels[i]
+            i += 1
+            target = links.get(rel)
+            if target is not None:
+                head = _header(rel, b"2", 0, target)
+                pending.append(head)
+                size += len(head)
+            else:
+                data = files[rel].encode()
+                length = len(data)
+                head = _header(rel, b"0", length, "")
+                pending.append(head)
+                pending.append(data)
+                pad = -length % _BLOCK
+                if pad:
+                    pending.append(_ZEROS[:pad])
+                size += len(head) + length + pad
         if size >= _FLUSH_AT:
             yield b"".join(pending)
             written += size

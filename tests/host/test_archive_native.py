@@ -254,3 +254,56 @@ def test_a_snapshot_reads_back_the_same_either_way(
     got = _same_in_any_chunks(monkeypatch, data)
     assert isinstance(got, tuple) and got[0] == cap.files and got[1] == cap.links
     assert got[3] == "MemRoot"
+
+
+def _capture() -> snap.Capture:
+    """A capture of every kind of member the tar writer meets."""
+    cap = snap.Capture()
+    for i in range(300):
+        cap.files[f"sys/devices/system/cpu/cpu{i}/topology/core_id"] = f"{i}\n" * (i % 7)
+    cap.files["sys/" + "d" * 120 + "/long"] = "a long name"
+    cap.files["sys/" + "e" * 96] = "a name of exactly 100 characters"
+    cap.files["sys/é"] = "a name no ASCII"
+    cap.files["sys/text"] = "café ü " * 300  # text no ASCII, past one block
+    cap.files["sys/empty"] = ""
+    cap.files["sys/block"] = "y" * 512
+    cap.files["meta.json"] = '{"hostname": "h"}\n'
+    cap.links["proc/1/fd/3"] = "/dev/davinci0"
+    cap.links["proc/1/fd/4"] = "/dév/davinci1"
+    cap.links["proc/1/fd/5"] = "/" + "t" * 99
+    cap.links["proc/1/fd/6"] = "/" + "t" * 100
+    cap.links["proc/1/fd/7"] = ""
+    return cap
+
+
+@needs_c
+@pytest.mark.parametrize("flush_at", [snap._FLUSH_AT, 3000, 512, 1])
+def test_the_compiled_tar_is_the_pythons_byte_for_byte(
+    monkeypatch: pytest.MonkeyPatch, flush_at: int
+) -> None:
+    monkeypatch.setattr(snap, "_FLUSH_AT", flush_at)
+    cap = _capture()
+    got = []
+    for native in (archive.tar_native(), None):
+        monkeypatch.setattr(archive, "_NATIVE", [native])
+        got.append(list(snap._tar_pieces(cap)))
+    assert got[0] == got[1]  # the same pieces, so the same deflate calls
+    raw = b"".join(got[0])
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        assert len(tar.getmembers()) == len(cap.files) + len(cap.links)
+    monkeypatch.setattr(archive, "_NATIVE", [archive.tar_native()])
+    root = open_archive(snap.archive_bytes(cap), "x.tar.gz")
+    assert root.files == cap.files and root.links == cap.links
+
+
+@needs_c
+def test_a_text_no_utf8_fails_the_same_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = _capture()
+    cap.files["sys/surrogate"] = "a \udcff byte"
+    errors = []
+    for native in (archive.tar_native(), None):
+        monkeypatch.setattr(archive, "_NATIVE", [native])
+        with pytest.raises(UnicodeEncodeError) as e:
+            snap.archive_bytes(cap)
+        errors.append(e.value.reason)
+    assert errors[0] == errors[1]

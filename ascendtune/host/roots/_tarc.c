@@ -1,15 +1,18 @@
-/* An archive's plain members read in native code: archive.open_archive hands it the inflated
+/* An archive's plain members in native code, read and written. Read: archive.open_archive hands it the inflated
  * tar stream's buffer and takes the run of members that follows as far as each is the plain
  * kind `ascendtune snapshot` writes (a ustar header with an ASCII name, an octal size and an
  * exact checksum; a regular file, or a symbolic link), kept in open_archive's dicts with
  * open_archive's own checks. It stops, before the member, at anything else: the end marker, a
  * PAX or GNU header, a prefix, a name that is not already as MemRoot keys it or holds "..", a
  * member past a cap, a header or data not whole in the buffer. open_archive's Python then reads
- * that member, and decides (tests/host/test_archive_native.py reads archives both ways). */
+ * that member, and decides (tests/host/test_archive_native.py reads archives both ways).
+ * Written (pack): the members of a snapshot's tar as snapshot._tar_pieces writes them, byte for
+ * byte, up to one whose name or link target is not plain ASCII, which the Python writes. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #define BLOCK 512
@@ -166,7 +169,117 @@ fail:
     return NULL;
 }
 
+/* One member's ustar header as snapshot._header writes it for a plain member (mode 0600 for a
+ * file, 0644 for a link; uid, gid and mtime 0, owner root:root, no prefix). */
+static void ustar_header(unsigned char *h, const char *name, Py_ssize_t name_len, char kind,
+                         long long size, const char *link, Py_ssize_t link_len)
+{
+    long sum = 0;
+    memset(h, 0, BLOCK);
+    memcpy(h, name, (size_t)name_len);
+    memcpy(h + 100, kind == '0' ? "0000600" : "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", size);
+    memcpy(h + 136, "00000000000", 12);
+    memset(h + 148, ' ', 8);
+    h[156] = (unsigned char)kind;
+    memcpy(h + 157, link, (size_t)link_len);
+    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 265, "root", 4);
+    memcpy(h + 297, "root", 4);
+    for (int i = 0; i < BLOCK; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 7, "%06lo", sum);
+    h[155] = ' ';
+}
+
+/* An ASCII str's bytes and length when it has at most 100 characters; NULL otherwise. */
+static const char *short_ascii(PyObject *s, Py_ssize_t *len)
+{
+    if (!PyUnicode_Check(s) || !PyUnicode_IS_ASCII(s) || PyUnicode_GET_LENGTH(s) > 100)
+        return NULL;
+    *len = PyUnicode_GET_LENGTH(s);
+    return (const char *)PyUnicode_DATA(s);
+}
+
+/* pack(rels, start, files, links, room) -> (bytes, next): the tar of the members rels[start:]
+ * (a link where links has the name, else the file's text as UTF-8), each as snapshot's
+ * _tar_pieces writes it, up to the first whose name or target is no ASCII of at most 100
+ * characters (next: its index, for the Python to write), or until room bytes or more are
+ * made (next: the member after the one that filled it). */
+static PyObject *pack(PyObject *self, PyObject *args)
+{
+    PyObject *rels, *files, *links, *out = NULL;
+    Py_ssize_t start, room, n, i, used = 0, cap = 1 << 16;
+    char *buf;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!nO!O!n", &PyList_Type, &rels, &start, &PyDict_Type, &files,
+                          &PyDict_Type, &links, &room))
+        return NULL;
+    buf = PyMem_Malloc((size_t)cap);
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    n = PyList_GET_SIZE(rels);
+    for (i = start < 0 ? n : start; i < n && used < room; i++) {
+        PyObject *rel = PyList_GET_ITEM(rels, i), *target, *text;
+        const char *name, *link = "", *data = NULL;
+        Py_ssize_t name_len, link_len = 0, size = 0, need;
+        char kind = '0';
+        name = short_ascii(rel, &name_len);
+        if (name == NULL)
+            break;
+        target = PyDict_GetItemWithError(links, rel);
+        if (target == NULL && PyErr_Occurred())
+            goto fail;
+        if (target != NULL && target != Py_None) {
+            kind = '2';
+            link = short_ascii(target, &link_len);
+            if (link == NULL)
+                break;
+        } else {
+            text = PyDict_GetItemWithError(files, rel);
+            if (text == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, rel);
+                goto fail;
+            }
+            if (!PyUnicode_Check(text)) {
+                PyErr_SetString(PyExc_TypeError, "a file's text is not a str");
+                goto fail;
+            }
+            data = PyUnicode_AsUTF8AndSize(text, &size); /* a surrogate raises, as encode() */
+            if (data == NULL)
+                goto fail;
+            if ((long long)size >= (1LL << 33))
+                break;
+        }
+        need = BLOCK + size + (-size & (BLOCK - 1));
+        if (used + need > cap) {
+            char *grown;
+            while (used + need > cap)
+                cap *= 2;
+            grown = PyMem_Realloc(buf, (size_t)cap);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            buf = grown;
+        }
+        ustar_header((unsigned char *)buf + used, name, name_len, kind, size, link, link_len);
+        memcpy(buf + used + BLOCK, data ? data : "", (size_t)size);
+        memset(buf + used + BLOCK + size, 0, (size_t)(need - BLOCK - size));
+        used += need;
+    }
+    out = Py_BuildValue("y#n", buf, used, i);
+fail:
+    PyMem_Free(buf);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"pack", pack, METH_VARARGS,
+     "pack(rels, start, files, links, room) -> (bytes, next): see snapshot._tar_pieces"},
     {"members", members, METH_VARARGS,
      "members(buf, pos, files, links, names, max_members, max_file, kept, kept_cap, "
      "text_per_member) -> (pos, kept): see archive.open_archive"},

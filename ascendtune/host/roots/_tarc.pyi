@@ -13,3 +13,6 @@ def members(
     text_per_member: int,
     /,
 ) -> tuple[int, int]: ...
+def pack(
+    rels: list[str], start: int, files: dict[str, str], links: dict[str, str], room: int, /
+) -> tuple[bytes, int]: ...
