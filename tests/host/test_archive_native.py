@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
-from collections.abc import Callable
 
 import pytest
 
@@ -19,6 +18,7 @@ from ascendtune.host.roots import DirRoot, archive, open_archive
 from tests.support.builder import SysrootBuilder
 from tests.support.compiler import skip_without_cc
 from tests.support.hosts import atlas_a2
+from tests.support.tars import tar_of
 
 needs_c = pytest.mark.skipif(archive.tar_native() is None, reason="installed without a C compiler")
 
@@ -58,31 +58,6 @@ def _same_in_any_chunks(monkeypatch: pytest.MonkeyPatch, data: bytes) -> object:
     return first
 
 
-def _tar(
-    fmt: int,
-    members: list[tuple[str, str, str]],
-    *,
-    extra: Callable[[], bytes] | None = None,
-    at: int = -1,
-) -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=fmt, encoding="utf-8") as tar:
-        for i, (name, kind, payload) in enumerate(members):
-            if i == at and extra is not None:
-                tar.fileobj.write(extra())
-                tar.offset += len(extra())
-            info = tarfile.TarInfo(name)
-            if kind == "file":
-                data = payload.encode("utf-8", "surrogateescape")
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-            else:
-                info.type = tarfile.SYMTYPE if kind == "link" else tarfile.DIRTYPE
-                info.linkname = payload
-                tar.addfile(info)
-    return raw.getvalue()
-
-
 MEMBERS = [
     ("meta.json", "file", '{"hostname": "é"}'),
     ("sys/devices/system/cpu", "dir", ""),
@@ -118,7 +93,7 @@ def test_members_read_as_the_python_reads_them(
     members = [(wrapper + name, kind, payload) for name, kind, payload in MEMBERS]
     if fmt == tarfile.USTAR_FORMAT:  # no long link targets in ustar (a long name: a prefix)
         members = [m for m in members if m[1] != "link" or len(m[2]) <= 100]
-    got = _same_in_any_chunks(monkeypatch, _tar(fmt, members))
+    got = _same_in_any_chunks(monkeypatch, tar_of(fmt, members))
     assert isinstance(got, tuple) and isinstance(got[0], dict)
     assert got[0]["sys/devices/system/cpu/online"] == "0-7\n"
     assert got[0]["sys/devices/system/cpu/cpu39/topology/core_id"] == "39\n"
@@ -126,13 +101,12 @@ def test_members_read_as_the_python_reads_them(
 
 @needs_c
 def test_a_global_pax_header_part_way_is_the_pythons(monkeypatch: pytest.MonkeyPatch) -> None:
-    def glob() -> bytes:
-        return tarfile.TarInfo._create_pax_generic_header(  # type: ignore[attr-defined]
-            {"comment": "part way", "linkpath": "/somewhere"}, tarfile.XGLTYPE, "utf-8"
-        )
-
+    glob = tarfile.TarInfo._create_pax_generic_header(  # type: ignore[attr-defined]
+        {"comment": "part way", "linkpath": "/somewhere"}, tarfile.XGLTYPE, "utf-8"
+    )
     for at in (1, 5, 30):
-        got = _same_in_any_chunks(monkeypatch, _tar(tarfile.PAX_FORMAT, MEMBERS, extra=glob, at=at))
+        raw = tar_of(tarfile.PAX_FORMAT, MEMBERS, insert=glob, at=at)
+        got = _same_in_any_chunks(monkeypatch, raw)
         assert isinstance(got, tuple) and isinstance(got[0], dict)
 
 
@@ -176,46 +150,35 @@ PLAIN = [(f"sys/devices/system/cpu/cpu{i}/online", "file", "1\n" * (i % 5)) for 
 )
 @needs_c
 def test_odd_headers_part_way_are_the_pythons(monkeypatch: pytest.MonkeyPatch, change: str) -> None:
-    raw = bytearray(_tar(tarfile.USTAR_FORMAT, PLAIN))
+    raw = bytearray(tar_of(tarfile.USTAR_FORMAT, PLAIN))
     at = _headers(bytes(raw))[12]
     block = bytearray(raw[at : at + 512])
     size = int(block[124:136].split(b"\0", 1)[0], 8)
-    if change == "checksum with leading spaces":
-        _resum(block, b"  %05o\0" % (sum(block[:148]) + sum(block[156:]) + 256))
-    elif change == "checksum with an underscore":
-        _resum(block, b"0_%05o\0" % (sum(block[:148]) + sum(block[156:]) + 256))
-    elif change == "checksum signed":
-        block[100:108] = b"\xff" * 8  # a mode of high bytes: the signed sum differs
-        signed = sum(b - 256 if b > 127 else b for b in block[:148] + block[156:]) + 256
-        _resum(block, b"%06o\0 " % signed)
-    elif change == "checksum wrong":
-        _resum(block, b"000001\0 ")
-    elif change == "size base-256":
-        block[124:136] = b"\x80" + size.to_bytes(11, "big")
-        _resum(block)
-    elif change == "size with an underscore":
-        block[124:136] = b"0_" + b"%09o\0" % size
-        _resum(block)
-    elif change == "size not octal":
-        block[124:136] = b"9" * 11 + b"\0"
-        _resum(block)
-    elif change == "a prefix":
-        block[345:348] = b"sys"
-        block[0:4] = b"pfx/"
-        _resum(block)
-    elif change == "old type":
-        block[156:157] = b"\0"
-        _resum(block)
-    elif change == "no ustar magic":
-        block[257:265] = b"ustar  \0"
-        _resum(block)
-    elif change == "a folder":
-        block[156:157] = b"5"
-        _resum(block)
-    elif change == "fifo":
-        block[156:157] = b"6"
-        _resum(block)
-    elif change == "zero block":
+    # the header's fields set as each change says (offset, bytes), its checksum then rewritten
+    fields: dict[str, list[tuple[int, bytes]]] = {
+        "size base-256": [(124, b"\x80" + size.to_bytes(11, "big"))],
+        "size with an underscore": [(124, b"0_" + b"%09o\0" % size)],
+        "size not octal": [(124, b"9" * 11 + b"\0")],
+        "a prefix": [(345, b"sys"), (0, b"pfx/")],
+        "old type": [(156, b"\0")],
+        "no ustar magic": [(257, b"ustar  \0")],
+        "a folder": [(156, b"5")],
+        "fifo": [(156, b"6")],
+        "checksum signed": [(100, b"\xff" * 8)],  # a mode of high bytes: signed sums differ
+    }
+    for start, value in fields.get(change, []):
+        block[start : start + len(value)] = value
+    unsigned = sum(block[:148]) + sum(block[156:]) + 256
+    signed = unsigned - 256 * sum(1 for b in block[:148] + block[156:] if b > 127)
+    sums = {
+        "checksum with leading spaces": b"  %05o\0" % unsigned,
+        "checksum with an underscore": b"0_%05o\0" % unsigned,
+        "checksum signed": b"%06o\0 " % signed,
+        "checksum wrong": b"000001\0 ",
+    }
+    if change in sums or change in fields:
+        _resum(block, sums.get(change))
+    if change == "zero block":
         block[:] = bytes(512)
     raw[at : at + 512] = block
     data = bytes(raw[: at + 512 + 3]) if change == "cut after" else bytes(raw)
@@ -228,7 +191,7 @@ def test_odd_headers_part_way_are_the_pythons(monkeypatch: pytest.MonkeyPatch, c
 def test_each_cap_part_way_is_the_pythons_refusal(
     monkeypatch: pytest.MonkeyPatch, cap: str
 ) -> None:
-    raw = _tar(tarfile.USTAR_FORMAT, [*PLAIN, ("sys/wide", "file", "w" * 9000), *PLAIN[:5]])
+    raw = tar_of(tarfile.USTAR_FORMAT, [*PLAIN, ("sys/wide", "file", "w" * 9000), *PLAIN[:5]])
     if cap == "members":
         monkeypatch.setattr(archive, "MAX_ARCHIVE_MEMBERS", 20)
     elif cap == "file":

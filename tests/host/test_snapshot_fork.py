@@ -21,8 +21,8 @@ from ascendtune.host import forked
 from ascendtune.host import snapshot as snap
 from ascendtune.host.roots import DirRoot, MemRoot, Root
 from ascendtune.synth import standard
-from ascendtune.synth.spec import NpuProcess, Process, Task
 from tests.support.builder import SysrootBuilder
+from tests.support.hosts import a2_with_worker
 
 CPU = "sys/devices/system/cpu"
 # Python 3.12 warns of a fork beside threads: here, the test runner's (see `children`)
@@ -222,17 +222,22 @@ def test_ctrl_c_in_the_parent_kills_the_child(
     assert len(children) == 1  # and the fixture finds it reaped
 
 
-def test_a_refusal_in_the_childs_half_is_the_parents_refusal(
-    host: Path, children: list[int]
-) -> None:
-    fifo = host / f"{CPU}/cpu80/topology/core_id"
+def assert_same_refusal(root: Path, rel: str) -> None:
+    """With a FIFO at rel, the capture forked refuses it as one process does."""
+    fifo = root / rel
     fifo.unlink()
     os.mkfifo(fifo)
     with pytest.raises(InvalidInput, match="FIFO") as plain_refusal:
-        plain(host)
+        plain(root)
     with pytest.raises(InvalidInput, match="FIFO") as forked_refusal:
-        snap.capture(DirRoot(host))
+        snap.capture(DirRoot(root))
     assert str(forked_refusal.value) == str(plain_refusal.value)
+
+
+def test_a_refusal_in_the_childs_half_is_the_parents_refusal(
+    host: Path, children: list[int]
+) -> None:
+    assert_same_refusal(host, f"{CPU}/cpu80/topology/core_id")
     assert len(children) == 1
 
 
@@ -265,15 +270,7 @@ CAN_FORK = forked.can_fork  # as it is, before the children fixture sets its own
 def worker(sysroot: SysrootBuilder) -> Path:
     """The A2 host with one worker of 300 threads on NPU 0: 600 task files in one batch; in the
     child's half a thread whose comm is gone and one whose status is a link inside the root."""
-    spec = standard.atlas_800i_a2()
-    tasks = tuple(Task(PID + t, f"worker-{t % 3}", "0-23") for t in range(300))
-    proc = Process(
-        PID, "python3", tasks, cmdline=("python3", "-m", "vllm"), fds={3: "/dev/davinci0"}
-    )
-    assert spec.npu_smi is not None
-    npu_smi = replace(spec.npu_smi, processes=(NpuProcess(0, 0, PID, "python3", 4096),))
-    sysroot.spec(replace(spec, processes=(proc,), npu_smi=npu_smi))
-    root = sysroot.root
+    root = a2_with_worker(sysroot, PID, 300).root
     (root / f"proc/{PID}/task/{PID + 290}/comm").unlink()
     (root / f"proc/{PID}/task/{PID + 291}/status").unlink()
     sysroot.link(f"proc/{PID}/task/{PID + 291}/status", f"/proc/{PID}/task/{PID + 1}/status")
@@ -327,14 +324,7 @@ def test_a_batch_child_that_fails_or_sends_garbage_is_read_by_the_parent(
 def test_a_refusal_in_the_batch_childs_half_is_the_parents_refusal(
     worker: Path, file_children: list[int]
 ) -> None:
-    fifo = worker / f"proc/{PID}/task/{PID + 280}/comm"
-    fifo.unlink()
-    os.mkfifo(fifo)
-    with pytest.raises(InvalidInput, match="FIFO") as plain_refusal:
-        plain(worker)
-    with pytest.raises(InvalidInput, match="FIFO") as forked_refusal:
-        snap.capture(DirRoot(worker))
-    assert str(forked_refusal.value) == str(plain_refusal.value)
+    assert_same_refusal(worker, f"proc/{PID}/task/{PID + 280}/comm")
     assert len(file_children) == 2
 
 
