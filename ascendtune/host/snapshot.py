@@ -133,7 +133,7 @@ CHILD_SHARE = 0.5
 def _read_cpus(root: _Recorder) -> list[str]:
     """_cpu_paths of every CPU folder, their listings and texts put into root, the last
     CHILD_SHARE of them read by a forked child on the second core (forked.Child) while this
-    process reads the rest; the child also reads its share of the files doctor declares in
+    process reads the rest; each also reads its share of the files doctor declares in
     every CPU folder (_declared_paths). The child reads through the same Root (every bound and
     refusal of the sysroot reader holds there too); its answers are taken only when well
     formed, else this process reads its share too, so the capture is the same either way."""
@@ -145,7 +145,9 @@ def _read_cpus(root: _Recorder) -> list[str]:
         paths = _cpu_paths(root, cpus[:split])
         root.fork_files = not share  # one child at a time: none for this share's batch
         try:
-            root.read_files(paths)
+            # with a child, this share's doctor files too, as the child reads its own: doctor's
+            # batch then finds them all read (else its 4,096 at 8,192 CPUs would fork again)
+            root.read_files(paths + _declared_paths(cpus[:split]) if share else paths)
         finally:
             root.fork_files = True
         got = child.result()
