@@ -1,6 +1,7 @@
-"""The capture's CPU folders read partly by a forked child (issue 28): the same capture as one
-process reading them all, whatever the child does (fails, exits early, sends garbage, hangs),
-the sysroot's refusals hold in the child too, and no child is ever left behind."""
+"""The capture's CPU folders, and any large batch of files (a worker's task files), read partly by
+a forked child (issue 28): the same capture as one process reading them all, whatever the child
+does (fails, exits early, sends garbage, hangs), the sysroot's refusals hold in the child too,
+and no child is ever left behind."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ import pytest
 from ascendtune.core.errors import InvalidInput
 from ascendtune.host import forked
 from ascendtune.host import snapshot as snap
-from ascendtune.host.roots import DirRoot, Root
+from ascendtune.host.roots import DirRoot, MemRoot, Root
 from ascendtune.synth import standard
 from tests.support.builder import SysrootBuilder
+from tests.support.hosts import a2_with_worker
 
 CPU = "sys/devices/system/cpu"
 # Python 3.12 warns of a fork beside threads: here, the test runner's (see `children`)
@@ -82,12 +84,12 @@ def parent_of(pid: int) -> int | None:
 
 def plain(root: Path) -> snap.Capture:
     """The capture as one process reads it (no child)."""
-    old = snap.FORK_FROM_CPUS
-    snap.FORK_FROM_CPUS = 1 << 30
+    old = snap.FORK_FROM_CPUS, snap.FORK_FROM_FILES
+    snap.FORK_FROM_CPUS = snap.FORK_FROM_FILES = 1 << 30
     try:
         return snap.capture(DirRoot(root))
     finally:
-        snap.FORK_FROM_CPUS = old
+        snap.FORK_FROM_CPUS, snap.FORK_FROM_FILES = old
 
 
 def assert_same(got: snap.Capture, want: snap.Capture) -> None:
@@ -220,17 +222,22 @@ def test_ctrl_c_in_the_parent_kills_the_child(
     assert len(children) == 1  # and the fixture finds it reaped
 
 
-def test_a_refusal_in_the_childs_half_is_the_parents_refusal(
-    host: Path, children: list[int]
-) -> None:
-    fifo = host / f"{CPU}/cpu80/topology/core_id"
+def assert_same_refusal(root: Path, rel: str) -> None:
+    """With a FIFO at rel, the capture forked refuses it as one process does."""
+    fifo = root / rel
     fifo.unlink()
     os.mkfifo(fifo)
     with pytest.raises(InvalidInput, match="FIFO") as plain_refusal:
-        plain(host)
+        plain(root)
     with pytest.raises(InvalidInput, match="FIFO") as forked_refusal:
-        snap.capture(DirRoot(host))
+        snap.capture(DirRoot(root))
     assert str(forked_refusal.value) == str(plain_refusal.value)
+
+
+def test_a_refusal_in_the_childs_half_is_the_parents_refusal(
+    host: Path, children: list[int]
+) -> None:
+    assert_same_refusal(host, f"{CPU}/cpu80/topology/core_id")
     assert len(children) == 1
 
 
@@ -247,7 +254,115 @@ def test_a_live_root_reads_its_cpus_through_a_child_too(
     assert paths == snap._read_cpus(want)
     assert got.lists == want.lists
     assert {rel: got.texts[rel] for rel in want.texts} == want.texts
-    # and the child's half of doctor's per-CPU files, as the root reads them
+    # and doctor's per-CPU files, each half's read beside it, as the root reads them
     extra = sorted(got.texts.keys() - want.texts.keys())
-    assert extra == sorted(snap._declared_paths(snap._cpus(DirRoot(host))[96:]))
+    assert extra == sorted(snap._declared_paths(snap._cpus(DirRoot(host))))
     assert [got.texts[rel] for rel in extra] == DirRoot(host, live=True).read_files(extra)
+
+
+# -- a large batch of files (_Recorder._read_new): a worker's task files -------------------------
+
+PID = 4242
+CAN_FORK = forked.can_fork  # as it is, before the children fixture sets its own
+
+
+@pytest.fixture
+def worker(sysroot: SysrootBuilder) -> Path:
+    """The A2 host with one worker of 300 threads on NPU 0: 600 task files in one batch; in the
+    child's half a thread whose comm is gone and one whose status is a link inside the root."""
+    root = a2_with_worker(sysroot, PID, 300).root
+    (root / f"proc/{PID}/task/{PID + 290}/comm").unlink()
+    (root / f"proc/{PID}/task/{PID + 291}/status").unlink()
+    sysroot.link(f"proc/{PID}/task/{PID + 291}/status", f"/proc/{PID}/task/{PID + 1}/status")
+    return root
+
+
+@pytest.fixture
+def file_children(children: list[int], monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """children, forked for a batch of 500 files or more (no CPU share: the host has 192)."""
+    monkeypatch.setattr(snap, "FORK_FROM_CPUS", 1 << 30)
+    monkeypatch.setattr(snap, "FORK_FROM_FILES", 500)
+    return children
+
+
+def test_a_large_batch_read_partly_by_a_child_is_the_capture_one_process_gives(
+    worker: Path, file_children: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = child_results(monkeypatch)
+    cap = snap.capture(DirRoot(worker))
+    # two batches: the CPU folders' files (192 CPUs, no CPU share) and the task files
+    taken = [x for x in seen if x is not None]  # None: the CPU share's (no child)
+    assert len(file_children) == 2 and len(taken) == 2
+    assert all(isinstance(x, list) for x in taken)
+    assert_same(cap, plain(worker))
+    task = f"proc/{PID}/task"
+    assert f"{task}/{PID + 299}/status" in cap.files and f"{task}/{PID + 290}/comm" not in cap.files
+    assert cap.files[f"{task}/{PID + 291}/status"] == cap.files[f"{task}/{PID + 1}/status"]
+
+
+def _files_failing(root: Root, rels: list[str]) -> object:
+    raise OSError("the child's read failed")
+
+
+def _files_short(root: Root, rels: list[str]) -> object:
+    return snap._child_files(root, rels)[:-1]
+
+
+def _files_wrong_type(root: Root, rels: list[str]) -> object:
+    return [b"bytes"] * len(rels)
+
+
+@pytest.mark.parametrize("job", [_files_failing, exiting, _files_short, _files_wrong_type])
+def test_a_batch_child_that_fails_or_sends_garbage_is_read_by_the_parent(
+    worker: Path, file_children: list[int], monkeypatch: pytest.MonkeyPatch, job: object
+) -> None:
+    monkeypatch.setattr(snap, "_child_files", job)
+    assert_same(snap.capture(DirRoot(worker)), plain(worker))
+    assert len(file_children) == 2
+
+
+def test_a_refusal_in_the_batch_childs_half_is_the_parents_refusal(
+    worker: Path, file_children: list[int]
+) -> None:
+    assert_same_refusal(worker, f"proc/{PID}/task/{PID + 280}/comm")
+    assert len(file_children) == 2
+
+
+def test_no_batch_child_where_no_fork_is_allowed_or_nothing_is_read_from_files(
+    worker: Path, file_children: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = plain(worker)
+    # a thread beside: no fork allowed, this process reads the whole batch
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        cap = snap.capture(DirRoot(worker))
+    finally:
+        stop.set()
+        other.join()
+    assert file_children == []
+    assert_same(cap, want)
+    # no fork() at all (a platform without it), as forked.can_fork finds it: the same
+    monkeypatch.setattr(forked, "can_fork", CAN_FORK)
+    monkeypatch.delattr(os, "fork")
+    assert_same(snap.capture(DirRoot(worker)), want)
+    assert file_children == []
+    # an archive's host is in memory already: never a child
+    memory = MemRoot(dict(want.files), dict(want.links))
+    rels = sorted(want.files)
+    assert snap._Recorder(memory).read_files(rels) == [want.files[r] for r in rels]
+    assert file_children == []
+
+
+def test_no_batch_child_while_a_cpu_share_child_runs(
+    host: Path, children: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the parent's own share of the CPU folders is one large batch: read by itself, one child
+    # at a time on two cores; the rest of the capture may fork again (batches read after)
+    monkeypatch.setattr(snap, "FORK_FROM_FILES", 100)
+    got = snap._Recorder(DirRoot(host))
+    paths = snap._read_cpus(got)
+    assert len(children) == 1
+    assert len(paths) > 1000
+    assert got.fork_files

@@ -23,6 +23,7 @@ from ascendtune.host.snapshot import capture
 from tests.support.builder import SysrootBuilder
 from tests.support.cli import CLI, Cli
 from tests.support.hosts import atlas_a2
+from tests.support.tars import tar_of
 
 SECRET = "OUTSIDE-SECRET-7f3a"
 ONLINE = "sys/devices/system/cpu/online"
@@ -323,22 +324,6 @@ def test_tool_budget_is_the_runner_timeout() -> None:
     assert DirRoot.tool_budget_s == runner.DEFAULT_TIMEOUT_S
 
 
-def _tar(fmt: int, members: list[tuple[str, str, str]], top: str = "") -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=fmt) as tar:
-        for name, kind, payload in members:
-            info = tarfile.TarInfo(top + name)
-            if kind == "file":
-                data = payload.encode()
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-            else:
-                info.type = tarfile.SYMTYPE if kind == "link" else tarfile.DIRTYPE
-                info.linkname = payload
-                tar.addfile(info)
-    return raw.getvalue()
-
-
 MEMBERS = [
     ("sys/devices/system/cpu", "dir", ""),
     ("sys/devices/system/cpu/online", "file", "0-3\n"),
@@ -356,7 +341,7 @@ MEMBERS = [
 @pytest.mark.parametrize("top", ["", "wrapper/"])
 @pytest.mark.parametrize("gz", [True, False])
 def test_archive_members_read_as_tarfile_reads_them(fmt: int, top: str, gz: bool) -> None:
-    raw = _tar(fmt, MEMBERS, top)
+    raw = tar_of(fmt, MEMBERS, top)
     root = open_archive(gzip.compress(raw) if gz else raw, "x.tar.gz")
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         names = tar.getnames()
@@ -376,7 +361,7 @@ def test_archive_members_read_as_tarfile_reads_them(fmt: int, top: str, gz: bool
 
 
 def test_archive_stream_damage_is_one_clear_error() -> None:
-    raw = _tar(tarfile.GNU_FORMAT, MEMBERS)
+    raw = tar_of(tarfile.GNU_FORMAT, MEMBERS)
     good = gzip.compress(raw)
     # two gzip members one after the other read as one stream, as gzip reads them
     half = len(raw) // 1024 * 512

@@ -268,3 +268,30 @@ def test_read_files_read_what_the_python_reads(
     assert isinstance(whole, list) and len(whole) == len(groups[-1])
     assert any(isinstance(t, str) and t for t in whole) and None in whole
     _same_at_the_cap(monkeypatch, read)
+
+
+@needs_c
+def test_listdirs_list_what_the_python_lists(
+    sysroot: SysrootBuilder, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DirRoot.listdirs (a snapshot's cache folders of every CPU, in one call) compiled against
+    the Python listdir of each: folders behind links in and out of the root, absent folders,
+    files where folders belong, names no plain path, names no UTF-8."""
+    _cpus_tree(sysroot, outside)
+    (sysroot.root / CPU / "cpu3/cache/\udcff-odd").mkdir(parents=True)
+    sysroot.link(f"{CPU}/cpu4/cache", str(outside))  # out of the root: as the walk resolves it
+    rels = [f"{CPU}/cpu{c}/{sub}" for c in [*range(0, 16), 5000] for sub in ("cache", "topology")]
+    rels += [CPU, "", ".", "..", "/", "proc", f"{CPU}/../cpu", f"{CPU}//cpu1", "meta.json"]
+
+    def read() -> object:
+        root = DirRoot(sysroot.root)
+        return [root.listdirs(rels), [root.listdir(r) for r in rels]]
+
+    c, py = _both(monkeypatch, read)
+    assert c == py
+    assert isinstance(c, list) and c[0] == c[1]
+    got = dict(zip(rels, c[0], strict=True))
+    assert got[f"{CPU}/cpu5/topology"] == ["core_id", "physical_package_id", "thread_siblings_list"]
+    assert got[f"{CPU}/cpu12/topology"] is None and got[f"{CPU}/cpu13/topology"] is None
+    assert "\udcff-odd" in (got[f"{CPU}/cpu3/cache"] or [])
+    assert SECRET not in str(c) and "comm" not in str(got[f"{CPU}/cpu4/cache"])

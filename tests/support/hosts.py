@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ascendtune.synth import standard, text
-from ascendtune.synth.spec import Chip, NpuProcess
+from ascendtune.synth.spec import Chip, NpuProcess, Process, Task
 from tests.support.builder import SysrootBuilder
 
 # Atlas 800I A2: pairs of 910B3 on every second NUMA node, as on real boxes
@@ -49,3 +49,16 @@ def atlas_a2(
         assert spec.npu_smi is not None
         spec = replace(spec, npu_smi=replace(spec.npu_smi, topo_file=False))
     return b.spec(spec)
+
+
+def a2_with_worker(b: SysrootBuilder, pid: int, threads: int) -> SysrootBuilder:
+    """The A2 host with one vLLM worker (pid, `threads` threads named worker-0..2, all on CPUs
+    0-23) holding NPU 0, in the vendor tool's process table too."""
+    spec = standard.atlas_800i_a2()
+    tasks = tuple(Task(pid + t, f"worker-{t % 3}", "0-23") for t in range(threads))
+    worker = Process(
+        pid, "python3", tasks, cmdline=("python3", "-m", "vllm"), fds={3: "/dev/davinci0"}
+    )
+    assert spec.npu_smi is not None
+    npu_smi = replace(spec.npu_smi, processes=(NpuProcess(0, 0, pid, "python3", 4096),))
+    return b.spec(replace(spec, processes=(worker,), npu_smi=npu_smi))

@@ -82,9 +82,12 @@ static int open_under(int at, const char *under)
         while (got < 0 && errno == EINTR);
         if (got >= 0)
             return (int)got;
+        if (errno == ENOENT)
+            return -1; /* the walk stops at the first link (ELOOP), so no link led here: an
+                        * entry on the way is absent, as the component walk would find */
         if (errno == ENOSYS || errno == EPERM)
             openat2_broken = 1;
-        /* any failure: the component walk below decides, and says why */
+        /* any other failure: the component walk below decides, and says why */
     }
 #endif
     while (*p) {
@@ -222,6 +225,76 @@ done:
     return out;
 }
 
+/* files(top_fd, rels, cap) -> list of str | None | True, one for each path of rels (relative to
+ * the folder top_fd): DirRoot.read_files in one call. A path's folder is opened with open_under
+ * (one openat2) and kept for the paths after it in the same folder; a file in it is small_file's
+ * (None where the stat finds none), None for every file of an absent folder, True (ask the root
+ * by its path) for a folder that is a link or no plain path, and for a path with no folder. */
+static PyObject *files(PyObject *self, PyObject *args)
+{
+    int top, fd = -1, folder_errno = 0;
+    PyObject *rels, *out = NULL, *folder = NULL; /* folder: the bytes of the open one's path */
+    Py_ssize_t cap, n, i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iO!n", &top, &PyList_Type, &rels, &cap))
+        return NULL;
+    n = PyList_GET_SIZE(rels);
+    out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *bytes = NULL, *text;
+        const char *rel, *slash;
+        Py_ssize_t cut;
+        if ((i & 1023) == 1023) { /* as children(): other threads run, Ctrl-C stops it */
+            Py_BEGIN_ALLOW_THREADS
+            Py_END_ALLOW_THREADS
+            if (PyErr_CheckSignals() < 0)
+                goto fail;
+        }
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(rels, i), &bytes))
+            goto fail;
+        rel = PyBytes_AS_STRING(bytes);
+        slash = strrchr(rel, '/');
+        if (slash == NULL || slash == rel || !plain(slash + 1)) {
+            Py_DECREF(bytes);
+            PyList_SET_ITEM(out, i, Py_NewRef(Py_True));
+            continue;
+        }
+        cut = slash - rel;
+        if (folder == NULL || PyBytes_GET_SIZE(folder) != cut ||
+            memcmp(PyBytes_AS_STRING(folder), rel, (size_t)cut) != 0) {
+            if (fd >= 0)
+                close(fd);
+            Py_XDECREF(folder);
+            folder = PyBytes_FromStringAndSize(rel, cut);
+            if (folder == NULL) {
+                fd = -1;
+                Py_DECREF(bytes);
+                goto fail;
+            }
+            fd = open_under(top, PyBytes_AS_STRING(folder));
+            folder_errno = fd < 0 ? errno : 0;
+        }
+        if (fd >= 0)
+            text = small_file(fd, slash + 1, cap, 0, ABSENT_AT_STAT);
+        else /* absent folder: absent file; a link, "..", a file on the way: by its path */
+            text = Py_NewRef(folder_errno == ENOENT ? Py_None : Py_True);
+        Py_DECREF(bytes);
+        if (text == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, text);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    if (fd >= 0)
+        close(fd);
+    Py_XDECREF(folder);
+    return out;
+}
+
 /* Linux's directory entry as getdents64 returns it */
 struct dirent64_linux {
     unsigned long long d_ino;
@@ -233,27 +306,21 @@ struct dirent64_linux {
 
 #define ENTRIES_BUF 32768 /* getdents64's buffer: one per children() call */
 
-/* The targets of the links in the open folder fd, by sorted name (as sorted(os.listdir)):
- * a list, or Py_None when it cannot be listed. Closes fd. The folder is listed with
- * getdents64 itself into entries_buf (ENTRIES_BUF bytes): opendir would add an fstat and two
- * fcntl calls per folder. */
-static PyObject *link_targets(int fd, char *entries_buf)
+/* The names in the open folder fd, sorted (as sorted(os.listdir)); Py_None when it cannot be
+ * listed; NULL with an exception set on a failed allocation. fd stays open. */
+static PyObject *sorted_names(int fd, char *entries_buf)
 {
-    PyObject *entries, *out = NULL;
-    Py_ssize_t i, n;
-    char target[PATH_MAX];
-    entries = PyList_New(0);
+    PyObject *entries = PyList_New(0);
     if (entries == NULL)
-        goto done;
+        return NULL;
     for (;;) {
         long got, pos;
         do
             got = syscall(SYS_getdents64, fd, entries_buf, ENTRIES_BUF);
         while (got < 0 && errno == EINTR);
         if (got < 0) { /* a listing that fails part way: None, as os.listdir's OSError */
-            Py_CLEAR(entries);
-            out = Py_NewRef(Py_None);
-            goto done;
+            Py_DECREF(entries);
+            Py_RETURN_NONE;
         }
         if (got == 0)
             break;
@@ -266,13 +333,34 @@ static PyObject *link_targets(int fd, char *entries_buf)
             name = PyUnicode_DecodeFSDefault(ent->d_name);
             if (name == NULL || PyList_Append(entries, name) < 0) {
                 Py_XDECREF(name);
-                goto done;
+                Py_DECREF(entries);
+                return NULL;
             }
             Py_DECREF(name);
         }
     }
-    if (PyList_Sort(entries) < 0) /* str order, as sorted() of os.listdir's names */
+    if (PyList_Sort(entries) < 0) { /* str order, as sorted() of os.listdir's names */
+        Py_DECREF(entries);
+        return NULL;
+    }
+    return entries;
+}
+
+/* The targets of the links in the open folder fd, by sorted name (as sorted(os.listdir)):
+ * a list, or Py_None when it cannot be listed. Closes fd. The folder is listed with
+ * getdents64 itself into entries_buf (ENTRIES_BUF bytes): opendir would add an fstat and two
+ * fcntl calls per folder. */
+static PyObject *link_targets(int fd, char *entries_buf)
+{
+    PyObject *entries, *out = NULL;
+    Py_ssize_t i, n;
+    char target[PATH_MAX];
+    entries = sorted_names(fd, entries_buf);
+    if (entries == NULL || entries == Py_None) {
+        out = entries; /* None: unlistable; NULL: the exception stands */
+        entries = NULL;
         goto done;
+    }
     out = PyList_New(0);
     if (out == NULL)
         goto done;
@@ -399,7 +487,56 @@ done:
     return out;
 }
 
+/* folders(top_fd, rels) -> list of (list of names | None | True), one for each folder of rels
+ * (relative to the folder top_fd): its names sorted (DirRoot.listdir), None where it is absent
+ * or cannot be listed, True (ask the root by its path) where it is a link or no plain path. */
+static PyObject *folders(PyObject *self, PyObject *args)
+{
+    int top;
+    PyObject *rels, *out = NULL;
+    char *entries_buf;
+    Py_ssize_t n, i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iO!", &top, &PyList_Type, &rels))
+        return NULL;
+    entries_buf = PyMem_Malloc(ENTRIES_BUF);
+    if (entries_buf == NULL)
+        return PyErr_NoMemory();
+    n = PyList_GET_SIZE(rels);
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    for (i = 0; i < n; i++) {
+        PyObject *bytes = NULL, *names;
+        int fd;
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(rels, i), &bytes)) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        fd = open_under(top, PyBytes_AS_STRING(bytes));
+        Py_DECREF(bytes);
+        if (fd < 0) {
+            names = Py_NewRef(errno == ENOENT ? Py_None : Py_True);
+        } else {
+            names = sorted_names(fd, entries_buf);
+            close(fd);
+        }
+        if (names == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, names);
+    }
+done:
+    PyMem_Free(entries_buf);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"files", files, METH_VARARGS,
+     "files(top_fd, rels, cap) -> list: see walker.DirRoot.read_files"},
+    {"folders", folders, METH_VARARGS,
+     "folders(top_fd, rels) -> list: see walker.DirRoot.listdirs"},
     {"texts", texts, METH_VARARGS,
      "texts(dir_fd, under, names, cap, absent=False) -> list | -1 | -2: see "
      "walker._OpenFolder.read_texts"},

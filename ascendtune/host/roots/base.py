@@ -51,6 +51,10 @@ class Root:
         (a sysroot answers them from its open folders, without a call chain per file)."""
         return [self.read_text(rel) for rel in rels]
 
+    def listdirs(self, rels: list[str]) -> list[list[str] | None]:
+        """listdir of each folder, in order (a sysroot lists them all in one call)."""
+        return [self.listdir(rel) for rel in rels]
+
     def readlink(self, rel: str) -> str | None:
         raise NotImplementedError
 
