@@ -178,6 +178,8 @@ def _read_cpus(root: _Recorder) -> list[str]:
 # forked 48 ms wall (about 40 ms of CPU in each process); with the second core busy, 84 -> 77.
 # Below about 4,000 files the fork and the copied pages eat most of the gain
 FORK_FROM_FILES = 4000
+# the paths that name the reading process itself: a forked child would read its own
+_OWN_PROC = ("proc/self/", "proc/thread-self/", "/proc/self/", "/proc/thread-self/")
 
 
 def _child_files(root: Root, rels: list[str]) -> list[str | None]:
@@ -273,9 +275,15 @@ class _Recorder(Root):
         if len(rels) < FORK_FROM_FILES or not self.fork_files or not isinstance(inner, DirRoot):
             return inner.read_files(rels)
         half = len(rels) // 2
-        theirs = rels[half:]
+        # a child's proc/self is the child: what names this process is read here, never there
+        theirs = [rel for rel in rels[half:] if not rel.startswith(_OWN_PROC)]
+        if len(theirs) == len(rels) - half:
+            ours = rels[:half]
+        else:
+            given = set(theirs)
+            ours = [rel for rel in rels if rel not in given]
         with forked.Child(lambda: _child_files(inner, theirs)) as child:
-            mine = inner.read_files(rels[:half])
+            mine = inner.read_files(ours)
             got = child.result()
         if not (
             isinstance(got, list)
@@ -283,7 +291,11 @@ class _Recorder(Root):
             and all(t is None or isinstance(t, str) for t in got)
         ):
             got = inner.read_files(theirs)
-        return mine + got
+        if len(ours) == half:  # the halves as cut: in order already
+            return mine + got
+        by_rel = dict(zip(ours, mine, strict=True))
+        by_rel.update(zip(theirs, got, strict=True))
+        return [by_rel[rel] for rel in rels]
 
     def listdir(self, rel: str) -> list[str] | None:
         if rel not in self.lists:

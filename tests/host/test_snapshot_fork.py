@@ -366,3 +366,28 @@ def test_no_batch_child_while_a_cpu_share_child_runs(
     assert len(children) == 1
     assert len(paths) > 1000
     assert got.fork_files
+
+
+def test_a_batchs_paths_of_this_process_are_read_here_never_by_the_child(
+    worker: Path, file_children: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child's proc/self is the child: a proc/self or proc/thread-self path in the child's
+    half is read by this process, and the answers keep the batch's order."""
+    here: list[list[str]] = []  # what this process reads itself (the child's reads stay there)
+    real = DirRoot.read_files
+
+    def spy(self: DirRoot, rels: list[str]) -> list[str | None]:
+        here.append(list(rels))
+        return real(self, rels)
+
+    rels = [f"proc/{PID}/task/{PID + i}/status" for i in range(300)]
+    rels += [f"proc/{PID}/task/{PID + i}/comm" for i in range(300)]
+    own = ["proc/self/status", "proc/thread-self/comm", "proc/self/cgroup"]
+    for at, rel in zip((350, 420, 599), own, strict=True):
+        rels.insert(at, rel)
+    want = DirRoot(worker).read_files(rels)
+    monkeypatch.setattr(DirRoot, "read_files", spy)
+    got = snap._Recorder(DirRoot(worker)).read_files(rels)
+    assert len(file_children) == 1 and len(here) == 1
+    assert set(own) <= set(here[0]) and len(here[0]) == len(rels) // 2 + len(own)
+    assert got == want
