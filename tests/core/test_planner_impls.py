@@ -265,3 +265,45 @@ def test_numa_split_ignores_the_cpuset_but_the_kernel_narrows_it() -> None:
     p = plan("2cb1e84a", _numa_split_host(allowed="0-29"), [2, 3], busy=(2, 3))
     assert pools(p) == {2: "24-29"}  # NPU 3's share 36-47 lies outside: not bound
     assert p.ranks[1].skipped is not None
+
+
+def _crowded_node_host(allowed: str) -> Host:
+    """Two nodes of 4 CPUs (0-3, 4-7); eight NPUs whose PCI devices all sit on node 1, so
+    each one's share of node 1 (4 CPUs // 8 NPUs) is empty."""
+    node_cpus = {0: frozenset(range(4)), 1: frozenset(range(4, 8))}
+    chip_list = chips([None] * 8)
+    return host_of(
+        HostSpec(
+            cpus=Cpus(frozenset(range(8))),
+            nodes=tuple(Node(n, cs) for n, cs in node_cpus.items()),
+            pci=tuple(
+                Pci(c.bus.lower(), pci_class="0x120000", numa_node=1, local_cpus=node_cpus[1])
+                for c in chip_list
+            ),
+            self_proc=SelfProc(allowed, "0"),
+            npu_smi=NpuSmi(tuple(chip_list)),
+            meta={"arch": "aarch64"},
+        )
+    )
+
+
+@pytest.mark.parametrize("blob", ["2cb1e84a", "280e516e"])
+@pytest.mark.parametrize(
+    ("allowed", "bound"),
+    [
+        # psutil reads cpu_affinity([]) as its "eligible" CPUs: the first a-b range of
+        # Cpus_allowed_list alone, not the whole cpuset
+        ("0-2,5-6", "0-2"),
+        ("1-7", "1-7"),
+        # no range first: CPUs 0..(online - 1), which the kernel narrows to the cpuset
+        ("3,5-6", "3,5-6"),
+    ],
+)
+def test_numa_split_binds_an_empty_share_to_psutils_eligible_cpus(
+    blob: str, allowed: str, bound: str
+) -> None:
+    p = plan(blob, _crowded_node_host(allowed), busy=tuple(range(8)))
+    assert p.mode == "numa_split"
+    # NPU 0 is lost to the MCU row (above); the seven others are bound
+    assert [r.logical_id for r in p.ranks if r.skipped is None] == list(range(1, 8))
+    assert set(pools(p).values()) == {bound}

@@ -15,7 +15,9 @@ import sys
 
 import pytest
 
+from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, adjacent
 from ascendtune.synth.standard import DEMO_SPECS
+from ascendtune.synth.text import LEGEND_910_93
 from tests.reference import harness as h
 from tests.reference import hostgen
 
@@ -32,6 +34,39 @@ PER_FAMILY = 60
 
 def demo_cases() -> list[h.Case]:
     return [h.Case(f"demo:{name}", DEMO_SPECS[name]("demo"), fam) for name, fam in DEMOS]
+
+
+def crowded_cases() -> list[h.Case]:
+    """Sixteen NPUs whose PCI devices sit on a node of ten CPUs, in a cpuset whose first range
+    stops short of the whole: 0.9.1-0.13.0 compute an empty share and psutil reads
+    cpu_affinity([]) as the first a-b range of Cpus_allowed_list (a random draw found it)."""
+    node_cpus = {0: frozenset(range(10)), 1: frozenset(range(10, 20))}
+    chips = tuple(
+        Chip(i // 2, i % 2, i, "Ascend910", f"0000:{0x01 + 0x10 * (i // 2) + i % 2:02X}:00.0")
+        for i in range(16)
+    )
+    out = []
+    for allowed in ("0-8,10-12", "4,10-19", "0-19"):
+        spec = HostSpec(
+            cpus=Cpus(frozenset(range(20)), threads=adjacent(list(range(20)), smt=2)),
+            nodes=tuple(Node(n, cs) for n, cs in node_cpus.items()),
+            pci=tuple(
+                Pci(
+                    c.bus.lower(),
+                    device="0xd803",
+                    pci_class="0x120000",
+                    numa_node=1 if c.logical_id < 14 else 0,
+                    local_cpus=node_cpus[1 if c.logical_id < 14 else 0],
+                )
+                for c in chips
+            ),
+            self_proc=SelfProc(allowed, "0"),
+            npu_smi=NpuSmi(chips, layout="a3", phy_col=True, label="Phy-ID", legend=LEGEND_910_93),
+            meta={"arch": "aarch64"},
+            meta_indent=None,
+        )
+        out.append(h.Case(f"crowded:{allowed}", spec, "A3", note="empty NUMA share"))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +86,7 @@ def test_release_is_that_implementation(impl: h.Impl) -> None:
 
 @pytest.mark.parametrize("impl", h.IMPLS, ids=lambda i: f"{i.blob}-{i.release}")
 def test_plan_matches_the_release(impl: h.Impl, generated: list[h.Case]) -> None:
-    cases = demo_cases() + generated
+    cases = demo_cases() + crowded_cases() + generated
     tally = h.compare(impl, cases)
     print(
         f"{impl.blob} ({impl.release}): {tally.cases} hosts, {tally.ranks} ranks, "

@@ -133,12 +133,20 @@ def plan(
             per = len(node_cpus) // len(shard)
             idx = shard.index(cur)
             want = node_cpus[idx * per : (idx + 1) * per]
-            # psutil: an empty list means every CPU; the kernel keeps the allowed ones
-            cpus = sorted(allowed) if not want else sorted(set(want) & allowed)
-            if not cpus:
+            # psutil: an empty list means every eligible CPU (the first a-b range of
+            # Cpus_allowed_list); the kernel keeps the allowed ones
+            cpus = sorted(set(want or eligible(host)) & allowed)
+            if not cpus and want:
                 skipped = (
                     f"its share {format_cpulist(want)} of node {node} lies wholly outside the "
                     f"cpuset {format_cpulist(host.cpus_allowed)} (sched_setaffinity: EINVAL)"
+                )
+            elif not cpus:
+                skipped = (
+                    f"its share of node {node} is empty ({len(node_cpus)} CPUs over "
+                    f"{len(shard)} NPUs), psutil reads an empty list as CPUs "
+                    f"{format_cpulist(eligible(host))}, and none of them is in the cpuset "
+                    f"{format_cpulist(host.cpus_allowed)} (sched_setaffinity: EINVAL)"
                 )
         rp = _rank_plan(host, rank, device, cur, cpus, Roles(main=tuple(cpus)))
         if skipped is not None:
