@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ascendtune.core.cpulist import format_cpulist
-from ascendtune.core.errors import UsageError
+from ascendtune.core.errors import PlanError, UsageError
 
 if TYPE_CHECKING:
     from ascendtune.core.planner import Plan, RankPlan
@@ -177,6 +177,25 @@ def emit_lines(
     head: list[str] = []
     if owner is not None:
         head, argv = owner_lines(kind, owner, argv)
+    # ranks the plan leaves unbound (vLLM-Ascend skips them, or refuses the host): a comment
+    # each, never a line that binds to nothing; a plan that binds no rank emits nothing
+    devices = [r.device for r in plan.ranks]  # the job's, bound or not (--emit env)
+    unbound = [r for r in plan.ranks if r.skipped is not None or not r.cpus]
+    if unbound:
+        if len(unbound) == len(plan.ranks):
+            why = next((r.skipped for r in unbound if r.skipped), "it gives them no CPUs")
+            raise PlanError(
+                f"--emit {kind}: the {plan.policy} plan binds no rank on this host: {why}",
+                "emit another policy's plan (`--policy numa-local`; `--policy compare` shows "
+                "them side by side)",
+            )
+        head += [
+            f"# rank {r.rank}, {word} {r.device}: left unbound, as the {plan.policy} plan "
+            f"leaves it ({r.skipped or 'no CPUs'})"
+            for r in unbound
+        ]
+        gone = {r.rank for r in unbound}
+        plan = plan._replace(ranks=tuple(r for r in plan.ranks if r.rank not in gone))
     if kind == "cpu-affinity-conf":
         return head + _cpu_affinity_conf(plan)
     if kind == "vllm":
@@ -201,7 +220,7 @@ def emit_lines(
             'dropins="${SYSTEMD_DROPIN_DIR:-/etc/systemd/system}"',
         ]
     if kind == "env":
-        return _env(plan, profile.visible_devices_env, word)
+        return head + _env(plan, profile.visible_devices_env, word, devices)
     for r in plan.ranks:
         cpus, nodes = _fmt(r.cpus), _nodes(r)
         out.append(f"# rank {r.rank}, {word} {r.device}")
@@ -269,16 +288,17 @@ def _cpu_affinity_conf(plan: Plan) -> list[str]:
     return out
 
 
-def _env(plan: Plan, visible_env: str, word: str) -> list[str]:
-    """`export` lines a launch script sources: the devices in rank order, and each rank's CPUs
-    and NUMA nodes under names of its own (one rank: the plain names)."""
-    one = len(plan.ranks) == 1
+def _env(plan: Plan, visible_env: str, word: str, devices: Sequence[int]) -> list[str]:
+    """`export` lines a launch script sources: the devices in rank order (every rank's, bound
+    or not), and each bound rank's CPUs and NUMA nodes under names of its own (a job of one
+    rank: the plain names)."""
+    one = len(devices) == 1
     suffix = "" if one else "_RANKn"
     out = [
         f"# for a launch script: {visible_env} gives each rank its {word}, "
         f'taskset -c "$ASCENDTUNE_CPUS{suffix}" / numactl --membind="$ASCENDTUNE_MEMBIND{suffix}" '
         "bind it",
-        f"export {visible_env}=" + ",".join(str(r.device) for r in plan.ranks),
+        f"export {visible_env}=" + ",".join(map(str, devices)),
     ]
     for r in plan.ranks:
         tail = "" if one else f"_RANK{r.rank}"

@@ -199,18 +199,29 @@ def plan(host: "Host", opts: PlanOptions, root: "Root | None" = None) -> PlanRep
 def _better(host: "Host", plan: "Plan", base: "PlanRequest") -> str | None:
     """A short line when another policy beats vLLM-Ascend's plan on locality or overlap."""
     mean = _mean_locality(plan)
+    bound = sum(r.skipped is None for r in plan.ranks)
     for name in ("numa-local", "numa-slice"):
         try:
             other = make_plan(host, base._replace(policy=name))
         except AscendtuneError:
             continue
         om = _mean_locality(other)
-        if (om is not None and mean is not None and om > mean + 1e-9) or (
-            plan.overlaps and not other.overlaps
+        other_bound = sum(r.skipped is None for r in other.ranks)
+        if (
+            (om is not None and mean is not None and om > mean + 1e-9)
+            or (plan.overlaps and not other.overlaps)
+            or other_bound > bound
         ):
             parts = []
+            if other_bound > bound:
+                parts.append(
+                    f"binds {other_bound} of {len(other.ranks)} ranks where vLLM-Ascend binds "
+                    f"{bound}"
+                )
             if om is not None and mean is not None:
                 parts.append(f"mean locality {om:.0%} vs {mean:.0%}")
+            elif om is not None:
+                parts.append(f"mean locality {om:.0%}")
             if plan.overlaps and not other.overlaps:
                 parts.append("no overlapping ranks")
             return f"better: --policy {name} ({', '.join(parts)})"

@@ -90,12 +90,13 @@ def render_plan(
                 smi.get(r.device, "?"),
                 str(r.logical_id) if r.logical_id != r.device else "",
                 Wrapped(numa, ", "),
-                cpus(_fmt(r.cpus)),
+                # a rank the policy leaves unbound (vLLM-Ascend skips it): said in its CPUs cell
+                cpus("not bound", "yellow") if r.skipped is not None else cpus(_fmt(r.cpus)),
                 cpus(_fmt(r.roles.irq)),
                 cpus(_fmt(r.roles.main)),
                 cpus(_fmt(r.roles.acl)),
                 cpus(_fmt(r.roles.release)),
-                _locality(r.locality),
+                "-" if r.skipped is not None else _locality(r.locality),
             ]
         )
     head = [
@@ -291,6 +292,9 @@ def _render_compare(
                 cells.append("" if i else "error (below)")
                 continue
             rp = p.ranks[i]
+            if rp.skipped is not None:
+                cells.append(Wrapped("not bound", ", ", "yellow"))
+                continue
             cells.append(Wrapped(f"{_fmt(rp.cpus)} ({_locality(rp.locality)})", ", "))
         rows.append(cells)
     title = "plan: every policy side by side (CPUs, locality)"

@@ -117,6 +117,9 @@ class NpuInfo(NamedTuple):
     version: str | None
     devices: tuple[NpuInfoRow, ...]
     processes: tuple[AccelProcess, ...]
+    # the process table's header: "NPU Chip" (True) or "NPU ID" alone (False, Ascend 950);
+    # None: no process table
+    procs_by_chip: bool | None = None
 
 
 class TopoMatrix(NamedTuple):
@@ -183,6 +186,12 @@ class Host(NamedTuple):
     # every vendor tool that ran (or replayed), in registry order, with the version it printed
     # (None: it printed none); a tool absent here was not found
     tools: Mapping[str, str | None] = MappingProxyType({})
+    # `npu-smi info -m` as vLLM-Ascend up to 0.21.0rc1 reads it: every line after the first
+    # split on white space, by position, whatever the header names (empty: no map was read)
+    npu_map_rows: tuple[tuple[str, ...], ...] = ()
+    # npu-smi's process table keyed by "NPU Chip" (True) or by "NPU ID" alone (False: Ascend
+    # 950's layout, which the releases up to 0.21.0rc1 cannot read); None: no table read
+    npu_procs_by_chip: bool | None = None
 
     @property
     def cpus_offline(self) -> CpuSet:

@@ -490,6 +490,10 @@ def read_host(root: Root, *, workers_only: bool = False) -> Host:
         notes=tuple(notes),
         soc_detected=next((r.soc for r in readings.values() if r.soc is not None), None),
         tool_errors=tuple(tools.errors),
+        npu_map_rows=next((r.map_rows for r in readings.values() if r.map_rows), ()),
+        npu_procs_by_chip=next(
+            (r.procs_by_chip for r in readings.values() if r.procs_by_chip is not None), None
+        ),
         cgroup_cpuset=cgroup.cpus if cgroup is not None else None,
         cgroup_cpuset_file=cgroup.file if cgroup is not None else None,
         tools={

@@ -23,6 +23,7 @@ from ascendtune.core.model import (
     soc_of_names,
 )
 from ascendtune.synth.spec import Cells, HostSpec, NpuSmi, Pci
+from ascendtune.synth.text import info_m
 
 # PCI device ids of Ascend families (sysfs `device`), for names that do not tell (Ascend910)
 SOC_OF_DEVICE_ID = {"0xd802": Soc.A2, "0xd803": Soc.A3, "0xd500": Soc.P310, "0xd806": Soc.A5}
@@ -86,6 +87,7 @@ def expected_host(spec: HostSpec) -> Host:
                 soc = by_pci.pop()
             elif soc is Soc.A1 and len({a.npu_id for a in npus}) < len(npus):
                 soc = Soc.A3
+    by_npu_id = smi is not None and smi.npu_id_procs
     host = Host(
         online,
         cpus,
@@ -95,7 +97,9 @@ def expected_host(spec: HostSpec) -> Host:
         accelerators=npus + gpus,
         links=links,
         processes=tuple(
-            AccelProcess(p.npu_id, p.chip_id, p.pid, p.name, float(p.mem_mib))
+            AccelProcess(
+                p.npu_id, None if by_npu_id else p.chip_id, p.pid, p.name, float(p.mem_mib)
+            )
             for p in (smi.processes if smi is not None and smi.info else ())
         ),
         cpus_present=present,
@@ -106,8 +110,16 @@ def expected_host(spec: HostSpec) -> Host:
         arch=_str(meta.get("arch")),
         hostname=_str(meta.get("hostname")),
         soc_detected=soc,
+        npu_map_rows=_map_rows(smi) if smi is not None and smi.map and npus else (),
+        npu_procs_by_chip=None if smi is None or not smi.info else not smi.npu_id_procs,
     )
     return host
+
+
+def _map_rows(smi: NpuSmi) -> tuple[tuple[str, ...], ...]:
+    """`npu-smi info -m` split by position, as Host.npu_map_rows holds it."""
+    m = info_m(smi.chips, logic_col=smi.logic_col, phy_col=smi.phy_col, slot_col=smi.slot_col)
+    return tuple(tuple(line.split()) for line in m.strip().split("\n")[1:])
 
 
 def _str(v: object) -> str | None:

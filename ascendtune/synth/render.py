@@ -221,7 +221,9 @@ def write_npu_smi(t: Tree, smi: NpuSmi) -> None:
     if smi.map:
         t.file(
             command_path("npu-smi_info_-m"),
-            text.info_m(smi.chips, logic_col=smi.logic_col, phy_col=smi.phy_col),
+            text.info_m(
+                smi.chips, logic_col=smi.logic_col, phy_col=smi.phy_col, slot_col=smi.slot_col
+            ),
         )
     if smi.topo_file:
         body = smi.topo

@@ -171,8 +171,10 @@ Link = str | Callable[[int, int], str]
 @dataclass(frozen=True)
 class NpuSmi:
     """What npu-smi prints: `info` (layout a2 = Chip, a3 = Chip Phy-ID, 310p = Chip Device),
-    `info -m` (map: with Chip Logic ID unless logic_col is off, Chip Phy-ID with phy_col) and
-    `info -t topo` (topo: a raw text such as TOPO_UNSUPPORTED replaces the matrix)."""
+    `info -m` (map: with Chip Logic ID unless logic_col is off, Slot ID with slot_col, Chip
+    Phy-ID with phy_col) and `info -t topo` (topo: a raw text such as TOPO_UNSUPPORTED replaces
+    the matrix). npu_id_procs: the process table keyed by "NPU ID" alone, no Chip column (Ascend
+    950, as vLLM-Ascend's unit tests show it)."""
 
     chips: tuple[Chip, ...]
     version: str = "24.1.rc1.b030"
@@ -182,6 +184,8 @@ class NpuSmi:
     map: bool = True
     logic_col: bool = True
     phy_col: bool = False
+    slot_col: bool = False
+    npu_id_procs: bool = False
     topo: str | None = None
     topo_file: bool = True
     link: Link = "HCCS"

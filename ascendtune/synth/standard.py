@@ -727,7 +727,14 @@ def demo_ascend_950(description: str) -> HostSpec:
         pci=pci,
         knobs=Knobs(0, 0, 50000, THP, THP_DEFRAG),
         self_proc=demo_self(range(384), range(4), "/user.slice/user-0.slice/session-2.scope"),
-        npu_smi=NpuSmi(chips, version="25.5.0"),
+        npu_smi=NpuSmi(
+            chips,
+            version="25.5.0",
+            logic_col=False,
+            phy_col=True,
+            slot_col=True,
+            npu_id_procs=True,
+        ),
         meta=demo_meta(
             description,
             hostname="ascend-950-demo",

@@ -100,6 +100,7 @@ A2_HEAD = "| NPU   Name                | Health        | Power(W)    Temp(C)    
 A2_HEAD2 = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
 A3_HEAD2 = "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
 A2_PROC = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
+NPU_ID_PROC = "| NPU ID                    | Process id    | Process name             | Process memory(MB)      |"
 
 P3_BAR = "+" + "-" * 104 + "+"
 P3_SEP = "+-------------------------------+-----------------+------------------------------------------------------+"
@@ -118,7 +119,9 @@ def _cards(chips: Sequence[Chip]) -> list[tuple[int, list[Chip]]]:
 def npu_smi_info(smi: NpuSmi) -> str:
     if smi.layout == "310p":
         return info_310p(smi.version, smi.chips, smi.processes)
-    return info_hbm(smi.version, smi.chips, smi.processes, a3=smi.layout == "a3")
+    return info_hbm(
+        smi.version, smi.chips, smi.processes, a3=smi.layout == "a3", npu_id_procs=smi.npu_id_procs
+    )
 
 
 def _info(
@@ -151,8 +154,16 @@ def _info(
     return "\n".join(out) + "\n"
 
 
-def info_hbm(version: str, chips: Sequence[Chip], procs: Sequence[NpuProcess], *, a3: bool) -> str:
-    """`npu-smi info` of 910B (A2) and 910_93 (A3) hosts: HBM column, two lines per chip."""
+def info_hbm(
+    version: str,
+    chips: Sequence[Chip],
+    procs: Sequence[NpuProcess],
+    *,
+    a3: bool,
+    npu_id_procs: bool = False,
+) -> str:
+    """`npu-smi info` of 910B (A2) and 910_93 (A3) hosts: HBM column, two lines per chip.
+    npu_id_procs: the process table keyed by "NPU ID" alone (Ascend 950)."""
 
     def rows(c: Chip) -> list[str]:
         power = "-" if c.power is None else f"{c.power:.1f}"
@@ -165,13 +176,15 @@ def info_hbm(version: str, chips: Sequence[Chip], procs: Sequence[NpuProcess], *
         ]
 
     def proc(p: NpuProcess) -> str:
+        if npu_id_procs:
+            return f"| {p.npu_id:<26d}| {p.pid:<13d} | {p.name:<24s} | {p.mem_mib:<23d} |"
         return (
             f"| {p.npu_id:<7d} {p.chip_id:<18d}| {p.pid:<13d} | {p.name:<24s} | {p.mem_mib:<23d} |"
         )
 
     top = [A2_BAR, f"| npu-smi {version:<24s} Version: {version:<52s} |", A2_SEP, A2_HEAD]
     top += [A3_HEAD2 if a3 else A2_HEAD2, A2_DBL]
-    rules = (A2_SEP, A2_DBL, A2_PROC)
+    rules = (A2_SEP, A2_DBL, NPU_ID_PROC if npu_id_procs else A2_PROC)
     return _info(
         top, chips, procs, chip_rows=rows, proc_row=proc, between=A2_BAR, rules=rules, width=97
     )
@@ -201,20 +214,26 @@ def info_310p(version: str, chips: Sequence[Chip], procs: Sequence[NpuProcess] =
     )
 
 
-def info_m(chips: Sequence[Chip], *, logic_col: bool = True, phy_col: bool = False) -> str:
+def info_m(
+    chips: Sequence[Chip], *, logic_col: bool = True, phy_col: bool = False, slot_col: bool = False
+) -> str:
     """`npu-smi info -m`: a tab, then 30-wide columns; an Mcu row after each card's chips
-    (not on hosts without a Chip Logic ID column, Ascend 950). Names get npu-smi's "Ascend "."""
-    head = ["NPU ID", "Chip ID"] + (["Chip Logic ID"] if logic_col else [])
+    (not on hosts without a Chip Logic ID column, Ascend 950). Names get npu-smi's "Ascend ".
+    slot_col: a "Slot ID" column after the NPU ID (Ascend 950; the slot is the NPU ID here)."""
+    head = ["NPU ID"] + (["Slot ID"] if slot_col else []) + ["Chip ID"]
+    head += ["Chip Logic ID"] if logic_col else []
     head += (["Chip Phy-ID"] if phy_col else []) + ["Chip Name"]
     out = ["\t" + " ".join(f"{h:<30s}" for h in head)]
     for card, mine in _cards(chips):
         for c in mine:
-            cols = [str(c.npu_id), str(c.chip_id)] + ([str(c.logical_id)] if logic_col else [])
+            cols = [str(c.npu_id)] + ([str(c.npu_id)] if slot_col else []) + [str(c.chip_id)]
+            cols += [str(c.logical_id)] if logic_col else []
             cols += [str(c.phy)] if phy_col else []
             name = c.name if c.name.startswith("Ascend") else f"Ascend {c.name}"
             out.append("\t" + " ".join(f"{v:<30s}" for v in cols) + " " + name)
         if logic_col:
-            cols = [str(card), str(max(c.chip_id for c in mine) + 1), "-"]
+            cols = [str(card)] + ([str(card)] if slot_col else [])
+            cols += [str(max(c.chip_id for c in mine) + 1), "-"]
             cols += (["-"] if phy_col else []) + ["Mcu"]
             out.append("\t" + " ".join(f"{v:<30s}" for v in cols))
     return "\n".join(out) + "\n"

@@ -3,6 +3,7 @@ options, the device list from the environment, and exit codes for bad input."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -132,15 +133,58 @@ def test_emit_cpu_affinity_conf_notes_split_pool(hosts: Hosts, cli: Cli) -> None
         hosts.root("a2-offline"),
         "--visible-devices",
         "4",
+        "--policy",
+        "numa-local",
         "--emit",
         "cpu-affinity-conf",
     )
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == [
-        "# rank 0: CPUs 0-4,6-23 are not one range; torch_npu takes a single a-b range, so only "
-        "6-23 is given",
-        "export CPU_AFFINITY_CONF=1,npu0:6-23",
+        "# rank 0: CPUs 0-4,6-12 are not one range; torch_npu takes a single a-b range, so only "
+        "6-12 is given",
+        "export CPU_AFFINITY_CONF=1,npu0:6-12",
     ]
+
+
+def test_a_release_that_refuses_the_host_binds_no_rank(hosts: Hosts, cli: Cli) -> None:
+    """An offline CPU makes vLLM-Ascend 0.15.0rc1 on fail (`lscpu -e` prints '-' as its
+    node): every rank is skipped with that reason, no pool shown as if it were bound."""
+    root = hosts.root("a2-offline")
+    res = cli("plan", "--sysroot", root, "--visible-devices", "4,5", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert any(f["code"] == "offline_cpus" for f in doc["findings"])
+    assert [r["cpus"] for r in doc["ranks"]] == ["", ""]
+    assert all("offline" in r["binding_skipped"] for r in doc["ranks"])
+    assert all(
+        r["roles"] == {"irq": "", "main": "", "acl": "", "release": ""} for r in doc["ranks"]
+    )
+    human = cli("plan", "--sysroot", root, "--visible-devices", "4,5")
+    assert "not bound" in human.stdout
+    assert "better: --policy numa-local (binds 2 of 2 ranks where vLLM-Ascend binds 0" in (
+        " ".join(human.stdout.split())
+    )
+    # nothing to emit: one line on stderr, exit 5, no line that binds to nothing
+    emit = cli("plan", "--sysroot", root, "--visible-devices", "4,5", "--emit", "taskset")
+    assert emit.exit_code == 5 and emit.stdout == ""
+    assert "binds no rank on this host" in emit.stderr and "--policy numa-local" in emit.stderr
+
+
+@pytest.mark.parametrize("form", ["taskset", "numactl", "systemd", "docker", "env"])
+def test_emit_leaves_a_skipped_rank_as_a_comment(form: str, cli: Cli) -> None:
+    """0.26.0rc1 on skip a rank whose NPU has no process in npu-smi's table: its lines are a
+    comment, never a binding to no CPUs; the bound rank's lines are as always."""
+    res = cli(
+        *("plan", "--demo", "atlas-800i-a2", "--target", "v0.30.0rc2"),
+        *("--visible-devices", "4,5", "--busy", "4", "--emit", form),
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("# rank 1, NPU 5: left unbound") and "no pool" in lines[0]
+    assert "0-23" in res.stdout
+    assert not any(x in res.stdout for x in ("-c  ", "-c ''", '=""', "physcpubind= ", "CPUS_RANK1"))
+    if form == "env":
+        assert "export ASCEND_RT_VISIBLE_DEVICES=4,5" in lines
 
 
 def test_compare(a2: str, cli: Cli) -> None:

@@ -18,6 +18,7 @@ from ascendtune.host.roots import MemRoot
 from ascendtune.synth.render import render
 from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, adjacent
 from ascendtune.synth.standard import A5_AFFINITY, a2_chips, atlas_800i_a2
+from ascendtune.synth.text import TOPO_UNSUPPORTED
 
 # one release per implementation, by the name the registry gives it
 RELEASE = {
@@ -88,7 +89,9 @@ def test_global_slice_divides_by_every_npu_so_processes_sharing_a_cpuset_do_not_
 
 
 def test_global_slice_gives_the_remainder_to_the_lowest_npu_ids() -> None:
-    host = flat(17, 1, chips([None] * 3))
+    # topo unsupported: no affinity at all (a topo table without the cells makes this release
+    # fail on the link name in their place, and bind nothing)
+    host = flat(17, 1, chips([None] * 3), topo=TOPO_UNSUPPORTED)
     assert pools(plan("abb80aa1", host)) == {0: "0-5", 1: "6-11", 2: "12-16"}
 
 
@@ -307,3 +310,101 @@ def test_numa_split_binds_an_empty_share_to_psutils_eligible_cpus(
     # NPU 0 is lost to the MCU row (above); the seven others are bound
     assert [r.logical_id for r in p.ranks if r.skipped is None] == list(range(1, 8))
     assert set(pools(p).values()) == {bound}
+
+
+# --- npu-smi's Ascend 950 layout, read by position (0.9.1-0.21.0rc1) or by header -----------
+
+
+def _a950(slot_and_npu_id: bool = True) -> Host:
+    """The 950 host of the test above in npu-smi's Ascend 950 layout: `info -m` with Slot ID
+    and Chip Phy-ID and no Chip Logic ID, the process table keyed by NPU ID alone."""
+    spec = HostSpec(
+        cpus=Cpus(frozenset(range(384)), threads=adjacent(range(384), sockets=2, core_ids=None)),
+        nodes=tuple(Node(n, frozenset(range(96 * n, 96 * n + 96))) for n in range(4)),
+        pci=tuple(
+            Pci(
+                f"0000:{i + 1:02x}:00.0",
+                device="0xd806",
+                pci_class="0x120000",
+                numa_node=int(a.split("-")[0]) // 96,
+                local_cpus=a,
+            )
+            for i, a in enumerate(A5_AFFINITY)
+        ),
+        self_proc=SelfProc("0-383", "0-3"),
+        npu_smi=NpuSmi(
+            tuple(
+                Chip(i, 0, i, "Ascend950DT", f"0000:{i + 1:02x}:00.0", affinity=a)
+                for i, a in enumerate(A5_AFFINITY)
+            ),
+            logic_col=False,
+            phy_col=True,
+            slot_col=slot_and_npu_id,
+            npu_id_procs=slot_and_npu_id,
+        ),
+        meta={"arch": "aarch64"},
+    )
+    return host_of(spec)
+
+
+def test_the_950_layout_is_read_as_it_is_printed() -> None:
+    host = _a950()
+    assert host.npu_procs_by_chip is False
+    # by position: NPU ID, Slot ID, Chip ID, Chip Phy-ID, Chip Name
+    assert host.npu_map_rows[1] == ("1", "1", "0", "1", "Ascend950DT")
+    assert [a.logical_id for a in host.npus] == list(range(8))
+
+
+@pytest.mark.parametrize("blob", ["062ff4f9", "c09e740a", "abb80aa1", "2d5ba9ec", "7b815e31"])
+def test_releases_reading_the_process_table_by_position_bind_nothing_on_the_950_layout(
+    blob: str,
+) -> None:
+    p = plan(blob, _a950(), [0, 1], busy=(0, 1))
+    why = impls.refusal(p)
+    assert why is not None and "NPU ID alone" in why and "IndexError" in why
+    # the same host with Chip columns: no such refusal
+    assert "NPU ID alone" not in (impls.refusal(plan(blob, _a950(False), [0, 1])) or "")
+
+
+@pytest.mark.parametrize("blob", ["5a947c7b", "0cbc0e2b", "7ed2022f"])
+def test_releases_reading_by_header_bind_the_950_layout(blob: str) -> None:
+    p = plan(blob, _a950(), [0, 1], busy=(0, 1))
+    assert impls.refusal(p) is None
+    assert set(pools(p)) == {0, 1}
+
+
+@pytest.mark.parametrize("blob", ["2cb1e84a", "280e516e"])
+def test_numa_split_reads_the_950_map_by_position(blob: str) -> None:
+    # `info -m` read by position: the third cell (the Chip ID, 0 on every row) is the logical
+    # id, so the map holds id 0 alone, naming the last row (NPU 7, slot 7); its board has no
+    # chip 7, so no NPU has a PCI node and the one device is dealt to node 0, rank 0 binds
+    # all of node 0, and rank 1 finds no second device (IndexError)
+    p = plan(blob, _a950(), busy=(0, 1))
+    assert pools(p) == {0: "0-95"}
+    assert "IndexError" in (p.ranks[1].skipped or "")
+    # a visible list naming NPU 1, which the map lacks: the release stops for every rank
+    q = plan(blob, _a950(), [0, 1], busy=(0, 1))
+    assert all("Can not get device info" in (r.skipped or "") for r in q.ranks)
+    # the Chip Logic ID column in its place (A2 layout): no such trouble
+    assert pools(plan(blob, _numa_split_host(), [2, 3], busy=(2, 3))) == {2: "24-35", 3: "36-47"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "why"),
+    [
+        ((("0", "0", "0"),), "unpacks four"),
+        ((("x", "0", "0", "Ascend910B3"),), "as numbers"),
+    ],
+)
+def test_numa_split_fails_where_the_release_cannot_read_the_map(
+    rows: tuple[tuple[str, ...], ...], why: str
+) -> None:
+    host = _numa_split_host()._replace(npu_map_rows=rows)
+    p = plan("2cb1e84a", host, [2, 3], busy=(2, 3))
+    assert all(why in (r.skipped or "") for r in p.ranks)
+
+
+def test_the_registry_and_the_planner_agree_on_who_reads_npu_smi_by_position() -> None:
+    from ascendtune.core.vllm_ascend.registry import POSITIONAL_NPU_SMI
+
+    assert {b for b, i in impls.IMPLS.items() if i.positional_npu_smi} == POSITIONAL_NPU_SMI

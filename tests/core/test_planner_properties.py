@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ascendtune.core.cpulist import CpuSet
 from ascendtune.core.errors import PlanError
 from ascendtune.core.model import Host, Soc
-from ascendtune.core.planner import Plan, PlanRequest, make_plan
+from ascendtune.core.planner import Plan, PlanRequest, impls, make_plan
 from ascendtune.core.planner.numa import home_node
 from ascendtune.synth.expect import expected_host
 from ascendtune.synth.spec import Chip, Cpus, HostSpec, Node, NpuSmi, Pci, SelfProc, Thread
@@ -115,6 +115,13 @@ def planned_scenarios(draw: st.DrawFn) -> Planned:
 def check_cpus(host: Host, plan: Plan, visible: tuple[int, ...], reserve: CpuSet) -> None:
     assert [r.device for r in plan.ranks] == list(visible)
     for r in plan.ranks:
+        if r.skipped is not None:
+            # only vLLM-Ascend leaves a rank unbound (a release that refuses the host), and then
+            # with no CPU at all
+            assert (
+                plan.policy == "vllm-ascend" and not r.cpus and not any(r.roles.to_json().values())
+            )
+            continue
         assert r.cpus, "a rank with no CPU"
         assert r.cpuset <= host.cpus_online
         assert r.cpuset <= host.cpus_allowed
@@ -143,6 +150,9 @@ def check_vllm(plan: Plan, visible: tuple[int, ...]) -> None:
     for r in plan.ranks:
         assert r.device == visible[r.rank]
         assert r.logical_id == running[r.rank]
+        if r.skipped is not None:
+            assert impls.refusal(plan) is not None and not r.cpus
+            continue
         if plan.mode != "a5_clusters":
             assert len(r.cpus) >= 5 and len(r.roles.irq) == 2
             assert r.roles.acl == r.cpus[-2:-1] and r.roles.release == r.cpus[-1:]

@@ -195,13 +195,24 @@ def test_npu_smi_tables_agree(name: str) -> None:
     root = open_root(name)
     info = root.read_text("commands/npu-smi_info.txt") or ""
     rows = map_rows(root.read_text("commands/npu-smi_info_-m.txt") or "")
-    assert rows[0][:3] == ["NPU ID", "Chip ID", "Chip Logic ID"]
     chips = [r for r in rows[1:] if r[-1] != "Mcu"]
-    mcus = [r for r in rows[1:] if r[-1] == "Mcu"]
-    assert {r[0] for r in mcus} == {r[0] for r in chips}, "one Mcu row per card"
-    assert all(r[2] == "-" for r in mcus)
-    logical = sorted(int(r[2]) for r in chips)
-    assert logical == list(range(len(chips)))
+    if name == "ascend-950":
+        # Ascend 950's layout (as vLLM-Ascend's unit tests show it): a Slot ID, no Chip Logic
+        # ID (the NPU ID is the logical id), no Mcu rows; the process table keyed by NPU ID
+        assert rows[0] == ["NPU ID", "Slot ID", "Chip ID", "Chip Phy-ID", "Chip Name"]
+        assert (
+            sorted(int(r[0]) for r in chips)
+            == list(range(len(chips)))
+            == [int(r[3]) for r in chips]
+        )
+        assert "| NPU ID " in info and "| NPU     Chip " not in info
+    else:
+        assert rows[0][:3] == ["NPU ID", "Chip ID", "Chip Logic ID"]
+        mcus = [r for r in rows[1:] if r[-1] == "Mcu"]
+        assert {r[0] for r in mcus} == {r[0] for r in chips}, "one Mcu row per card"
+        assert all(r[2] == "-" for r in mcus)
+        logical = sorted(int(r[2]) for r in chips)
+        assert logical == list(range(len(chips)))
 
     tables = info_rows(info)
     assert len(tables) == len(chips)

@@ -354,6 +354,7 @@ class Tally:
     irq_checked: int = 0
     memory_moved: int = 0
     diffs: list[Diff] = field(default_factory=list)
+    bound_by_family: dict[str, int] = field(default_factory=dict)
 
 
 def compare(impl: Impl, cases: Sequence[Case], tally: Tally | None = None) -> Tally:
@@ -370,6 +371,7 @@ def compare(impl: Impl, cases: Sequence[Case], tally: Tally | None = None) -> Ta
             ref = reference_outcome(r, bus_of.get(mine.npu) if mine.npu is not None else None, impl)
             if ref.bound:
                 tally.bound += 1
+                tally.bound_by_family[case.family] = tally.bound_by_family.get(case.family, 0) + 1
                 tally.memory_moved += ref.memory is not None
             else:
                 tally.skipped += 1

@@ -166,3 +166,91 @@ def draw_cases(family: str, count: int, seed_tag: str = "") -> list[Case]:
 
     collect()
     return [replace(c, id=f"{family}{seed_tag}-{i}") for i, c in enumerate(out)]
+
+
+def a5_cases(count: int, seed: int = 950) -> list[Case]:
+    """Ascend 950 hosts the cluster allocator can bind (big nodes, NPUs mostly off node 0,
+    whose CPUs go to uvb_poll_window_thread), in npu-smi's Ascend 950 layout (`info -m` with
+    Slot ID and Chip Phy-ID and no Chip Logic ID, the process table keyed by NPU ID alone) and,
+    for one in four, the older layout with Chip columns. Drawn from a fixed seed: the same
+    every run. (cases() above seldom gives one that binds.)"""
+    import random
+
+    rnd = random.Random(seed)
+    out: list[Case] = []
+    for i in range(count):
+        k = rnd.choice((2, 4, 4, 8))
+        smt = rnd.choice((1, 2))
+        per = rnd.choice((96, 64, 48, 80, 40, 32) if smt == 1 else (48, 32, 40, 24, 64)) * smt
+        n = k * per
+        node_cpus = {j: frozenset(range(j * per, (j + 1) * per)) for j in range(k)}
+        nnpu = rnd.choice((8, 8, 16, 4, 2, 1))
+        card_node = [rnd.randrange(1, k) if rnd.random() < 0.9 else 0 for _ in range(nnpu)]
+        if rnd.random() < 0.5:
+            card_node.sort()
+        offline = frozenset(rnd.sample(range(n), 2)) if rnd.random() < 0.15 else frozenset()
+        online = frozenset(range(n)) - offline
+        allowed = online
+        r = rnd.random()
+        if r < 0.2:
+            a = rnd.randrange(n)
+            allowed = online & frozenset(range(a, rnd.randrange(a, n) + 1)) or online
+        elif r < 0.3:
+            allowed = frozenset(rnd.sample(sorted(online), rnd.randint(1, len(online))))
+        chips = []
+        pci = []
+        for c in range(nnpu):
+            bus = f"0000:{c + 1:02X}:00.0"
+            aff = format_cpulist(node_cpus[card_node[c]]) if rnd.random() < 0.95 else None
+            chips.append(Chip(c, 0, c, CHIP_NAME["A5"], bus, affinity=aff))
+            pci.append(
+                Pci(
+                    bus.lower(),
+                    device=PCI_DEVICE["A5"],
+                    pci_class="0x120000",
+                    numa_node=card_node[c],
+                    local_cpus=node_cpus[card_node[c]],
+                )
+            )
+        layout_950 = rnd.random() < 0.75
+        smi = NpuSmi(
+            tuple(chips),
+            logic_col=False,
+            phy_col=True,
+            slot_col=layout_950,
+            npu_id_procs=layout_950,
+        )
+        spec = HostSpec(
+            cpus=Cpus(online, present=frozenset(range(n)), threads=adjacent(range(n), smt=smt)),
+            nodes=tuple(Node(j, cs) for j, cs in node_cpus.items()),
+            pci=tuple(pci),
+            self_proc=SelfProc(format_cpulist(allowed), "0"),
+            npu_smi=smi,
+            meta={"arch": "aarch64"},
+            meta_indent=None,
+        )
+        ids = list(range(nnpu))
+        visible: tuple[int, ...] | None = None
+        if rnd.random() < 0.6:
+            visible = tuple(rnd.sample(ids, rnd.randint(1, nnpu)))
+            if rnd.random() < 0.5:
+                visible = tuple(sorted(visible))
+        job = list(visible) if visible is not None else ids
+        busy = set(job)
+        if rnd.random() < 0.3:
+            busy |= set(rnd.sample(ids, rnd.randint(0, nnpu)))
+        if rnd.random() < 0.15:
+            busy -= set(rnd.sample(job, rnd.randint(0, len(job))))
+        out.append(
+            Case(
+                id=f"A5-bindable-{i}",
+                spec=spec,
+                family="A5",
+                visible=visible,
+                busy=tuple(sorted(busy)),
+                engram_offload=rnd.random() < 0.5,
+                irq_writable=rnd.random() > 0.1,
+                note=f"A5 k={k} smt={smt} per={per} npus={nnpu} layout_950={layout_950}",
+            )
+        )
+    return out

@@ -1,6 +1,7 @@
 """The reference tier: every distinct vLLM-Ascend cpu_binding.py, run unchanged from its
-release's sdist, against every demo and 240 hypothesis-generated hosts (60 each of A2, A3,
-310P and 950); ascendtune's `plan --policy vllm-ascend` must agree with it on every rank
+release's sdist, against every demo, 240 hypothesis-generated hosts (60 each of A2, A3,
+310P and 950), 60 Ascend 950 hosts its cluster allocator can bind (most in npu-smi's 950
+layout) and a few hand-made edge hosts; ascendtune's `plan --policy vllm-ascend` must agree with it on every rank
 (bound or not, the NPU, main/acl/release CPUs, and the IRQ CPUs wherever it steered IRQs).
 
 Run with `python3 -m pytest -m reference tests/reference` (it downloads the sdists once into
@@ -28,8 +29,10 @@ DEMOS = (
     ("atlas-800i-a3", "A3"),
     ("atlas-300i-duo", "_310P"),
     ("container-a2-half", "A2"),
+    ("ascend-950", "A5"),
 )
 PER_FAMILY = 60
+A5_BINDABLE = 60
 
 
 def demo_cases() -> list[h.Case]:
@@ -71,7 +74,8 @@ def crowded_cases() -> list[h.Case]:
 
 @pytest.fixture(scope="module")
 def generated() -> list[h.Case]:
-    return [c for fam in hostgen.FAMILIES for c in hostgen.draw_cases(fam, PER_FAMILY)]
+    drawn = [c for fam in hostgen.FAMILIES for c in hostgen.draw_cases(fam, PER_FAMILY)]
+    return drawn + hostgen.a5_cases(A5_BINDABLE)
 
 
 def _blob(data: bytes) -> str:
@@ -91,13 +95,17 @@ def test_plan_matches_the_release(impl: h.Impl, generated: list[h.Case]) -> None
     print(
         f"{impl.blob} ({impl.release}): {tally.cases} hosts, {tally.ranks} ranks, "
         f"{tally.bound} bound, {tally.skipped} not bound, {tally.irq_checked} IRQ pairs, "
-        f"{tally.memory_moved} page migrations, "
+        f"{tally.memory_moved} page migrations, bound by family {tally.bound_by_family}, "
         f"{len(tally.diffs)} differences"
     )
     assert tally.cases >= 200 + len(DEMOS)
     assert not tally.diffs, "\n".join(map(str, tally.diffs[:10]))
-    # the tier must exercise both outcomes, or it proves little
+    # the tier must exercise both outcomes, or it proves little; and bind on every family the
+    # release binds at all (0.22.1rc1 on: Ascend 950 too)
     assert tally.bound > 0 and tally.skipped > 0
+    since_950 = tuple(int(x) for x in impl.release.split(".")[:2]) >= (0, 22)
+    families = {"A2", "A3", "_310P"} | ({"A5"} if since_950 else set())
+    assert families <= set(tally.bound_by_family), tally.bound_by_family
 
 
 @pytest.mark.parametrize("blob", ["0cbc0e2b", "cc55125b"])

@@ -14,6 +14,7 @@ import pytest
 from ascendtune.core.parsers.npu_smi import parse_board, parse_info, parse_info_m
 from ascendtune.core.parsers.numa_tools import parse_lscpu_numa, parse_numactl_hardware
 from ascendtune.core.parsers.nvidia_smi import parse_topo_m, parse_topo_m_details
+from ascendtune.core.vendors.ascend import positional_rows
 from ascendtune.host.reader import read_host
 from ascendtune.host.roots import DirRoot, MemRoot
 from ascendtune.synth import standard, text
@@ -47,6 +48,29 @@ def test_info_m_without_logic_id_parses_like_the_ascend_950_sample() -> None:
     chips = [Chip(i, 0, i, "Ascend950DT", "") for i in range(len(real))]
     mine = parse_info_m(text.info_m(chips, logic_col=False, phy_col=True))
     assert mine == real
+
+
+def test_the_950_map_with_slot_id_reads_by_position_like_the_sample() -> None:
+    """The releases up to 0.21.0rc1 read `info -m` by position: the synthetic Slot ID layout
+    must give them the very cells the real one does."""
+    raw = sample("npu-smi_info_-m__ascend950_no_logic_id__vllm-ascend-ut.txt")
+    real = parse_info_m(raw)
+    chips = [Chip(i, 0, i, "Ascend950DT", "") for i in range(len(real))]
+    mine = text.info_m(chips, logic_col=False, phy_col=True, slot_col=True)
+    assert parse_info_m(mine) == real
+    assert positional_rows(mine) == positional_rows(raw)
+    assert positional_rows(raw)[1] == ("1", "1", "0", "1", "Ascend950DT")
+
+
+def test_the_process_table_keyed_by_npu_id_parses_like_the_950_sample() -> None:
+    real = parse_info(sample("npu-smi_info__process_table_npu_id_only__vllm-ascend-ut.txt"))
+    assert real.procs_by_chip is False
+    chips = [Chip(i, 0, i, "Ascend950DT", f"0000:0{i + 1}:00.0") for i in range(2)]
+    procs = [NpuProcess(p.npu_id, 0, p.pid, p.name, int(p.mem_mib or 0)) for p in real.processes]
+    mine = parse_info(text.info_hbm("25.5.0", chips, procs, a3=False, npu_id_procs=True))
+    assert mine.processes == real.processes and mine.procs_by_chip is False
+    chip_col = parse_info(sample("npu-smi_info__process_table_npu_chip__vllm-ascend-ut.txt"))
+    assert chip_col.procs_by_chip is True
 
 
 def test_process_table_parses_like_the_sample() -> None:

@@ -346,7 +346,12 @@ def parse_info(text: str) -> NpuInfo:
         raise ParseError("no device table or process table found", source=SRC_INFO)
     if state == "first" and not devices:
         raise ParseError("device table has no rows", source=SRC_INFO)
-    return NpuInfo(version=version, devices=tuple(devices), processes=tuple(processes))
+    return NpuInfo(
+        version=version,
+        devices=tuple(devices),
+        processes=tuple(processes),
+        procs_by_chip=None if proc is None else proc.has_chip,
+    )
 
 
 # ---------------------------------------------------------------- npu-smi info -m

@@ -188,6 +188,11 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
     assigned = ctx.dp > 1 or req.device_ids is not None  # vLLM publishes assigned device ids
     # binding runs after warm-up, when the job's own NPUs show in npu-smi's table
     busy = set(req.busy) if req.busy is not None else _host_busy(ctx) | set(jobs)
+    all_ids = list(ctx.all_ids)
+    if impl.positional_npu_smi:
+        # 0.14.0rc1-0.21.0rc1 read `npu-smi info -m` by position: where its third cell is not
+        # the Chip Logic ID, their logical ids (every NPU, and the busy ones) are those cells
+        all_ids, busy = vllm_ascend.positional_ids(host, all_ids, busy)
     env = ctx.env_visible
     cache: dict[tuple[int, ...], dict[int, list[int]]] = {}
     hidden: dict[int, tuple[int, ...]] = {}
@@ -195,7 +200,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
         trace.target, trace.dp_mode = target.name, b.dp
         trace.npu_of_rank = va.DEVICE_ID if by_npu_id else va.SORTED_BUSY
         trace.mode, trace.mode_notes, trace.soc = mode, list(notes), ctx.soc.value
-        trace.all_ids, trace.jobs, trace.env_visible = list(ctx.all_ids), list(jobs), env
+        trace.all_ids, trace.jobs, trace.env_visible = list(all_ids), list(jobs), env
         trace.device_ids, trace.busy = req.device_ids, sorted(busy)
         trace.busy_source = "--busy" if req.busy is not None else "npu-smi's table + the job's NPUs"
         trace.affinity, trace.allowed, trace.usable = dict(affinity), host.cpus_allowed, ctx.usable
@@ -209,20 +214,20 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
                 trace.pools[key] = pt
             if mode == TOPO_AFFINITY:
                 every = vllm_ascend.topo_affinity_pools(
-                    host, ctx.all_ids, running, affinity, ctx.usable, pt, hidden=impl.hidden_npus
+                    host, all_ids, running, affinity, ctx.usable, pt, hidden=impl.hidden_npus
                 )
                 cache[key] = every
                 if not hidden:
                     hidden.update({n: tuple(p) for n, p in every.items() if n not in running})
             elif mode == GLOBAL_SLICE:
                 cache[key] = vllm_ascend.global_slice_pools(
-                    ctx.all_ids, running, affinity, ctx.usable, pt, least=least
+                    all_ids, running, affinity, ctx.usable, pt, least=least
                 )
             elif mode == NUMA_BALANCED:
                 cache[key] = vllm_ascend.numa_balanced_pools(host, running, ctx.usable)
             else:
                 cache[key] = vllm_ascend.a5_cluster_pools(
-                    host, ctx.all_ids, running, affinity, ctx.usable
+                    host, all_ids, running, affinity, ctx.usable
                 )
         return cache[key]
 
@@ -234,7 +239,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
         if b.dp == va.DP_NARROWED and ctx.dp > 1:
             seen = engine  # vLLM 0.23 narrows it per DP engine
         else:
-            seen = list(env) if env is not None else list(ctx.all_ids)
+            seen = list(env) if env is not None else list(all_ids)
         running = sorted(n for n in busy if n in seen)
         pools = pools_for(running) if running else {}
         for local, device in enumerate(engine):
@@ -308,8 +313,18 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
     findings += vllm_ascend.version_findings(
         target, ranks, jobs, env, req.device_ids, ctx.dp, own, by_npu_id=by_npu_id
     )
-    findings += vllm_ascend.refusals(host, impl)
+    findings += vllm_ascend.refusals(host, impl, busy)
+    # a release that refuses binds no rank at all: each one is skipped, with the reason
+    refused = next((f.message for f in findings if f.code in impls.REFUSAL_CODES), None)
+    if refused is not None:
+        ranks = [r if r.skipped is not None else _refused(host, r, refused) for r in ranks]
     return _Result(mode, ranks, notes, hidden, findings, target.name)
+
+
+def _refused(host: Host, rp: RankPlan, why: str) -> RankPlan:
+    """rp as a rank the release skips (its pool and roles gone): it binds nothing."""
+    empty = _rank_plan(host, rp.rank, rp.device, rp.logical_id, [], Roles())
+    return replace(empty, locality=None, dp_rank=rp.dp_rank, local_rank=rp.local_rank, skipped=why)
 
 
 def _target_findings(req: PlanRequest, target: va.VllmAscendVersion) -> list[Finding]:

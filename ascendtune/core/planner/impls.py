@@ -55,6 +55,9 @@ class Impl(NamedTuple):
     topo_by_label: bool = True  # topo rows keyed by their NPU<n> label (else by row number)
     memory: str = MEM_POOL_NODE
     migrate_optional: bool = False  # the worker skips migration under Engram CPU offload
+    # reads npu-smi by position, not by header (0.9.1-0.21.0rc1): `info -m`'s third cell as
+    # the Chip Logic ID, and each process row's first cell as "<npu> <chip>"
+    positional_npu_smi: bool = False
 
     @property
     def has_roles(self) -> bool:
@@ -83,6 +86,7 @@ _OLD = dict(
     hidden_npus=False,
     rank_npu=DEVICES_LIST,
     memory=MEM_NONE,
+    positional_npu_smi=True,
 )
 _V15 = dict(
     allocator=POOLS,
@@ -92,9 +96,10 @@ _V15 = dict(
     hidden_npus=False,
     topo_by_label=False,
     memory=MEM_NODE_PAIR,
+    positional_npu_smi=True,
 )
-_V16 = dict(allocator=POOLS, hidden_npus=False, topo_by_label=False)
-_V20 = dict(allocator=POOLS, topo_by_label=False)
+_V16 = dict(allocator=POOLS, hidden_npus=False, topo_by_label=False, positional_npu_smi=True)
+_V20 = dict(allocator=POOLS, topo_by_label=False, positional_npu_smi=True)
 
 IMPLS: dict[str, Impl] = {
     i.blob: i
@@ -113,13 +118,20 @@ IMPLS: dict[str, Impl] = {
             hidden_npus=False,
             topo_by_label=False,
             memory=MEM_NONE,
+            positional_npu_smi=True,
         ),
         Impl("c09e740a", "0.15.0rc1", **_V15),  # type: ignore[arg-type]
         Impl("abb80aa1", "0.16.0rc1-0.18.0rc1", **_V16),  # type: ignore[arg-type]
         Impl("10967e04", "0.18.0", **_V16),  # type: ignore[arg-type]
         Impl("2d5ba9ec", "0.19.1rc1-0.20.2rc1", **_V20),  # type: ignore[arg-type]
         Impl("7b815e31", "0.21.0rc1", **_V20),  # type: ignore[arg-type]
-        Impl("5a947c7b", "0.22.1rc1", POOLS, modes=_A5_SLICE, irq_free=frozenset({Soc.A5})),
+        Impl(
+            "5a947c7b",
+            "0.22.1rc1",
+            POOLS,
+            modes=_A5_SLICE,
+            irq_free=frozenset({Soc.A5}),
+        ),
         Impl(
             "0cbc0e2b",
             "0.23.0rc1-0.25.1rc1",
@@ -127,7 +139,13 @@ IMPLS: dict[str, Impl] = {
             modes=_A5_CLUSTER,
             irq_free=frozenset({Soc.A5}),
         ),
-        Impl("8448cd77", "main 182b75ea", POOLS, modes=_A5_CLUSTER, irq_free=frozenset({Soc.A5})),
+        Impl(
+            "8448cd77",
+            "main 182b75ea",
+            POOLS,
+            modes=_A5_CLUSTER,
+            irq_free=frozenset({Soc.A5}),
+        ),
         Impl(
             "cc55125b",
             "0.26.0rc1",

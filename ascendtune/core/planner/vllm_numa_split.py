@@ -29,21 +29,58 @@ def node_count(host: Host) -> int:
 def mcu_rows(host: Host) -> bool:
     """`npu-smi info -m` lists an Mcu row after each card's chips (910B, 910_93, 310P; not 950).
     This release keys its map by Chip Logic ID and reads the Mcu row's "-" as 0, so logical id
-    0 ends up naming the last card's Mcu."""
+    0 ends up naming the last card's Mcu. (Used only where the map's rows were not read.)"""
     return host.soc_detected in (Soc.A2, Soc.A3, Soc.P310)
 
 
+def release_map(host: Host) -> dict[int, tuple[int, int]] | str | None:
+    """The release's map of `npu-smi info -m`, read as it reads it: each row after the header
+    split into NPU ID, Chip ID, Chip Logic ID and the rest by position, whatever the header
+    says; a Chip Logic ID that is not a number ("-" on an Mcu row) reads as 0, and a later row
+    replaces an earlier one with the same id. Logical id -> (NPU ID, Chip ID). A str: why the
+    release fails to read the map (every rank then binds nothing); None: no map was read."""
+    rows = host.npu_map_rows
+    if not rows:
+        return None
+    out: dict[int, tuple[int, int]] = {}
+    for cells in rows:
+        if len(cells) < 4:
+            return (
+                f"a row of `npu-smi info -m` has {len(cells)} cell(s) where this release unpacks "
+                "four (ValueError)"
+            )
+        try:
+            npu, chip = int(cells[0]), int(cells[1])
+            logical = int(cells[2]) if cells[2].isnumeric() else 0
+        except ValueError:
+            return (
+                f"`npu-smi info -m` has the row {' '.join(cells[:3])!r}..., whose first three "
+                "cells this release reads as numbers (ValueError)"
+            )
+        out[logical] = (npu, chip)
+    return out
+
+
 def device_nodes(
-    devices: Sequence[int], by_id: dict[int, Accelerator], host: Host
+    devices: Sequence[int],
+    by_id: dict[int, Accelerator],
+    host: Host,
+    pairs: dict[int, tuple[int, int]] | None = None,
 ) -> tuple[dict[int, int], dict[int, list[int]], str]:
     """(device -> node, node -> devices in the list's order, how): from each device's PCI
-    NUMA node; when no device has one, the devices dealt in order to the nodes."""
+    NUMA node; when no device has one, the devices dealt in order to the nodes. pairs: the
+    release's map (release_map); each device's board is asked for the (NPU, chip) it names
+    there, and a pair that is no chip (an Mcu row) gives no PCIe address."""
     dev_node: dict[int, int] = {}
     node_devs: dict[int, list[int]] = {}
+    by_pair = {(a.npu_id, a.chip_id): a for a in by_id.values()}
     for d in devices:
-        if d == 0 and mcu_rows(host):
+        if pairs is not None:
+            acc = by_pair.get(pairs[d]) if d in pairs else None
+        elif d == 0 and mcu_rows(host):
             continue  # its -m entry is the last card's Mcu row, whose board has no PCIe address
-        acc = by_id.get(d)
+        else:
+            acc = by_id.get(d)
         node = acc.numa_node if acc is not None and acc.numa_source == Source.SYSFS else None
         if node is None or node < 0:
             continue
@@ -105,15 +142,25 @@ def plan(
     from ascendtune.core.planner.engine import _rank_plan, _Result
 
     by_id = {d.logical_id: d for d in devices_all}
+    got = release_map(host)
+    pairs = got if isinstance(got, dict) else None
     # the visible variable as given, else every logical NPU of `npu-smi info -m`, sorted
-    devices = list(env) if env is not None else sorted(by_id)
-    dev_node, node_devs, how = device_nodes(devices, by_id, host)
+    devices = list(env) if env is not None else sorted(by_id if pairs is None else pairs)
+    whole: str | None = got if isinstance(got, str) else None
+    if whole is None and pairs is not None:
+        unmapped = [d for d in devices if d not in pairs]
+        if unmapped:
+            whole = (
+                f"NPU {unmapped[0]} has no row in `npu-smi info -m` as this release reads it "
+                '(by position), so it stops ("Can not get device info")'
+            )
+    dev_node, node_devs, how = device_nodes(devices, by_id, host, pairs)
     notes = [
         f"modelled on vLLM-Ascend {target.name}: the NUMA-split allocator of 0.9.1-0.13.0 "
         "(the worker calls bind_cpus(local_rank, ratio=1.0)); " + how,
         "no thread roles: the whole worker process is bound to one CPU set",
     ]
-    bad = {n: got for n in node_devs if isinstance(got := _node_cpus(host, n), str)}
+    bad = {n: why for n in node_devs if isinstance(why := _node_cpus(host, n), str)}
     ranks: list[RankPlan] = []
     findings: list[Finding] = []
     allowed = host.cpus_allowed & host.cpus_online
@@ -122,8 +169,14 @@ def plan(
         cpus: list[int] = []
         cur = devices[rank] if rank < len(devices) else device
         node = dev_node.get(cur)
-        if bad:
+        if whole is not None:
+            skipped = whole
+        elif bad:
             skipped = next(iter(bad.values()))
+        elif rank >= len(devices):
+            skipped = (
+                f"its device list [{','.join(map(str, devices))}] has no entry {rank} (IndexError)"
+            )
         elif node is None:
             skipped = f"NPU {cur} has no NUMA node (its PCI device shows none)"
         else:

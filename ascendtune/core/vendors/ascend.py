@@ -231,7 +231,15 @@ def read(inp: VendorInput) -> VendorReading:
         soc=soc,
         tool_version=info.version if info else None,
         topo_supported=None if topo is None else topo.supported,
+        map_rows=positional_rows(map_text) if map_text and chips else (),
+        procs_by_chip=info.procs_by_chip if info else None,
     )
+
+
+def positional_rows(text: str) -> tuple[tuple[str, ...], ...]:
+    """`npu-smi info -m` as the releases up to 0.21.0rc1 read it: the text stripped and cut
+    into lines, the first (the header) dropped, each other line split on white space."""
+    return tuple(tuple(line.split()) for line in text.strip().split("\n")[1:])
 
 
 def _topo_header(host: Host) -> str | None:

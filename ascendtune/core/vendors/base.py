@@ -65,6 +65,8 @@ class VendorReading(NamedTuple):
     soc: Soc | None = None
     tool_version: str | None = None
     topo_supported: bool | None = None
+    map_rows: tuple[tuple[str, ...], ...] = ()  # Host.npu_map_rows
+    procs_by_chip: bool | None = None  # Host.npu_procs_by_chip
 
 
 class LinkCode(NamedTuple):

@@ -189,6 +189,17 @@ _OLD_ALLOC = Fact(
     "process bound, no roles; the worker passes ratio=1.0",
     "git",
 )
+# the blobs that read npu-smi by position (the planner's Impl.positional_npu_smi; a test keeps
+# the two in step)
+POSITIONAL_NPU_SMI = frozenset(
+    {"2cb1e84a", "280e516e", "062ff4f9", "c09e740a", "abb80aa1", "10967e04", "2d5ba9ec", "7b815e31"}
+)
+_POSITIONAL = Fact(
+    "reads npu-smi by position, not by header: `info -m`'s third cell as the Chip Logic ID "
+    "(a Slot ID column, as on Ascend 950, shifts it) and, from 0.14.0rc1, each process row's "
+    'first cell as "<npu> <chip>" (a table keyed by NPU ID alone fails: IndexError)',
+    "git",
+)
 _OFF = Fact("enable_cpu_binding defaults to false", "git")
 _ON = Fact("enable_cpu_binding defaults to true", "git")
 _NARROWED_DP = Fact(
@@ -236,6 +247,8 @@ def _release(
     known = [_NO_BINDING] if impl is None else []
     if impl in _OLD:
         known.append(_OLD_ALLOC)
+    if impl in POSITIONAL_NPU_SMI:
+        known.append(_POSITIONAL)
     if impl is not None:
         known += [_ON if binding.on_by_default else _OFF, _RUNS[binding.runs]]
         if binding.dp == DP_RESTART:
