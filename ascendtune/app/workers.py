@@ -23,6 +23,7 @@ from ascendtune.core.errors import AscendtuneError, MissingError, PlanError, Usa
 
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
+    from ascendtune.core.planner import Plan
     from ascendtune.core.workerfacts import ThreadFacts, WorkerFacts
     from ascendtune.host.affinity import PendingBind, Tasks
     from ascendtune.host.roots import Root
@@ -153,6 +154,8 @@ class Targets:
     # finds the vLLM-Ascend version whose defaults the handoff uses (`version`)
     find_version: Callable[[], str | None] = field(default=lambda: None, repr=False)
     vendor: str | None = None  # whose devices the plan's ranks run on ("huawei", "nvidia")
+    # devices the plan leaves unbound (vLLM-Ascend skips them), with why
+    unbound: dict[int, str] = field(default_factory=dict)
 
     @functools.cached_property
     def version(self) -> str | None:
@@ -208,10 +211,30 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
     facts = plan_facts(host, None, opts.plan, root)
     if facts.plan is None:
         raise PlanError(f"no plan for the workers: {facts.error}")
-    by_device = {r.device: target_of_rank(r, facts.policy) for r in facts.plan.ranks if r.cpus}
-    return Targets(
-        by_device, f"{facts.policy} plan of {root.describe()}", version, facts.plan.vendor
-    )
+    plan, policy, source = facts.plan, facts.policy, f"{facts.policy} plan of {root.describe()}"
+    refused = _refused_everywhere(plan) if opts.plan.policy == "auto" else None
+    if refused is not None:
+        # `auto` means what vLLM-Ascend binds; where it binds nothing at all, bind the workers
+        # NUMA-local rather than leave every one unbound (said in the source line)
+        local = plan_facts(host, None, opts.plan._replace(policy="numa-local"), root)
+        if local.plan is not None:
+            plan, policy = local.plan, local.policy
+            source = (
+                f"{policy} plan of {root.describe()} (vLLM-Ascend binds nothing on this host: "
+                f"{refused})"
+            )
+    by_device = {r.device: target_of_rank(r, policy) for r in plan.ranks if r.cpus}
+    unbound = {r.device: r.skipped for r in plan.ranks if r.skipped is not None}
+    return Targets(by_device, source, version, plan.vendor, unbound)
+
+
+def _refused_everywhere(plan: Plan) -> str | None:
+    """Why a vllm-ascend plan binds no rank at all (its release refuses the host), else None."""
+    from ascendtune.core.planner.impls import refusal
+
+    if plan.policy != "vllm-ascend" or any(r.skipped is None for r in plan.ranks):
+        return None
+    return refusal(plan)
 
 
 # ---- vLLM-Ascend's own binding ------------------------------------------------------------------
@@ -450,9 +473,12 @@ def begin_worker(
         )
     target = targets.by_device.get(w.devices[0])
     if target is None:
+        skipped = targets.unbound.get(w.devices[0])
         return unbound(
             w,
-            f"the plan has no rank on {word} {w.devices[0]}",
+            f"the plan leaves {word} {w.devices[0]} unbound: {skipped}"
+            if skipped
+            else f"the plan has no rank on {word} {w.devices[0]}",
             dry_run=dry_run,
             self_bind=selfb,
             cpus=now(),
