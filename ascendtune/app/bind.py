@@ -135,8 +135,11 @@ def resolve_target(
     from ascendtune.app.hosts import load
 
     got = load(source)
-    doc = versioned(app_plan.plan_document(app_plan.plan(got.host, plan, got.root).plan))
-    return target_from_plan(doc, rank, source=f"{plan.policy} plan of {source.describe()}")
+    app_plan.check_policy(plan.policy)
+    made, note = app_plan.binding_plan(got.host, plan, got.root)
+    doc = versioned(app_plan.plan_document(made))
+    where = f"{made.policy if note else plan.policy} plan of {source.describe()}"
+    return target_from_plan(doc, rank, source=where + (f" ({note})" if note else ""))
 
 
 def read_plan_file(path: Path) -> Any:

@@ -70,10 +70,9 @@ def plan_facts(
     host: "Host | None", host_error: str | None, opts: PlanOptions, root: "Root | None" = None
 ) -> "PlanFacts":
     """The plan the workers are compared with, or why there is none."""
-    from ascendtune.app.plan import build_request, resolve_policy
+    from ascendtune.app.plan import binding_plan, resolve_policy
     from ascendtune.core.doctor import PlanFacts
     from ascendtune.core.errors import InvalidInput, MissingError, PlanError
-    from ascendtune.core.planner import make_plan
 
     options = tuple(opts.given())
     policy = opts.policy
@@ -83,16 +82,16 @@ def plan_facts(
     if not host.accelerators:
         return PlanFacts(policy, error="no accelerator on this host", options=options)
 
-    req = build_request(host, opts._replace(ranks=None, spill=False), root)
     try:
-        plan = make_plan(host, req)
+        # `auto` where vLLM-Ascend binds nothing at all: the NUMA-local plan stands in (note)
+        plan, note = binding_plan(host, opts._replace(ranks=None, spill=False), root)
     except PlanError as e:
         return PlanFacts(policy, error=e.message, cpus_problem=True, options=options)
     except (MissingError, InvalidInput) as e:
         if opts.visible_devices is not None or opts.reserve is not None:
             raise  # the options given are wrong: say so, do not bury it in a row
         return PlanFacts(policy, error=e.message, options=options)
-    return PlanFacts(policy, plan=plan, options=options)
+    return PlanFacts(plan.policy, plan=plan, options=options, note=note)
 
 
 def run(opts: DoctorOptions) -> DoctorReport:

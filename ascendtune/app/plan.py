@@ -196,6 +196,29 @@ def plan(host: "Host", opts: PlanOptions, root: "Root | None" = None) -> PlanRep
     return PlanReport(host, req, p, reason, better)
 
 
+def refused_everywhere(plan: "Plan") -> str | None:
+    """Why a vllm-ascend plan binds no rank at all (its release refuses the host), else None."""
+    from ascendtune.core.planner.impls import refusal
+
+    if plan.policy != "vllm-ascend" or any(r.skipped is None for r in plan.ranks):
+        return None
+    return refusal(plan)
+
+
+def binding_plan(
+    host: "Host", opts: PlanOptions, root: "Root | None" = None
+) -> "tuple[Plan, str | None]":
+    """The plan `bind` applies: the policy's; with `--policy auto` on a host where vLLM-Ascend
+    binds nothing at all (it refuses the host), the NUMA-local plan instead, with why (else
+    None). Raises the planner's errors."""
+    p = make_plan(host, build_request(host, opts, root))
+    why = refused_everywhere(p) if opts.policy == AUTO else None
+    if why is None:
+        return p, None
+    local = make_plan(host, build_request(host, opts._replace(policy="numa-local"), root))
+    return local, f"vLLM-Ascend binds nothing on this host ({why}): numa-local stands in"
+
+
 def _better(host: "Host", plan: "Plan", base: "PlanRequest") -> str | None:
     """A short line when another policy beats vLLM-Ascend's plan on locality or overlap."""
     mean = _mean_locality(plan)

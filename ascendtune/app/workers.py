@@ -23,7 +23,6 @@ from ascendtune.core.errors import AscendtuneError, MissingError, PlanError, Usa
 
 if TYPE_CHECKING:
     from ascendtune.core.model import Host
-    from ascendtune.core.planner import Plan
     from ascendtune.core.workerfacts import ThreadFacts, WorkerFacts
     from ascendtune.host.affinity import PendingBind, Tasks
     from ascendtune.host.roots import Root
@@ -211,30 +210,11 @@ def resolve_targets(opts: WorkersOptions, root: Root, host: Host) -> Targets:
     facts = plan_facts(host, None, opts.plan, root)
     if facts.plan is None:
         raise PlanError(f"no plan for the workers: {facts.error}")
-    plan, policy, source = facts.plan, facts.policy, f"{facts.policy} plan of {root.describe()}"
-    refused = _refused_everywhere(plan) if opts.plan.policy == "auto" else None
-    if refused is not None:
-        # `auto` means what vLLM-Ascend binds; where it binds nothing at all, bind the workers
-        # NUMA-local rather than leave every one unbound (said in the source line)
-        local = plan_facts(host, None, opts.plan._replace(policy="numa-local"), root)
-        if local.plan is not None:
-            plan, policy = local.plan, local.policy
-            source = (
-                f"{policy} plan of {root.describe()} (vLLM-Ascend binds nothing on this host: "
-                f"{refused})"
-            )
+    plan, policy = facts.plan, facts.policy
+    source = f"{policy} plan of {root.describe()}" + (f" ({facts.note})" if facts.note else "")
     by_device = {r.device: target_of_rank(r, policy) for r in plan.ranks if r.cpus}
     unbound = {r.device: r.skipped for r in plan.ranks if r.skipped is not None}
     return Targets(by_device, source, version, plan.vendor, unbound)
-
-
-def _refused_everywhere(plan: Plan) -> str | None:
-    """Why a vllm-ascend plan binds no rank at all (its release refuses the host), else None."""
-    from ascendtune.core.planner.impls import refusal
-
-    if plan.policy != "vllm-ascend" or any(r.skipped is None for r in plan.ranks):
-        return None
-    return refusal(plan)
 
 
 # ---- vLLM-Ascend's own binding ------------------------------------------------------------------

@@ -96,14 +96,21 @@ def explain_binding(
             + ("; " + "; ".join(trace.mode_notes) if trace.mode_notes else ""),
         )
     )
-    if rt.skipped is not None:
+    if rt.skipped is not None or rp.skipped is not None:
+        # rt.skipped: this rank's own skip; else the release refuses the host as a whole
+        why = rt.skipped if rt.skipped is not None else rp.skipped
+        non_arm = rt.skipped is None and any(f.code == "not_arm" for f in plan.findings)
+        logs = (
+            "'CPU binding skipped: non-ARM CPU detected.' (info)"
+            if non_arm
+            else f"'Bind cpus failed in rank{rt.local}: ... Skip binding cpu.'"
+        )
         steps.append(
             Step(
                 "skipped",
                 {"npu": rt.logical},
-                {"skipped": rt.skipped},
-                f"binding is skipped: {rt.skipped}; the worker logs 'Bind cpus failed in "
-                f"rank{rt.local}: ... Skip binding cpu.' and runs unbound",
+                {"skipped": why},
+                f"binding is skipped: {why}; the worker logs {logs} and runs unbound",
             )
         )
     else:

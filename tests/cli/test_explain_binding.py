@@ -119,3 +119,14 @@ def test_plan_request_unchanged_by_policy_override() -> None:
     got = load(HostSource(demo="atlas-800i-a2"))
     req = build_request(got.host, PlanOptions(env={}), got.root)
     assert req._replace(policy="vllm-ascend").policy == "vllm-ascend"
+
+
+def test_a_release_that_refuses_the_host_stops_before_any_pool(cli: Cli) -> None:
+    """The x86 300I Duo: vLLM-Ascend binds only on ARM, so the steps end at the skip (no pool,
+    no roles, no log line of an empty plan) with the line the worker does log."""
+    r = cli("explain", "binding", "--demo", "atlas-300i-duo", "--rank", "0", "--json")
+    assert r.exit_code == 0, r.output
+    s = steps(schemas.loads("explain", r.stdout))
+    assert "x86_64" in s["skipped"]["result"]["skipped"]
+    assert "non-ARM CPU detected" in s["skipped"]["words"]
+    assert not {"affinity", "roles", "log_line"} & set(s)

@@ -174,6 +174,8 @@ class PlanFacts(NamedTuple):
     error: str | None = None
     cpus_problem: bool = False  # the plan failed on the CPUs (cpuset too small, disjoint)
     options: tuple[str, ...] = ()  # plan options to repeat in `ascendtune bind` (not --policy)
+    # why this plan stands in for the one asked (`auto` where vLLM-Ascend binds nothing at all)
+    note: str | None = None
 
     def rank_of(self, device: int) -> RankPlan | None:
         if self.plan is None:
