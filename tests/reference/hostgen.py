@@ -254,3 +254,43 @@ def a5_cases(count: int, seed: int = 950) -> list[Case]:
             )
         )
     return out
+
+
+def relayout(cases: list[Case], seed: int = 7) -> list[Case]:
+    """The same hosts with npu-smi's columns laid out otherwise: `info -m` with or without
+    Chip Logic ID (only where each card holds one chip), Chip Phy-ID (ids shuffled half the
+    time) and Slot ID, and the process table keyed by NPU ID alone (one chip per card). The
+    releases up to 0.21.0rc1 read these by position, the later ones by header. Fixed seed."""
+    import random
+
+    rnd = random.Random(seed)
+    out: list[Case] = []
+    for c in cases:
+        smi = c.spec.npu_smi
+        assert smi is not None
+        chips = smi.chips
+        one_chip = len({ch.npu_id for ch in chips}) == len(chips)
+        if rnd.random() < 0.5:
+            perm = list(range(len(chips)))
+            rnd.shuffle(perm)
+            chips = tuple(replace(ch, phy_id=perm[i]) for i, ch in enumerate(chips))
+        smi = replace(
+            smi,
+            chips=chips,
+            logic_col=not one_chip or rnd.random() < 0.5,
+            phy_col=rnd.random() < 0.6,
+            slot_col=rnd.random() < 0.4,
+            npu_id_procs=one_chip and smi.layout != "310p" and rnd.random() < 0.3,
+        )
+        layout = f"logic={smi.logic_col} phy={smi.phy_col} slot={smi.slot_col}"
+        out.append(
+            replace(
+                c,
+                id=f"{c.id}-relaid",
+                spec=replace(c.spec, npu_smi=smi),
+                note=f"{c.note} {layout} npu_id_procs={smi.npu_id_procs}",
+                _tree=None,
+                _host=None,
+            )
+        )
+    return out

@@ -1,7 +1,8 @@
 """The reference tier: every distinct vLLM-Ascend cpu_binding.py, run unchanged from its
 release's sdist, against every demo, 240 hypothesis-generated hosts (60 each of A2, A3,
 310P and 950), 60 Ascend 950 hosts its cluster allocator can bind (most in npu-smi's 950
-layout) and a few hand-made edge hosts; ascendtune's `plan --policy vllm-ascend` must agree with it on every rank
+layout), 60 of the generated hosts again with npu-smi's columns laid out otherwise, and a few
+hand-made edge hosts; ascendtune's `plan --policy vllm-ascend` must agree with it on every rank
 (bound or not, the NPU, main/acl/release CPUs, and the IRQ CPUs wherever it steered IRQs).
 
 Run with `python3 -m pytest -m reference tests/reference` (it downloads the sdists once into
@@ -33,6 +34,7 @@ DEMOS = (
 )
 PER_FAMILY = 60
 A5_BINDABLE = 60
+RELAID = 15
 
 
 def demo_cases() -> list[h.Case]:
@@ -75,7 +77,9 @@ def crowded_cases() -> list[h.Case]:
 @pytest.fixture(scope="module")
 def generated() -> list[h.Case]:
     drawn = [c for fam in hostgen.FAMILIES for c in hostgen.draw_cases(fam, PER_FAMILY)]
-    return drawn + hostgen.a5_cases(A5_BINDABLE)
+    # the first RELAID of each family again, npu-smi's columns laid out otherwise
+    relaid = hostgen.relayout([c for i, c in enumerate(drawn) if i % PER_FAMILY < RELAID])
+    return drawn + hostgen.a5_cases(A5_BINDABLE) + relaid
 
 
 def _blob(data: bytes) -> str:
