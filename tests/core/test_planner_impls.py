@@ -408,3 +408,12 @@ def test_the_registry_and_the_planner_agree_on_who_reads_npu_smi_by_position() -
     from ascendtune.core.vllm_ascend.registry import POSITIONAL_NPU_SMI
 
     assert {b for b, i in impls.IMPLS.items() if i.positional_npu_smi} == POSITIONAL_NPU_SMI
+
+
+def test_a_map_cell_str_isdigit_takes_but_int_refuses_is_a_refusal_not_a_crash() -> None:
+    host = _numa_split_host(allowed="0-191")._replace(npu_map_rows=(("0", "0", "²", "Ascend"),))
+    p = plan("7b815e31", host, [2, 3], busy=(2, 3))
+    assert "ValueError" in (impls.refusal(p) or "")
+    assert all(r.skipped and not r.cpus for r in p.ranks)
+    assert "ValueError" in (plan("2cb1e84a", host, [2, 3]).ranks[0].skipped or "")
+    assert impls.refusal(plan("7ed2022f", host, [2, 3], busy=(2, 3))) is None  # by header

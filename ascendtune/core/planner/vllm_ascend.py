@@ -116,6 +116,11 @@ def positional_map(host: Host) -> dict[str, dict[str, str]] | str | None:
             )
         npu, chip, logical = cells[:3]
         if logical.isdigit():
+            if not logical.isascii():  # str.isdigit() takes "²", which int() then refuses
+                return (
+                    f"`npu-smi info -m` has {logical!r} where this vLLM-Ascend reads a Chip Logic "
+                    "ID, and int() refuses it (ValueError), so it binds nothing"
+                )
             out.setdefault(npu, {})[chip] = logical
     return out
 
