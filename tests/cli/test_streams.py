@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,15 @@ ENV = {
     "PYTHONPATH": str(TOP),
 }
 ASCENDTUNE = [sys.executable, "-m", "ascendtune"]
+
+
+@pytest.fixture(autouse=True)
+def _sighup_default() -> Iterator[None]:
+    """These tests are about SIGHUP's default disposition: under `nohup` (SIGHUP ignored,
+    which every child inherits) the ascendtune started here would never see one."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, old)
 
 
 def run(
