@@ -118,8 +118,11 @@ def expected_host(spec: HostSpec) -> Host:
 
 def _map_rows(smi: NpuSmi) -> tuple[tuple[str, ...], ...]:
     """`npu-smi info -m` split by position, as Host.npu_map_rows holds it."""
-    m = info_m(smi.chips, logic_col=smi.logic_col, phy_col=smi.phy_col, slot_col=smi.slot_col)
-    return tuple(tuple(line.split()) for line in m.strip().split("\n")[1:])
+    from ascendtune.core.vendors.ascend import positional_rows
+
+    return positional_rows(
+        info_m(smi.chips, logic_col=smi.logic_col, phy_col=smi.phy_col, slot_col=smi.slot_col)
+    )
 
 
 def _str(v: object) -> str | None:

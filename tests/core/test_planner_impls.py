@@ -164,21 +164,7 @@ def test_0_15_reserves_irq_cpus_but_still_takes_pools_of_three() -> None:
 
 
 def test_ascend_950_clusters_have_no_roles_and_skip_irq() -> None:
-    spec = HostSpec(
-        cpus=Cpus(frozenset(range(384)), threads=adjacent(range(384), sockets=2, core_ids=None)),
-        nodes=tuple(Node(n, frozenset(range(96 * n, 96 * n + 96))) for n in range(4)),
-        self_proc=SelfProc("0-383", "0-3"),
-        npu_smi=NpuSmi(
-            tuple(
-                Chip(i, 0, i, "Ascend950DT", f"0000:{i + 1:02x}:00.0", affinity=a)
-                for i, a in enumerate(A5_AFFINITY)
-            ),
-            logic_col=False,
-            phy_col=True,
-        ),
-        meta={"arch": "aarch64"},
-    )
-    host = host_of(spec)
+    host = _a950(slot_and_npu_id=False)
     # two DP engines of 4 NPUs each under one cpuset: disjoint 16-CPU clusters per NPU
     a = plan("7ed2022f", host, [0, 1, 2, 3], busy=(0, 1, 2, 3))
     b = plan("7ed2022f", host, [4, 5, 6, 7], busy=(4, 5, 6, 7))
@@ -316,8 +302,9 @@ def test_numa_split_binds_an_empty_share_to_psutils_eligible_cpus(
 
 
 def _a950(slot_and_npu_id: bool = True) -> Host:
-    """The 950 host of the test above in npu-smi's Ascend 950 layout: `info -m` with Slot ID
-    and Chip Phy-ID and no Chip Logic ID, the process table keyed by NPU ID alone."""
+    """An Ascend 950 host (384 CPUs with SMT on 4 nodes; NPUs 0,1,6,7 on node 3, 2-5 on node
+    1), in npu-smi's Ascend 950 layout (`info -m` with Slot ID and Chip Phy-ID and no Chip
+    Logic ID, the process table keyed by NPU ID alone) or, slot_and_npu_id off, with neither."""
     spec = HostSpec(
         cpus=Cpus(frozenset(range(384)), threads=adjacent(range(384), sockets=2, core_ids=None)),
         nodes=tuple(Node(n, frozenset(range(96 * n, 96 * n + 96))) for n in range(4)),

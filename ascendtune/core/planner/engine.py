@@ -188,11 +188,11 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
     assigned = ctx.dp > 1 or req.device_ids is not None  # vLLM publishes assigned device ids
     # binding runs after warm-up, when the job's own NPUs show in npu-smi's table
     busy = set(req.busy) if req.busy is not None else _host_busy(ctx) | set(jobs)
-    all_ids = list(ctx.all_ids)
+    all_ids, positional = list(ctx.all_ids), None
     if impl.positional_npu_smi:
         # 0.14.0rc1-0.21.0rc1 read `npu-smi info -m` by position: where its third cell is not
         # the Chip Logic ID, their logical ids (every NPU, and the busy ones) are those cells
-        all_ids, busy = vllm_ascend.positional_ids(host, all_ids, busy)
+        all_ids, busy, positional = vllm_ascend.positional_ids(host, all_ids, busy)
     env = ctx.env_visible
     cache: dict[tuple[int, ...], dict[int, list[int]]] = {}
     hidden: dict[int, tuple[int, ...]] = {}
@@ -313,7 +313,7 @@ def _plan_vllm(ctx: _Ctx, req: PlanRequest, trace: "VllmTrace | None" = None) ->
     findings += vllm_ascend.version_findings(
         target, ranks, jobs, env, req.device_ids, ctx.dp, own, by_npu_id=by_npu_id
     )
-    findings += vllm_ascend.refusals(host, impl, busy)
+    findings += vllm_ascend.refusals(host, impl, positional)
     # a release that refuses binds no rank at all: each one is skipped, with the reason
     refused = next((f.message for f in findings if f.code in impls.REFUSAL_CODES), None)
     if refused is not None:

@@ -8,7 +8,7 @@ reproduced on purpose, so a plan predicts the log line a real worker prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ascendtune.core import vllm_ascend as va
@@ -125,48 +125,45 @@ def positional_map(host: Host) -> dict[str, dict[str, str]] | str | None:
     return out
 
 
-def positional_ids(host: Host, all_ids: list[int], busy: set[int]) -> tuple[list[int], set[int]]:
+def positional_ids(
+    host: Host, all_ids: list[int], busy: set[int]
+) -> tuple[list[int], set[int], str | None]:
     """Every NPU's and the busy NPUs' logical ids as 0.14.0rc1-0.21.0rc1 read them from
-    `npu-smi info -m` by position; unchanged where the map was not read or does not give every
-    busy NPU an id (they then refuse: _unmapped_busy)."""
+    `npu-smi info -m` by position, and why that read makes them bind nothing (None: it does
+    not). Unchanged ids where the map was not read or does not give every busy NPU's process
+    row an id."""
     got = positional_map(host)
-    if not isinstance(got, dict) or _unmapped_busy(host, busy) is not None:
-        return all_ids, busy
+    if not isinstance(got, dict):
+        return all_ids, busy, got
     by_logical = {a.logical_id: a for a in host.accelerators if a.vendor == Vendor.HUAWEI}
-    ids = sorted({int(v) for chips in got.values() for v in chips.values()})
-    seen = set()
-    for b in busy:
-        a = by_logical.get(b)
-        seen.add(int(got[str(a.npu_id)][str(a.chip_id)]) if a is not None else b)
-    return ids, seen
-
-
-def _unmapped_busy(host: Host, busy: Iterable[int]) -> str | None:
-    """Why 0.14.0rc1-0.21.0rc1 stop on the busy NPUs' process rows when they read `info -m` by
-    position (None: every row maps to a logical id)."""
-    got = positional_map(host)
-    if isinstance(got, str) or got is None:
-        return got
-    by_logical = {a.logical_id: a for a in host.accelerators if a.vendor == Vendor.HUAWEI}
-    lost = []
+    seen: set[int] = set()
+    lost: list[int] = []
     for b in sorted(busy):
         a = by_logical.get(b)
-        if a is not None and not got.get(str(a.npu_id), {}).get(str(a.chip_id), "").isdigit():
+        if a is None:
+            seen.add(b)
+        elif (v := got.get(str(a.npu_id), {}).get(str(a.chip_id))) is not None:
+            seen.add(int(v))
+        else:
             lost.append(b)
-    if not lost:
-        return None
-    return (
-        f"`npu-smi info -m` read by position (its third cell as the Chip Logic ID, here "
-        f"{host.npu_map_rows[0][2] if host.npu_map_rows[0][2:] else 'missing'} on its first row) "
-        f"gives no logical id for the process row of NPU {_ids(lost)}: this vLLM-Ascend stops "
-        "there (\"Failed to get correct chip_logic_id from command 'npu-smi info -m'.\"), so it "
-        "binds nothing"
-    )
+    if lost:
+        return (
+            all_ids,
+            busy,
+            (
+                f"`npu-smi info -m` read by position (its third cell as the Chip Logic ID, here "
+                f"{host.npu_map_rows[0][2] if host.npu_map_rows[0][2:] else 'missing'} on its first "
+                f"row) gives no logical id for the process row of NPU {_ids(lost)}: this vLLM-Ascend "
+                "stops there (\"Failed to get correct chip_logic_id from command 'npu-smi info "
+                "-m'.\"), so it binds nothing"
+            ),
+        )
+    return sorted({int(v) for chips in got.values() for v in chips.values()}), seen, None
 
 
-def refusals(host: Host, impl: Impl, busy: Iterable[int] = ()) -> list[Finding]:
+def refusals(host: Host, impl: Impl, positional: str | None = None) -> list[Finding]:
     """What makes impl bind nothing at all on this host, whatever the pools (it only logs).
-    busy: the NPUs npu-smi's process table lists when the binding runs."""
+    positional: why its positional read of `npu-smi info -m` fails (positional_ids)."""
     out: list[Finding] = []
     if impl.lscpu_e and host.cpus_offline:
         out.append(
@@ -216,18 +213,16 @@ def refusals(host: Host, impl: Impl, busy: Iterable[int] = ()) -> list[Finding]:
                 "ascendtune",
             )
         )
-    elif impl.allocator == impls_POOLS and impl.positional_npu_smi:
-        why = _unmapped_busy(host, busy)
-        if why is not None:
-            out.append(
-                Finding(
-                    "binding_refused",
-                    "warning",
-                    why,
-                    "upgrade to 0.22.1rc1 or later (it reads `npu-smi info -m` by its header), or "
-                    "bind with ascendtune",
-                )
+    elif positional is not None:
+        out.append(
+            Finding(
+                "binding_refused",
+                "warning",
+                positional,
+                "upgrade to 0.22.1rc1 or later (it reads `npu-smi info -m` by its header), or "
+                "bind with ascendtune",
             )
+        )
     arch = host.arch
     if impl.arm_only and arch and arch not in ("aarch64", "arm64") and not arch.startswith("arm"):
         out.append(
